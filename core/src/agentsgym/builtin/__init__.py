@@ -1,0 +1,1 @@
+"""Built-in pieces of the core, registered through the same hooks as any plugin."""

@@ -1,0 +1,121 @@
+"""GuessTheNumber: the small example env that ships with the core.
+
+The agent looks for a hidden integer in ``[low, high]``; after every guess the env
+says "higher" or "lower". A guess is an integer in square brackets, e.g. ``[50]``.
+Reward 1.0 for finding it, 0.0 otherwise.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import Field, model_validator
+
+from agentsgym.config import EnvConfig
+from agentsgym.env import MultistepEnv
+from agentsgym.hookspecs import hookimpl
+from agentsgym.types import StepResult
+
+GUESS = re.compile(r"\[\s*(-?\d+)\s*\]")
+
+
+class GuessTheNumberConfig(EnvConfig):
+    max_steps_per_episode: int = Field(default=10, ge=1)
+    low: int = Field(default=1, description="smallest possible number")
+    high: int = Field(default=100, description="largest possible number")
+
+    @model_validator(mode="after")
+    def _range_not_empty(self) -> GuessTheNumberConfig:
+        if self.low > self.high:
+            raise ValueError(f"low ({self.low}) must not exceed high ({self.high})")
+        return self
+
+
+@dataclass
+class GuessState:
+    target: int
+    guesses: list[int] = field(default_factory=list)
+    feedback: str = ""
+
+
+class GuessTheNumberEnv(MultistepEnv):
+    """Find a hidden integer with higher/lower hints."""
+
+    config_class = GuessTheNumberConfig
+    config: GuessTheNumberConfig
+
+    @hookimpl
+    def initialize_episode(self, session_id: str, task_data: dict[str, Any]) -> GuessState:
+        low, high = self.config.low, self.config.high
+        if "target" in task_data:
+            target = int(task_data["target"])
+            if not low <= target <= high:
+                raise ValueError(f"task_data target {target} is outside [{low}, {high}]")
+        else:
+            target = random.Random(task_data.get("seed")).randint(low, high)
+        return GuessState(target=target)
+
+    @hookimpl
+    def format_prompt(self, state: GuessState, step: int) -> str:
+        left = self.config.max_steps_per_episode - step
+        if step == 0:
+            return (
+                f"I am thinking of an integer between {self.config.low} and "
+                f"{self.config.high}. Find it in at most {left} guesses. Reply with your "
+                "guess in square brackets, for example [50]."
+            )
+        return f"{state.feedback} Guesses left: {left}."
+
+    @hookimpl
+    def step_episode(self, state: GuessState, action: str) -> StepResult:
+        match = GUESS.search(action)
+        if match is None:
+            feedback = "I could not find a guess like [50] in your reply."
+            return StepResult(GuessState(state.target, state.guesses, feedback), 0.0, False,
+                              {"valid": False})
+        guess = int(match.group(1))
+        guesses = [*state.guesses, guess]
+        if guess == state.target:
+            return StepResult(GuessState(state.target, guesses, "Correct!"), 1.0, True,
+                              {"valid": True, "guess": guess, "correct": True})
+        direction = "higher" if guess < state.target else "lower"
+        feedback = f"{guess} is wrong; the number is {direction}."
+        return StepResult(GuessState(state.target, guesses, feedback), 0.0, False,
+                          {"valid": True, "guess": guess, "correct": False})
+
+    def _targets(self, split: str, size: int) -> list[dict[str, Any]]:
+        # Seeds are disjoint between splits: train uses even seeds, eval odd ones.
+        offset = 0 if split == "train" else 1
+        return [{"seed": 2 * i + offset} for i in range(size)]
+
+    def get_train_dataset(self, size: int = 200) -> Any:
+        return self.make_dataset(self._targets("train", size))
+
+    def get_eval_dataset(self, size: int = 50) -> Any:
+        return self.make_dataset(self._targets("eval", size))
+
+
+class BisectAgent:
+    """Plays GuessTheNumber by bisection, reading the hints from the conversation."""
+
+    def __init__(self, low: int = 1, high: int = 100) -> None:
+        self.low, self.high = low, high
+
+    def get_action(self, messages: list[dict[str, str]], agent_state: Any) -> tuple[str, Any]:
+        low, high = self.low, self.high
+        first = next((m["content"] for m in messages if m.get("role") == "user"), "")
+        bounds = re.search(r"between (-?\d+) and (-?\d+)", first)
+        if bounds:
+            low, high = int(bounds.group(1)), int(bounds.group(2))
+        for message in messages:
+            hint = re.search(r"(-?\d+) is wrong; the number is (higher|lower)", message.get("content", ""))
+            if message.get("role") == "user" and hint:
+                guess = int(hint.group(1))
+                if hint.group(2) == "higher":
+                    low = max(low, guess + 1)
+                else:
+                    high = min(high, guess - 1)
+        return f"My guess is [{(low + high) // 2}].", agent_state

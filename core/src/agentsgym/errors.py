@@ -1,0 +1,82 @@
+"""Every error agentsgym raises, in one hierarchy.
+
+Each message says what was wrong and what to do about it, so that a user who hits
+one from the CLI or from a training script does not have to read our source.
+"""
+
+from __future__ import annotations
+
+
+class AgentsGymError(Exception):
+    """Base class of every agentsgym error."""
+
+
+class PluginLoadError(AgentsGymError):
+    """A plugin failed to load (raised only in strict mode; otherwise recorded)."""
+
+    def __init__(self, plugin: str, distribution: str | None, cause: BaseException) -> None:
+        self.plugin = plugin
+        self.distribution = distribution
+        self.cause = cause
+        where = f" from distribution {distribution!r}" if distribution else ""
+        super().__init__(
+            f"plugin {plugin!r}{where} failed to load: {type(cause).__name__}: {cause}. "
+            f"Fix or uninstall it, or block it with AGENTSGYM_BLOCK_PLUGINS={plugin}."
+        )
+
+
+class RegistrationError(AgentsGymError):
+    """A plugin registered something invalid (bad id, clash with another package)."""
+
+
+class UnknownEnvError(AgentsGymError, KeyError):
+    """An env id that no installed plugin registered."""
+
+    def __str__(self) -> str:  # KeyError would repr() the message
+        return str(self.args[0])
+
+
+class UntrustedClassPathError(AgentsGymError):
+    """A `module:Class` env path that the user has not allowed to be imported."""
+
+
+class EnvConfigError(AgentsGymError, ValueError):
+    """An env_config value has the wrong type, or a key the env does not know."""
+
+
+class DatasetRowError(AgentsGymError, ValueError):
+    """A dataset row is missing a key or has a field of the wrong type."""
+
+
+class EpisodeError(AgentsGymError):
+    """An episode failed; recorded on the episode rather than raised by the runner."""
+
+
+class AgentError(AgentsGymError):
+    """An agent returned something the runner cannot use, or could not be built."""
+
+
+class UnknownAgentError(AgentsGymError, KeyError):
+    """An agent name that no installed plugin registered."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+class UnknownTrainerError(AgentsGymError, KeyError):
+    """A trainer adapter name that no installed plugin registered."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+class TokenizerRequiredError(AgentsGymError):
+    """Token fields were asked of episodes played without a tokenizer."""
+
+
+class TemplateMismatchError(AgentsGymError):
+    """The chat template re-renders earlier turns differently from what the model saw."""
+
+
+class TokenFidelityError(AgentsGymError):
+    """An episode's token stream broke an invariant (lengths, growth, mask coverage)."""

@@ -1,0 +1,67 @@
+"""make(): build an env from an id or class path; tokenizer loading."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from agentsgym.env import MultistepEnv
+from agentsgym.errors import AgentsGymError
+from agentsgym.registry import resolve
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_TOKENIZER = "agentsgym/tiny-chatml"
+
+
+def make(
+    id_or_class_path: str,
+    tokenizer: Any = None,
+    env_config: dict[str, Any] | None = None,
+    *,
+    plugins: Iterable[object] = (),
+    allow_class_paths: bool | Sequence[str] | None = None,
+) -> MultistepEnv:
+    """Build an env, like Gymnasium's ``make``.
+
+    :param id_or_class_path: a registered id (``"twentyq/TwentyQuestions-v0"``) or,
+        when allowed, a ``"package.module:Class"`` path.
+    :param tokenizer: a tokenizer object, a name or path for
+        ``AutoTokenizer.from_pretrained``, ``"agentsgym/tiny-chatml"`` for the bundled
+        tokenizer, or ``None`` to play without token fields.
+    :param env_config: layered over the id's registered defaults.
+    :param plugins: extra plugins for the env's hook relay.
+    :param allow_class_paths: allow importing ``module:Class`` paths (``True`` or
+        module prefixes); default from ``AGENTSGYM_ALLOW_CLASS_PATHS``.
+    """
+    spec = resolve(id_or_class_path, allow_class_paths=allow_class_paths)
+    cls = spec.load_class()
+    config = {**spec.default_env_config, **(env_config or {})}
+    env = cls(tokenizer=load_tokenizer(tokenizer), env_config=config, plugins=plugins)
+    env.spec = spec
+    return env
+
+
+def load_tokenizer(tokenizer: Any) -> Any:
+    """A tokenizer object from a tokenizer, a name/path, or the bundled default."""
+    if tokenizer is None or not isinstance(tokenizer, str):
+        return tokenizer
+    if tokenizer == DEFAULT_TOKENIZER:
+        from agentsgym.default_tokenizer import load_default_tokenizer
+
+        return load_default_tokenizer()
+    try:
+        from transformers import AutoTokenizer
+    except ImportError as exc:
+        raise AgentsGymError(
+            "loading a tokenizer by name needs transformers: pip install transformers"
+        ) from exc
+    try:
+        return AutoTokenizer.from_pretrained(tokenizer)
+    except Exception as exc:
+        raise AgentsGymError(
+            f"could not load tokenizer {tokenizer!r}: {exc}. Give a local folder with "
+            "tokenizer.json/tokenizer_config.json, a model name your machine can download, "
+            f"or {DEFAULT_TOKENIZER!r} for the bundled tokenizer."
+        ) from exc

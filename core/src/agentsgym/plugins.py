@@ -1,0 +1,193 @@
+"""Plugin discovery: the load-time plugin manager and its controls.
+
+Plugins are modules published under the ``agentsgym`` entry-point group. Each loads
+in its own ``try``: a broken plugin is recorded (and listed by ``agentsgym
+list-envs``) while every other plugin keeps working. Strict mode re-raises instead,
+for plugin authors who want the traceback.
+
+Controls, as keyword arguments of :func:`load_plugins` or environment variables:
+
+* ``AGENTSGYM_PLUGINS=a,b``: load only these entry points (allowlist).
+* ``AGENTSGYM_BLOCK_PLUGINS=a,b``: never load these (entry-point or distribution
+  names), like pytest's ``-p no:name``.
+* ``AGENTSGYM_DISABLE_PLUGIN_AUTOLOAD=1``: load no entry points at all (built-ins
+  still load).
+* ``AGENTSGYM_STRICT_PLUGINS=1``: a plugin that fails to load raises
+  :class:`~agentsgym.errors.PluginLoadError`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from importlib.metadata import EntryPoint, entry_points, version
+from types import ModuleType
+
+import pluggy
+
+from agentsgym import hookspecs
+from agentsgym.errors import PluginLoadError
+
+logger = logging.getLogger(__name__)
+
+ENTRY_POINT_GROUP = "agentsgym"
+LOAD_TIME_HOOKS = ("register_envs", "register_agents", "register_trainers")
+BUILTIN_PLUGIN_MODULES = ("agentsgym.builtin.plugin",)
+
+
+@dataclass
+class PluginInfo:
+    """One plugin as loaded (or as it failed to load)."""
+
+    name: str
+    distribution: str | None
+    version: str | None
+    entry_point: str
+    builtin: bool = False
+    error: str | None = None
+    module: ModuleType | None = field(default=None, repr=False)
+    hooks: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+@dataclass(frozen=True)
+class LoadSettings:
+    """How plugins are loaded; defaults come from the ``AGENTSGYM_*`` variables."""
+
+    allowlist: frozenset[str] | None = None
+    blocklist: frozenset[str] = frozenset()
+    autoload: bool = True
+    strict: bool = False
+
+    @classmethod
+    def from_environ(cls, environ: dict[str, str] | None = None) -> LoadSettings:
+        env = os.environ if environ is None else environ
+        allow = _split_names(env.get("AGENTSGYM_PLUGINS", ""))
+        return cls(
+            allowlist=frozenset(allow) if allow else None,
+            blocklist=frozenset(_split_names(env.get("AGENTSGYM_BLOCK_PLUGINS", ""))),
+            autoload=not _truthy(env.get("AGENTSGYM_DISABLE_PLUGIN_AUTOLOAD", "")),
+            strict=_truthy(env.get("AGENTSGYM_STRICT_PLUGINS", "")),
+        )
+
+
+def _split_names(value: str) -> list[str]:
+    return [part.strip() for part in value.split(",") if part.strip()]
+
+
+def _truthy(value: str) -> bool:
+    return value.strip().lower() in {"1", "true", "yes", "on"}
+
+
+def new_plugin_manager() -> pluggy.PluginManager:
+    """A plugin manager with every agentsgym hook spec added."""
+    pm = pluggy.PluginManager(hookspecs.PROJECT_NAME)
+    pm.add_hookspecs(hookspecs)
+    return pm
+
+
+def _distribution_version(name: str) -> str | None:
+    try:
+        return version(name)
+    except Exception:  # a source checkout without metadata
+        return None
+
+
+class PluginHost:
+    """The load-time plugin manager plus what was loaded and what failed."""
+
+    def __init__(self, settings: LoadSettings) -> None:
+        self.settings = settings
+        self.pm = new_plugin_manager()
+        self.plugins: list[PluginInfo] = []
+
+    def load(self, extra_entry_points: Iterable[EntryPoint] | None = None) -> None:
+        for module_name in BUILTIN_PLUGIN_MODULES:
+            self._load_one(
+                PluginInfo(
+                    name=module_name.rsplit(".", 1)[0],
+                    distribution="agentsgym",
+                    version=_distribution_version("agentsgym"),
+                    entry_point=module_name,
+                    builtin=True,
+                ),
+                lambda module_name=module_name: importlib.import_module(module_name),
+            )
+        if not self.settings.autoload:
+            logger.info("plugin autoload disabled; only built-in plugins are loaded")
+            return
+        eps = list(entry_points(group=ENTRY_POINT_GROUP))
+        eps.extend(extra_entry_points or ())
+        for ep in sorted(eps, key=lambda e: e.name):
+            dist = ep.dist.name if ep.dist is not None else None
+            if not self._wanted(ep.name, dist):
+                logger.info("skipping plugin %s (not allowed by the load settings)", ep.name)
+                continue
+            info = PluginInfo(
+                name=ep.name,
+                distribution=dist,
+                version=ep.dist.version if ep.dist is not None else None,
+                entry_point=ep.value,
+            )
+            self._load_one(info, ep.load)
+
+    def _wanted(self, name: str, distribution: str | None) -> bool:
+        names = {name} | ({distribution} if distribution else set())
+        if names & self.settings.blocklist:
+            return False
+        return self.settings.allowlist is None or bool(names & self.settings.allowlist)
+
+    def _load_one(self, info: PluginInfo, loader: object) -> None:
+        try:
+            module = loader()  # type: ignore[operator]
+            self.pm.register(module, name=info.name)
+        except Exception as exc:
+            info.error = f"{type(exc).__name__}: {exc}"
+            self.plugins.append(info)
+            logger.warning(
+                "plugin %s (%s) failed to load: %s", info.name, info.distribution, info.error
+            )
+            if self.settings.strict:
+                raise PluginLoadError(info.name, info.distribution, exc) from exc
+            return
+        info.module = module
+        info.hooks = sorted(
+            hook.name for hook in (self.pm.get_hookcallers(module) or []) if hook.name
+        )
+        self.plugins.append(info)
+
+    def record_failure(self, info: PluginInfo, exc: BaseException) -> None:
+        """Mark a loaded plugin as broken because one of its hooks raised."""
+        info.error = f"{type(exc).__name__}: {exc}"
+        logger.warning("plugin %s (%s) failed: %s", info.name, info.distribution, info.error)
+        if self.settings.strict:
+            raise PluginLoadError(info.name, info.distribution, exc) from exc
+
+
+_lock = threading.Lock()
+_host: PluginHost | None = None
+
+
+def load_plugins(settings: LoadSettings | None = None, *, reload: bool = False) -> PluginHost:
+    """Load (once) and return the process-wide plugin host."""
+    global _host
+    with _lock:
+        if _host is None or reload or settings is not None:
+            host = PluginHost(settings or LoadSettings.from_environ())
+            host.load()
+            _host = host
+        return _host
+
+
+def reset_plugins() -> None:
+    """Forget loaded plugins; the next use loads them again (tests, notebooks)."""
+    global _host
+    with _lock:
+        _host = None

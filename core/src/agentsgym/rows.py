@@ -1,0 +1,85 @@
+"""The dataset row schema: the public contract between datasets, the runner and envs.
+
+A row is ``{"env_class_path": str, "env_config": dict, "task_data": dict}``. The dict
+columns are stored as JSON in Arrow, so rows of different envs (with different
+config keys) mix in one ``datasets.Dataset`` and survive a parquet round trip.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from agentsgym.config import describe_validation_error
+from agentsgym.errors import DatasetRowError
+
+if TYPE_CHECKING:
+    import datasets
+
+
+class DatasetRow(BaseModel):
+    """One task for one env instance."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    env_class_path: str = Field(min_length=1, description="registered env id or module:Class")
+    env_config: dict[str, Any] = Field(default_factory=dict)
+    task_data: dict[str, Any]
+
+    def env_key(self) -> tuple[str, str]:
+        """Rows with equal keys share one env instance."""
+        return self.env_class_path, json.dumps(self.env_config, sort_keys=True, default=str)
+
+
+def row_features() -> datasets.Features:
+    import datasets
+
+    return datasets.Features(
+        {
+            "env_class_path": datasets.Value("string"),
+            "env_config": datasets.Json(),
+            "task_data": datasets.Json(),
+        }
+    )
+
+
+def rows_to_dataset(rows: Iterable[Mapping[str, Any] | DatasetRow]) -> datasets.Dataset:
+    """A ``datasets.Dataset`` in the row schema (validating every row)."""
+    import datasets
+
+    parsed = parse_rows(rows)
+    return datasets.Dataset.from_list([r.model_dump() for r in parsed], features=row_features())
+
+
+def parse_rows(rows: Iterable[Mapping[str, Any] | DatasetRow]) -> list[DatasetRow]:
+    """Validate rows; a bad one raises DatasetRowError naming its index and field."""
+    parsed = []
+    for index, row in enumerate(rows):
+        if isinstance(row, DatasetRow):
+            parsed.append(row)
+            continue
+        if isinstance(row, Mapping):
+            row = {k: _decode_json_field(k, v) for k, v in row.items()}
+        try:
+            parsed.append(DatasetRow.model_validate(row))
+        except ValidationError as exc:
+            raise DatasetRowError(
+                describe_validation_error(exc, f"dataset row {index}")
+                + "\nrows must be {env_class_path: str, env_config: dict, task_data: dict}"
+            ) from None
+    return parsed
+
+
+def _decode_json_field(key: str, value: Any) -> Any:
+    # Rows read back from JSONL/CSV written by other tools may hold the dicts as text.
+    if key in ("env_config", "task_data") and isinstance(value, str):
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError:
+            return value
+    if key == "env_config" and value is None:
+        return {}
+    return value
