@@ -1,0 +1,37 @@
+"""``agentsgym check-env ENV_ID``: run agentsgym.testing.check_env on an env."""
+
+from __future__ import annotations
+
+import typer
+
+from agentsgym.cli import app, console
+from agentsgym.cli.options import parse_key_values
+from agentsgym.cli.rollout import tokenizer_option
+from agentsgym.factory import DEFAULT_TOKENIZER
+
+
+@app.command("check-env")
+def check_env_command(
+    env_id: str = typer.Argument(..., help="registered env id"),
+    agent: str | None = typer.Option(None, "--agent", help="agent to play with (default: the env's)"),
+    agent_option: list[str] | None = typer.Option(None, "--agent-option", help="key=value, repeatable"),
+    env_config: list[str] | None = typer.Option(None, "--env-config", help="key=value, repeatable"),
+    tokenizer: str = typer.Option(DEFAULT_TOKENIZER, "--tokenizer"),
+) -> None:
+    """Check that an env follows the agentsgym contract (what env authors run in CI)."""
+    from agentsgym.testing import check_env
+
+    report = check_env(
+        env_id,
+        agent=agent,
+        agent_options=parse_key_values(agent_option, "--agent-option"),
+        env_config=parse_key_values(env_config, "--env-config"),
+        tokenizer=tokenizer_option(tokenizer),
+        raise_on_failure=False,
+    )
+    for check in report.checks:
+        mark = "[green]ok[/]  " if check.passed else "[red]FAIL[/]"
+        console.print(f"{mark} {check.name}" + ("" if check.passed else f": {check.detail}"), highlight=False)
+    if not report.passed:
+        raise typer.Exit(1)
+    console.print(f"[bold green]{env_id} passes check_env[/] ({len(report.checks)} checks)")

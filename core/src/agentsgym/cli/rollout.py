@@ -1,0 +1,106 @@
+"""``agentsgym rollout ENV_ID``: play episodes, write one row per trajectory."""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from agentsgym.cli import app, console
+from agentsgym.cli.options import parse_key_values
+from agentsgym.factory import DEFAULT_TOKENIZER, make
+from agentsgym.io import check_output_path, write_records
+from agentsgym.registry import get_registry
+from agentsgym.trajectory import TrajectoryBatch
+
+
+def build_agent(env_id: str, agent: str | None, agent_options: list[str] | None) -> Any:
+    """The agent named on the command line, or the env's registered default agent."""
+    registry = get_registry()
+    name = agent or registry.resolve(env_id).default_agent
+    if name is None:
+        raise typer.BadParameter(
+            f"{env_id} registers no default agent; choose one with --agent "
+            "(see `agentsgym list-agents`)"
+        )
+    return registry.agent(name).build(**parse_key_values(agent_options, "--agent-option"))
+
+
+def tokenizer_option(value: str) -> str | None:
+    return None if value.lower() == "none" else value
+
+
+def progress_bar() -> Progress:
+    return Progress(
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=False,
+    )
+
+
+@app.command()
+def rollout(
+    env_id: str = typer.Argument(..., help="registered env id, e.g. agentsgym/GuessTheNumber-v0"),
+    num_tasks: int = typer.Option(8, "--num-tasks", min=1, help="tasks taken from the split"),
+    num_rollouts: int = typer.Option(2, "--num-rollouts", min=1, help="rollouts per task"),
+    split: str = typer.Option("train", "--split", help="train or eval"),
+    agent: str | None = typer.Option(None, "--agent", help="agent name (default: the env's)"),
+    agent_option: list[str] | None = typer.Option(None, "--agent-option", help="key=value, repeatable"),
+    env_config: list[str] | None = typer.Option(None, "--env-config", help="key=value, repeatable"),
+    tokenizer: str = typer.Option(
+        DEFAULT_TOKENIZER, "--tokenizer", help="name or path for AutoTokenizer, or 'none'"
+    ),
+    out: Path = typer.Option(Path("rollouts.parquet"), "--out", help="FILE.parquet or FILE.jsonl"),
+    max_concurrency: int = typer.Option(8, "--max-concurrency", min=1),
+) -> None:
+    """Play episodes of ENV_ID and write one row per trajectory."""
+    if split not in ("train", "eval"):
+        raise typer.BadParameter("--split must be train or eval")
+    out = check_output_path(out)
+    env = make(env_id, tokenizer=tokenizer_option(tokenizer), env_config=parse_key_values(env_config, "--env-config"))
+    player = build_agent(env_id, agent, agent_option)
+    dataset = env.get_train_dataset() if split == "train" else env.get_eval_dataset()
+    tasks = [row["task_data"] for row in dataset.select(range(min(num_tasks, len(dataset))))]
+    total = len(tasks) * num_rollouts * env.config.episodes_per_trial
+    with progress_bar() as progress:
+        bar = progress.add_task(f"rollouts of {env_id}", total=total)
+        batch = env.run_trial(
+            tasks,
+            player,
+            num_rollouts,
+            max_concurrency=max_concurrency,
+            on_episode=lambda _episode: progress.advance(bar),
+        )
+    path = write_records(batch.to_records(), out)
+    print_summary(batch, path)
+
+
+def print_summary(batch: TrajectoryBatch, path: Path) -> None:
+    episodes = batch.episodes
+    table = Table(title=f"{len(episodes)} trajectories written to {path}")
+    for column in ("per episode", "mean", "min", "max"):
+        table.add_column(column, justify="right" if column != "per episode" else "left")
+    columns: dict[str, list[float]] = {
+        "reward": [e.final_reward for e in episodes],
+        "turns": [float(e.num_turns) for e in episodes],
+    }
+    if batch.tokenized:
+        columns["tokens"] = [float(e.num_tokens) for e in episodes]
+        columns["agent tokens"] = [float(e.num_agent_tokens) for e in episodes]
+    for name, values in columns.items():
+        if values:
+            table.add_row(
+                name, f"{statistics.fmean(values):.3g}", f"{min(values):.3g}", f"{max(values):.3g}"
+            )
+    console.print(table)
+    if batch.failed:
+        console.print(f"[yellow]{len(batch.failed)} episode(s) failed[/]; their errors are in the file:")
+        for episode in batch.failed[:5]:
+            console.print(f"  {episode.session_id}: {episode.error}", highlight=False)
