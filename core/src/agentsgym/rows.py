@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -71,6 +72,32 @@ def parse_rows(rows: Iterable[Mapping[str, Any] | DatasetRow]) -> list[DatasetRo
                 + "\nrows must be {env_class_path: str, env_config: dict, task_data: dict}"
             ) from None
     return parsed
+
+
+def load_rows(path: str | Path) -> list[DatasetRow]:
+    """Rows from a ``.parquet`` file (as ``rows_to_dataset`` writes) or a ``.jsonl`` file.
+
+    JSON lines are read line by line rather than through Arrow, which would merge the
+    env_config keys of different envs into one struct and fill the gaps with nulls.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise DatasetRowError(f"rows file {str(path)!r} does not exist")
+    if path.suffix == ".parquet":
+        import datasets
+
+        return parse_rows(datasets.Dataset.from_parquet(str(path)))
+    if path.suffix == ".jsonl":
+        records = []
+        for number, line in enumerate(path.read_text().splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise DatasetRowError(f"{path}:{number} is not valid JSON: {exc}") from None
+        return parse_rows(records)
+    raise DatasetRowError(f"rows file {str(path)!r} must end in .parquet or .jsonl")
 
 
 def _decode_json_field(key: str, value: Any) -> Any:

@@ -159,6 +159,12 @@ class Episode:
             "messages": self.messages,
             "step_infos": [s.info for s in self.steps],
             "num_segments": len(self.segments),
+            "full_token_ids": None,
+            "full_attention_mask": None,
+            "agent_token_mask": None,
+            "per_token_rewards": None,
+            "num_tokens": None,
+            "num_agent_tokens": None,
         }
         if self.tokenized and self.segments:
             first = self.segments[0]
@@ -212,29 +218,33 @@ class TrajectoryGroup:
                 "fields; a trainer needs them: build the env with a tokenizer"
             )
 
+    def _token_rows(self) -> list[tuple[TokenSegment, list[float]]]:
+        self._require_tokens()
+        return [(e.segments[i], e.segment_rewards[i]) for e, i in self.rows]
+
     def _pad(self, values: list[Any], fill: Any) -> list[Any]:
         return values + [fill] * (self.padded_length - len(values))
 
     @property
     def padded_full_token_ids(self) -> list[list[int]]:
         pad = self.pad_token_id if self.pad_token_id is not None else 0
-        return [self._pad(e.segments[i].token_ids, pad) for e, i in self.rows]
+        return [self._pad(seg.token_ids, pad) for seg, _ in self._token_rows()]
 
     @property
     def padded_full_attention_mask(self) -> list[list[int]]:
-        return [self._pad([1] * len(e.segments[i]), 0) for e, i in self.rows]
+        return [self._pad([1] * len(seg), 0) for seg, _ in self._token_rows()]
 
     @property
     def padded_agent_token_mask(self) -> list[list[int]]:
-        return [self._pad(e.segments[i].agent_mask, 0) for e, i in self.rows]
+        return [self._pad(seg.agent_mask, 0) for seg, _ in self._token_rows()]
 
     @property
     def padded_per_token_rewards(self) -> list[list[float]]:
-        return [self._pad(e.segment_rewards[i], 0.0) for e, i in self.rows]
+        return [self._pad(rewards, 0.0) for _, rewards in self._token_rows()]
 
     @property
     def padded_sampled_logprobs(self) -> list[list[float]]:
-        return [self._pad(e.segments[i].logprobs, 0.0) for e, i in self.rows]
+        return [self._pad(seg.logprobs, 0.0) for seg, _ in self._token_rows()]
 
 
 class TrajectoryBatch:
@@ -314,8 +324,8 @@ class TrajectoryBatch:
         """Tensors of the padded fields, right-padded further to the batch's longest row."""
         import torch
 
-        if not self.tokenized:
-            self.groups[0]._require_tokens() if self.groups else None
+        for group in self.groups:
+            group._require_tokens()
         width = max((g.padded_length for g in self.groups), default=0)
         pad_id = next((g.pad_token_id for g in self.groups if g.pad_token_id is not None), 0)
 

@@ -11,6 +11,7 @@ import os
 import typer
 from rich.console import Console
 from rich.logging import RichHandler
+from rich.text import Text
 
 app = typer.Typer(
     name="agentsgym",
@@ -49,5 +50,5 @@ def main() -> None:
     try:
         app()
     except AgentsGymError as exc:
-        err_console.print(f"[bold red]error:[/] {exc}", highlight=False, markup=True)
+        err_console.print(Text.assemble(("error: ", "bold red"), str(exc)), soft_wrap=True)
         raise SystemExit(2) from None

@@ -55,7 +55,9 @@ def list_envs(
         typer.echo(json.dumps(items, indent=2))
         return
     table = Table(title="agentsgym environments")
-    for column in ("id", "distribution", "entry point", "description"):
+    table.add_column("id", no_wrap=True)
+    table.add_column("distribution", no_wrap=True)
+    for column in ("entry point", "description"):
         table.add_column(column, overflow="fold")
     if verbose:
         table.add_column("hooks", overflow="fold")

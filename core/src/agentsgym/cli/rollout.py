@@ -12,9 +12,11 @@ from rich.table import Table
 
 from agentsgym.cli import app, console
 from agentsgym.cli.options import parse_key_values
+from agentsgym.dataset_runner import run_dataset
 from agentsgym.factory import DEFAULT_TOKENIZER, make
 from agentsgym.io import check_output_path, write_records
 from agentsgym.registry import get_registry
+from agentsgym.rows import load_rows
 from agentsgym.trajectory import TrajectoryBatch
 
 
@@ -47,7 +49,15 @@ def progress_bar() -> Progress:
 
 @app.command()
 def rollout(
-    env_id: str = typer.Argument(..., help="registered env id, e.g. agentsgym/GuessTheNumber-v0"),
+    env_id: str | None = typer.Argument(
+        None, help="registered env id, e.g. agentsgym/GuessTheNumber-v0 (or use --dataset)"
+    ),
+    dataset: Path | None = typer.Option(
+        None, "--dataset", help="rows file (.parquet/.jsonl) of {env_class_path, env_config, task_data}; rows may mix envs",
+    ),
+    allow_class_paths: bool = typer.Option(
+        False, "--allow-class-paths", help="let dataset rows name module:Class paths (imports code)"
+    ),
     num_tasks: int = typer.Option(8, "--num-tasks", min=1, help="tasks taken from the split"),
     num_rollouts: int = typer.Option(2, "--num-rollouts", min=1, help="rollouts per task"),
     split: str = typer.Option("train", "--split", help="train or eval"),
@@ -60,26 +70,64 @@ def rollout(
     out: Path = typer.Option(Path("rollouts.parquet"), "--out", help="FILE.parquet or FILE.jsonl"),
     max_concurrency: int = typer.Option(8, "--max-concurrency", min=1),
 ) -> None:
-    """Play episodes of ENV_ID and write one row per trajectory."""
+    """Play episodes of ENV_ID (or of a rows file) and write one row per trajectory."""
     if split not in ("train", "eval"):
         raise typer.BadParameter("--split must be train or eval")
+    if (env_id is None) == (dataset is None):
+        raise typer.BadParameter("give either ENV_ID or --dataset FILE")
     out = check_output_path(out)
-    env = make(env_id, tokenizer=tokenizer_option(tokenizer), env_config=parse_key_values(env_config, "--env-config"))
-    player = build_agent(env_id, agent, agent_option)
-    dataset = env.get_train_dataset() if split == "train" else env.get_eval_dataset()
-    tasks = [row["task_data"] for row in dataset.select(range(min(num_tasks, len(dataset))))]
-    total = len(tasks) * num_rollouts * env.config.episodes_per_trial
+    if dataset is not None:
+        batch = _rollout_rows(
+            dataset, num_tasks, num_rollouts, agent, agent_option, tokenizer,
+            allow_class_paths, max_concurrency,
+        )
+    else:
+        env = make(
+            env_id, tokenizer=tokenizer_option(tokenizer),
+            env_config=parse_key_values(env_config, "--env-config"),
+        )
+        player = build_agent(env_id, agent, agent_option)
+        rows = env.get_train_dataset() if split == "train" else env.get_eval_dataset()
+        tasks = [row["task_data"] for row in rows.select(range(min(num_tasks, len(rows))))]
+        total = len(tasks) * num_rollouts * env.config.episodes_per_trial
+        with progress_bar() as progress:
+            bar = progress.add_task(f"rollouts of {env_id}", total=total)
+            batch = env.run_trial(
+                tasks,
+                player,
+                num_rollouts,
+                max_concurrency=max_concurrency,
+                on_episode=lambda _episode: progress.advance(bar),
+            )
+    path = write_records(batch.to_records(), out)
+    print_summary(batch, path)
+
+
+def _rollout_rows(
+    path: Path,
+    num_tasks: int,
+    num_rollouts: int,
+    agent: str | None,
+    agent_options: list[str] | None,
+    tokenizer: str,
+    allow_class_paths: bool,
+    max_concurrency: int,
+) -> TrajectoryBatch:
+    rows = load_rows(path)[:num_tasks]
+    if agent is None:
+        raise typer.BadParameter("--dataset needs --agent: rows may name several envs")
+    player = get_registry().agent(agent).build(**parse_key_values(agent_options, "--agent-option"))
     with progress_bar() as progress:
-        bar = progress.add_task(f"rollouts of {env_id}", total=total)
-        batch = env.run_trial(
-            tasks,
+        bar = progress.add_task(f"rollouts of {path.name}", total=None)
+        return run_dataset(
+            rows,
             player,
             num_rollouts,
+            tokenizer=tokenizer_option(tokenizer),
+            allow_class_paths=allow_class_paths or None,
             max_concurrency=max_concurrency,
             on_episode=lambda _episode: progress.advance(bar),
         )
-    path = write_records(batch.to_records(), out)
-    print_summary(batch, path)
 
 
 def print_summary(batch: TrajectoryBatch, path: Path) -> None:

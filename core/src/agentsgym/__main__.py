@@ -1,0 +1,5 @@
+"""``python -m agentsgym`` runs the CLI."""
+
+from agentsgym.cli import main
+
+main()

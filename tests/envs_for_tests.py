@@ -1,0 +1,83 @@
+"""Small envs and agents the core tests play with."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+from pydantic import Field
+
+import agentsgym
+from agentsgym import EnvConfig, MultistepEnv, StepResult, hookimpl
+
+
+class CountdownConfig(EnvConfig):
+    max_steps_per_episode: int = Field(default=5)
+    start: int = 3
+    step_reward: float = 0.5
+
+
+class CountdownEnv(MultistepEnv):
+    """The agent must say numbers counting down from task_data['start'] to 1.
+
+    Each right number earns ``step_reward``; reaching 1 ends the episode with an
+    extra 1.0. A reply of ``"boom"`` raises inside the env (to test failures).
+    """
+
+    config_class = CountdownConfig
+
+    @hookimpl
+    def initialize_episode(self, session_id: str, task_data: dict[str, Any]) -> dict[str, Any]:
+        return {"next": int(task_data.get("start", self.config.start))}
+
+    @hookimpl
+    def format_prompt(self, state: dict[str, Any], step: int) -> Any:
+        if step == 0:
+            return [
+                {"role": "system", "content": "Count down."},
+                {"role": "user", "content": f"Say {state['next']}."},
+            ]
+        return f"Now say {state['next']}."
+
+    @hookimpl
+    def step_episode(self, state: dict[str, Any], action: str) -> StepResult:
+        if "boom" in action:
+            raise RuntimeError("the env exploded")
+        words = action.split()
+        if not words or words[-1] != str(state["next"]):
+            return StepResult(state, 0.0, False, {"right": False})
+        nxt = state["next"] - 1
+        reward = self.config.step_reward + (1.0 if nxt == 0 else 0.0)
+        return StepResult({"next": nxt}, reward, nxt == 0, {"right": True})
+
+
+class CountingAgent:
+    """Counts down correctly, reading the number from the last user message."""
+
+    def __init__(self, delay: float = 0.0) -> None:
+        self.delay = delay
+        self.active = 0
+        self.peak = 0
+        self.calls = 0
+        self._lock = threading.Lock()
+
+    def get_action(self, messages: list[dict[str, str]], agent_state: Any) -> tuple[str, Any]:
+        with self._lock:
+            self.active += 1
+            self.calls += 1
+            self.peak = max(self.peak, self.active)
+        try:
+            if self.delay:
+                time.sleep(self.delay)
+            last = messages[-1]["content"]
+            number = "".join(ch for ch in last if ch.isdigit())
+            seen = (agent_state or 0) + 1
+            return number, seen
+        finally:
+            with self._lock:
+                self.active -= 1
+
+
+def countdown(tokenizer: Any = None, **config: Any) -> CountdownEnv:
+    return CountdownEnv(tokenizer=agentsgym.load_tokenizer(tokenizer), env_config=config)

@@ -1,0 +1,116 @@
+"""Plugin discovery: entry points, fault isolation, load controls, clashes, laziness."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from fake_dists import GOOD_PLUGIN, install_fake_dist
+
+import agentsgym
+from agentsgym.errors import PluginLoadError, RegistrationError
+from agentsgym.plugins import LoadSettings, load_plugins
+from agentsgym.registry import get_registry
+
+
+@pytest.fixture
+def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    root = tmp_path / "site"
+    root.mkdir()
+    monkeypatch.syspath_prepend(str(root))
+    return root
+
+
+def test_import_loads_no_plugin() -> None:
+    code = (
+        "import sys, agentsgym; "
+        "print(sorted(m for m in sys.modules if m.startswith('agentsgym')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    loaded = out.stdout.strip()
+    assert "agentsgym.registry" not in loaded and "agentsgym.plugins" not in loaded
+    assert "agentsgym.builtin" not in loaded
+
+
+def test_third_party_env_is_discovered_through_its_entry_point(site: Path) -> None:
+    install_fake_dist(site, "agentsgym-echo", "agentsgym_echo", GOOD_PLUGIN, ep_name="echo")
+    spec = get_registry().resolve("echo/Echo-v0")
+    assert (spec.distribution, spec.version, spec.plugin) == ("agentsgym-echo", "1.0", "echo")
+    env = agentsgym.make("echo/Echo-v0")
+    batch = env.run_trial([{"word": "zeta"}], agentsgym.make_agent("echo/echo"))
+    assert batch.final_rewards == [1.0]
+    trainer = agentsgym.make_trainer("echo/recording", learning_rate=0.1)
+    assert trainer.options == {"learning_rate": 0.1}
+    assert get_registry().trainers["echo/recording"].distribution == "agentsgym-echo"
+
+
+def test_broken_plugin_is_recorded_and_others_keep_working(site: Path) -> None:
+    install_fake_dist(site, "agentsgym-echo", "agentsgym_echo", GOOD_PLUGIN, ep_name="echo")
+    install_fake_dist(site, "agentsgym-broken", "agentsgym_broken", "import no_such_module_x\n")
+    registry = get_registry()
+    broken = [p for p in registry.host.plugins if not p.ok]
+    assert [(p.name, p.distribution) for p in broken] == [("agentsgym_broken", "agentsgym-broken")]
+    assert "no_such_module_x" in broken[0].error
+    assert "echo/Echo-v0" in registry.envs and "agentsgym/GuessTheNumber-v0" in registry.envs
+
+
+def test_plugin_whose_register_hook_raises_is_recorded(site: Path) -> None:
+    source = "from agentsgym import hookimpl\n@hookimpl\ndef register_envs(register):\n    raise ValueError('bad data file')\n"
+    install_fake_dist(site, "agentsgym-raises", "agentsgym_raises", source)
+    registry = get_registry()
+    failed = {p.name: p.error for p in registry.host.plugins if not p.ok}
+    assert failed == {"agentsgym_raises": "ValueError: bad data file"}
+
+
+def test_strict_mode_reraises_with_the_plugin_and_distribution(site: Path) -> None:
+    install_fake_dist(site, "agentsgym-broken", "agentsgym_broken", "raise ImportError('nope')\n")
+    with pytest.raises(PluginLoadError, match="agentsgym_broken.*agentsgym-broken.*nope"):
+        load_plugins(LoadSettings(strict=True))
+
+
+def test_load_controls_allowlist_blocklist_and_no_autoload(site: Path) -> None:
+    install_fake_dist(site, "agentsgym-echo", "agentsgym_echo", GOOD_PLUGIN, ep_name="echo")
+    install_fake_dist(site, "agentsgym-broken", "agentsgym_broken", "raise ImportError('x')\n")
+
+    def names(settings: LoadSettings) -> set[str]:
+        return {p.name for p in load_plugins(settings).plugins}
+
+    assert {"echo", "agentsgym_broken"} <= names(LoadSettings())
+    assert names(LoadSettings(allowlist=frozenset({"echo"}))) == {"agentsgym.builtin", "echo"}
+    assert "echo" not in names(LoadSettings(blocklist=frozenset({"agentsgym-echo"})))
+    assert names(LoadSettings(autoload=False)) == {"agentsgym.builtin"}
+    env = {"AGENTSGYM_BLOCK_PLUGINS": "agentsgym_broken, echo", "AGENTSGYM_STRICT_PLUGINS": "1"}
+    settings = LoadSettings.from_environ(env)
+    assert settings.blocklist == {"agentsgym_broken", "echo"} and settings.strict
+
+
+def test_id_clash_names_both_distributions(site: Path) -> None:
+    install_fake_dist(site, "agentsgym-echo", "agentsgym_echo", GOOD_PLUGIN, ep_name="echo")
+    clash = GOOD_PLUGIN.replace("echo/echo", "echo2/echo")
+    install_fake_dist(site, "agentsgym-echo-fork", "agentsgym_echo_fork", clash, ep_name="echofork")
+    with pytest.raises(RegistrationError, match="agentsgym-echo.*agentsgym-echo-fork"):
+        get_registry()
+
+
+def test_cli_lists_third_party_and_broken_plugins(site: Path) -> None:
+    install_fake_dist(site, "agentsgym-echo", "agentsgym_echo", GOOD_PLUGIN, ep_name="echo")
+    install_fake_dist(site, "agentsgym-broken", "agentsgym_broken", "raise ImportError('nope')\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
+    cli = [sys.executable, "-m", "agentsgym", "list-envs", "--json", "--verbose"]
+    out = subprocess.run(cli, capture_output=True, text=True, env=env, check=True)
+    items = json.loads(out.stdout)
+    echo = next(i for i in items if i.get("id") == "echo/Echo-v0")
+    assert echo["distribution"] == "agentsgym-echo" and echo["version"] == "1.0"
+    assert echo["entry_point"] == "agentsgym_echo:EchoEnv" and echo["description"] == "say the word"
+    assert echo["hooks"] == ["register_agents", "register_envs", "register_trainers"]
+    broken = next(i for i in items if "error" in i)
+    assert broken["distribution"] == "agentsgym-broken" and "nope" in broken["error"]
+    strict = subprocess.run(
+        [sys.executable, "-m", "agentsgym", "--strict-plugins", "list-envs"],
+        capture_output=True, text=True, env=env,
+    )
+    assert strict.returncode == 2 and "agentsgym-broken" in strict.stderr
