@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conftest import LLAMA_KWARGS
+from tokenizer_packs import LLAMA_KWARGS
 from envs_for_tests import CountdownEnv, CountingAgent
 
 import agentsgym
