@@ -114,3 +114,19 @@ def test_cli_lists_third_party_and_broken_plugins(site: Path) -> None:
         capture_output=True, text=True, env=env,
     )
     assert strict.returncode == 2 and "agentsgym-broken" in strict.stderr
+
+
+def test_core_never_imports_an_env_plugin() -> None:
+    core = Path(agentsgym.__file__).resolve().parent
+    offenders = [
+        str(path.relative_to(core))
+        for path in core.rglob("*.py")
+        if "agentsgym_twentyq" in path.read_text() or "agentsgym_classical" in path.read_text()
+    ]
+    assert offenders == []
+
+
+def test_pytest_plugin_provides_the_bundled_tokenizer(agentsgym_tokenizer) -> None:
+    assert agentsgym_tokenizer.apply_chat_template(
+        [{"role": "user", "content": "hi"}], tokenize=False, add_generation_prompt=True
+    ) == "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"
