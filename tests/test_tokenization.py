@@ -165,3 +165,15 @@ def test_bundled_tokenizer_round_trips_a_mixed_conversation() -> None:
     tokenizer = agentsgym.load_tokenizer("agentsgym/tiny-chatml")
     episode = play(tokenizer, CountingAgent())
     assert episode.full_token_ids == reference_ids(tokenizer, episode.messages)
+
+
+def test_concurrent_episodes_keep_template_tokens_intact() -> None:
+    # transformers keeps split_special_tokens as state on the shared tokenizer; episodes
+    # encoding in parallel threads must not see each other's setting.
+    tokenizer = agentsgym.load_tokenizer("agentsgym/tiny-chatml")
+    env = agentsgym.make("agentsgym/GuessTheNumber-v0", tokenizer=tokenizer)
+    batch = env.run_trial(
+        [{"seed": i} for i in range(60)], agentsgym.make_agent("agentsgym/bisect"), max_concurrency=8
+    )
+    for episode in batch.episodes:
+        assert episode.full_token_ids == reference_ids(tokenizer, episode.messages)

@@ -22,6 +22,7 @@ tokenized with special-token parsing switched off.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,6 +36,18 @@ logger = logging.getLogger(__name__)
 _SENTINEL = "AGENTSGYMSENTINEL"
 
 
+def tokenizer_lock(tokenizer: Any) -> threading.Lock:
+    """The lock serialising encode calls on one tokenizer object.
+
+    transformers' fast tokenizers keep ``split_special_tokens`` (and padding and
+    truncation settings) as state on the shared Rust tokenizer and set it on every
+    call, so two threads encoding at once can tokenize template text with special
+    tokens switched off. Episodes run in threads and envs may share a tokenizer, so
+    the lock lives on the tokenizer itself.
+    """
+    return tokenizer.__dict__.setdefault("_agentsgym_encode_lock", threading.Lock())
+
+
 class ChatTokenizer:
     """A tokenizer plus what its chat template puts around an assistant reply."""
 
@@ -46,6 +59,7 @@ class ChatTokenizer:
                 "tokenizer or set tokenizer.chat_template."
             )
         self.tokenizer = tokenizer
+        self._lock = tokenizer_lock(tokenizer)
         self.template_kwargs = dict(chat_template_kwargs or {})
         self.special_texts = _special_token_texts(tokenizer)
         self.eot_text, self.eot_ids = self._probe_end_of_turn()
@@ -69,9 +83,9 @@ class ChatTokenizer:
         """Tokenize text the model produced, never parsing it into special tokens."""
         if not text:
             return []
-        return list(
-            self.tokenizer(text, add_special_tokens=False, split_special_tokens=True)["input_ids"]
-        )
+        with self._lock:
+            encoded = self.tokenizer(text, add_special_tokens=False, split_special_tokens=True)
+        return list(encoded["input_ids"])
 
     def encode_template_text(self, text: str, contents: Sequence[str]) -> list[int]:
         """Tokenize rendered template text whose message contents are ``contents``.
@@ -102,7 +116,9 @@ class ChatTokenizer:
     def _encode(self, text: str) -> list[int]:
         if not text:
             return []
-        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+        with self._lock:
+            encoded = self.tokenizer(text, add_special_tokens=False, split_special_tokens=False)
+        return list(encoded["input_ids"])
 
     def _has_special_text(self, text: str) -> bool:
         return any(s in text for s in self.special_texts)
