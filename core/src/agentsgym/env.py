@@ -141,8 +141,16 @@ class MultistepEnv:
         """Rows for this env instance, one per task (``get_*_dataset`` helpers use it)."""
         from agentsgym.rows import rows_to_dataset
 
-        config = self.config.model_dump(exclude_defaults=True)
+        config = self.row_env_config()
         return rows_to_dataset(
             {"env_class_path": self.env_id, "env_config": config, "task_data": task}
             for task in task_data_list
         )
+
+    def row_env_config(self) -> dict[str, Any]:
+        """The env_config written into dataset rows: the non-default keys.
+
+        Rows end up in files that are shared; override this to leave out secrets
+        (API keys belong in the environment, not in a dataset).
+        """
+        return self.config.model_dump(exclude_defaults=True)

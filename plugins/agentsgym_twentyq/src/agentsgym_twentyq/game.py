@@ -1,0 +1,160 @@
+"""One game of Twenty Questions on TextArena's state machinery.
+
+The turn counter, the turn limit, the outcome and the observation log are TextArena's
+``SinglePlayerState``, used the way its ``TwentyQuestionsEnv.step`` uses it. What
+differs, and why:
+
+* The gamemaster is pluggable (see :mod:`agentsgym_twentyq.gamemaster`); TextArena's
+  constructor would build an OpenRouter model, so ``TwentyQuestionsEnv.__init__`` is
+  never called and nothing of that class is instantiated.
+* Guesses are parsed by :mod:`agentsgym_twentyq.parsing` (every listed word is
+  guessable; a substring no longer wins).
+* The limit is checked after the turn counter moves, so ``max_turns`` is exactly the
+  number of player turns (TextArena checks before it moves and lets one extra action
+  through).
+* ``SinglePlayerState`` gets ``seed=None``: TextArena's ``State`` would call the
+  process-wide ``random.seed`` with it, which concurrent episodes must not do. The
+  seed in ``task_data`` only picks the word (see :func:`pick_secret`).
+* Each step works on a copy of the state, so the state an episode hook received is
+  never changed behind its back (``reward_shaping`` sees the state before the step).
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+from dataclasses import dataclass
+from typing import Any
+
+import textarena as ta
+
+from agentsgym_twentyq.gamemaster import ANSWERS, DONT_KNOW, Gamemaster, GamemasterReply
+from agentsgym_twentyq.parsing import extract_question, is_correct, is_guessable, parse_guess
+from agentsgym_twentyq.words import Level, Secret, lookup_category, word_list
+
+PLAYER_ID = 0
+WIN_REASON = "Congratulations! You guessed the word."
+WRONG_REASON = "Invalid guess. You guessed incorrectly."
+LIMIT_REASON = "The turn limit has been reached"
+
+
+@dataclass(frozen=True)
+class GameState:
+    """The state of one episode: the secret and TextArena's state object."""
+
+    secret: Secret
+    level: Level
+    ta_state: ta.SinglePlayerState
+    last_answer: str | None = None
+
+    @property
+    def history(self) -> list[tuple[str, str]]:
+        return list(self.ta_state.game_state.get("history", []))
+
+    @property
+    def turns_taken(self) -> int:
+        return int(self.ta_state.turn)
+
+    @property
+    def done(self) -> bool:
+        return bool(self.ta_state.done)
+
+    @property
+    def reward(self) -> float:
+        rewards = self.ta_state.rewards or {}
+        return float(rewards.get(PLAYER_ID, 0.0))
+
+
+def pick_secret(task_data: dict[str, Any], level: Level) -> Secret:
+    """The secret of a task: ``solution`` (+ optional ``category``), or one drawn by ``seed``.
+
+    Without a solution the word is drawn like TextArena's ``reset`` does (a random
+    theme, then a random word of it), from a generator seeded by ``task_data["seed"]``.
+    """
+    solution = task_data.get("solution")
+    if solution is None:
+        rng = random.Random(task_data.get("seed"))
+        words = word_list(level)
+        categories = sorted({s.category for s in words if s.category})
+        category = rng.choice(categories)
+        return rng.choice([s for s in words if s.category == category])
+    if not isinstance(solution, str) or not solution.strip():
+        raise ValueError(f"task_data solution must be a non-empty string, got {solution!r}")
+    if not is_guessable(solution):
+        raise ValueError(
+            f"task_data solution {solution!r} cannot be written as a guess; use letters, "
+            "spaces, hyphens and apostrophes only"
+        )
+    category = task_data.get("category") or lookup_category(solution, prefer=level)
+    if category not in (None, "place", "person", "thing"):
+        raise ValueError(f"task_data category must be place, person or thing, got {category!r}")
+    return Secret(solution.strip(), category)
+
+
+def new_game(secret: Secret, level: Level, max_turns: int, rules: str) -> GameState:
+    """A fresh TextArena state holding the secret, the rules prompt logged."""
+    state = ta.SinglePlayerState(num_players=1, seed=None, max_turns=max_turns)
+    state.reset(
+        game_state={
+            "target_word": secret.word,
+            "category": secret.category,
+            "history": [],
+            "rendered_text": f"Game word: {secret.word}",
+        },
+        player_prompt_function=lambda player_id, game_state: rules,
+    )
+    return GameState(secret=secret, level=level, ta_state=state)
+
+
+def play_turn(
+    state: GameState, action: str, gamemaster: Gamemaster
+) -> tuple[GameState, dict[str, Any]]:
+    """Apply one player reply: judge a guess or have the gamemaster answer a question."""
+    ta_state = copy.deepcopy(state.ta_state)
+    ta_state.add_observation(
+        from_id=PLAYER_ID,
+        to_id=-1,
+        message=action,
+        observation_type=ta.ObservationType.PLAYER_ACTION,
+    )
+    guess = parse_guess(action)
+    info: dict[str, Any]
+    answer: str | None = None
+    if guess is not None:
+        correct = is_correct(guess, state.secret.word)
+        ta_state.set_outcome(
+            reward=1 if correct else 0, reason=WIN_REASON if correct else WRONG_REASON
+        )
+        info = {"kind": "guess", "guess": guess, "correct": correct}
+    else:
+        question = extract_question(action)
+        reply = _ask(gamemaster, question, state)
+        answer = reply.answer
+        ta_state.game_state["history"].append((question, answer))
+        ta_state.add_observation(
+            from_id=ta.GAME_ID,
+            to_id=-1,
+            message=answer,
+            observation_type=ta.ObservationType.GAME_MESSAGE,
+        )
+        info = {"kind": "question", "question": question, **reply.info()}
+    ta_state.step()
+    if ta_state.check_turn_limit():
+        ta_state.set_outcome(reward=0, reason=LIMIT_REASON)
+    next_state = GameState(state.secret, state.level, ta_state, answer)
+    info["turn"] = next_state.turns_taken
+    if next_state.done:
+        info["reason"] = ta_state.game_info[PLAYER_ID].get("reason")
+    return next_state, info
+
+
+def _ask(gamemaster: Gamemaster, question: str, state: GameState) -> GamemasterReply:
+    try:
+        reply = gamemaster.answer(question, state.secret, state.history)
+    except Exception as exc:  # the protocol says never raise; a third-party one might
+        return GamemasterReply(DONT_KNOW, fallback=True, error=f"{type(exc).__name__}: {exc}")
+    if not isinstance(reply, GamemasterReply) or reply.answer not in ANSWERS:
+        return GamemasterReply(
+            DONT_KNOW, fallback=True, error=f"invalid gamemaster reply {reply!r:.200}"
+        )
+    return reply
