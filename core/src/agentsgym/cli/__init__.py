@@ -31,6 +31,8 @@ def _global_options(
         False, "--strict-plugins", help="re-raise when a plugin fails to load (plugin authors)"
     ),
 ) -> None:
+    # datasets' own bars would interleave with ours; the CLI shows its own progress.
+    os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")
     level = logging.WARNING - 10 * min(verbose, 2)
     logging.basicConfig(
         level=level, handlers=[RichHandler(console=err_console, show_path=False)], format="%(message)s"

@@ -145,7 +145,7 @@ def print_summary(batch: TrajectoryBatch, path: Path) -> None:
     for name, values in columns.items():
         if values:
             table.add_row(
-                name, f"{statistics.fmean(values):.3g}", f"{min(values):.3g}", f"{max(values):.3g}"
+                name, f"{statistics.fmean(values):.2f}", f"{min(values):g}", f"{max(values):g}"
             )
     console.print(table)
     if batch.failed:
