@@ -1,0 +1,8 @@
+"""agentsgym-classical: GSM8K, MATH, AIME and multiple-choice envs for agentsgym.
+
+Answers are checked with math-verify in worker processes under a hard deadline; an
+embedded family of generated word problems lets everything run offline. The envs
+register through the ``agentsgym`` entry-point group (see :mod:`.plugin`).
+"""
+
+__version__ = "0.1.0"

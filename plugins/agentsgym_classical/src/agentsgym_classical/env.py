@@ -1,0 +1,137 @@
+"""ClassicalEnv: answer a problem, get feedback on a wrong answer, try again.
+
+One episode is one problem. Every agent reply is an attempt, judged by
+:func:`agentsgym_classical.grading.grade`. A correct attempt ends the episode; a wrong
+or unreadable one gets feedback and another attempt, up to
+``max_steps_per_episode`` attempts. Rewards:
+
+* ``step_episode``: ``correct_reward`` for the correct attempt, ``wrong_reward`` for
+  a wrong one, ``unparsed_reward`` when no answer could be read or judged;
+* ``reward_shaping``: the term ``attempt_penalty`` (``-attempt_penalty``) on every
+  attempt after the first, so solving sooner earns more.
+
+Step ``info`` carries ``correct`` and ``answer`` (the canonical parsed answer), the
+keys ``agentsgym eval`` reads for accuracy, pass@k and cons@k.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
+
+from agentsgym import MultistepEnv, RewardTerm, StepResult, hookimpl
+
+from agentsgym_classical import prompts
+from agentsgym_classical.config import ClassicalConfig
+from agentsgym_classical.grading import AnswerKind, Verdict, grade
+from agentsgym_classical.problem import Problem
+
+logger = logging.getLogger(__name__)
+
+Role = Literal["train", "eval"]
+
+
+@dataclass(frozen=True)
+class AttemptState:
+    """The problem, how many attempts were made, and the feedback to show next."""
+
+    problem: Problem
+    attempts: int = 0
+    feedback: str = ""
+    solved: bool = False
+
+
+class ClassicalEnv(MultistepEnv):
+    """Base of the classical envs; subclasses say where problems come from."""
+
+    config_class: ClassVar[type[ClassicalConfig]] = ClassicalConfig
+    config: ClassicalConfig
+    answer_kind: ClassVar[AnswerKind] = "math"
+    default_instruction: ClassVar[str] = "Put your final answer in \\boxed{}."
+
+    # ------------------------------------------------------------- problems
+    def load_problems(self, role: Role) -> list[Problem]:
+        """The problems of the train or eval split."""
+        raise NotImplementedError
+
+    def problem_prompt(self, problem: Problem) -> str:
+        """The problem as first shown (formats with options list them here)."""
+        return problem.problem
+
+    @property
+    def instruction(self) -> str:
+        return self.config.instruction or self.default_instruction
+
+    def get_train_dataset(self) -> Any:
+        return self.make_dataset(p.to_task_data() for p in self.load_problems("train"))
+
+    def get_eval_dataset(self) -> Any:
+        return self.make_dataset(p.to_task_data() for p in self.load_problems("eval"))
+
+    # ------------------------------------------------------------- episode hooks
+    @hookimpl
+    def initialize_episode(self, session_id: str, task_data: dict[str, Any]) -> AttemptState:
+        return AttemptState(problem=Problem.from_task_data(task_data))
+
+    @hookimpl
+    def format_prompt(self, state: AttemptState, step: int) -> str:
+        if step == 0:
+            return prompts.first_prompt(
+                self.problem_prompt(state.problem),
+                self.instruction,
+                self.config.max_steps_per_episode,
+            )
+        return state.feedback
+
+    @hookimpl
+    def step_episode(self, state: AttemptState, action: str) -> StepResult:
+        problem = state.problem
+        verdict = grade(
+            problem.answer,
+            action,
+            kind=self.answer_kind,
+            choices=problem.choices,
+            timeout_seconds=self.config.grading_timeout_seconds,
+            max_reply_chars=self.config.max_reply_chars,
+        )
+        attempts = state.attempts + 1
+        left = self.config.max_steps_per_episode - attempts
+        if verdict.correct:
+            next_state = AttemptState(problem, attempts, "", solved=True)
+            return StepResult(
+                next_state, self.config.correct_reward, True, self._info(verdict, attempts)
+            )
+        if verdict.status in ("timeout", "error"):
+            logger.warning(
+                "attempt %d at %s: %s (%s)", attempts, problem.id, verdict.status, verdict.detail
+            )
+        reward = (
+            self.config.wrong_reward if verdict.status == "wrong" else self.config.unparsed_reward
+        )
+        next_state = AttemptState(
+            problem, attempts, prompts.feedback(verdict, self.instruction, left)
+        )
+        return StepResult(next_state, reward, left <= 0, self._info(verdict, attempts))
+
+    @hookimpl
+    def reward_shaping(
+        self, state: AttemptState, action: str, step_result: StepResult
+    ) -> RewardTerm | None:
+        if state.attempts >= 1 and self.config.attempt_penalty:
+            return RewardTerm("attempt_penalty", -self.config.attempt_penalty)
+        return None
+
+    @staticmethod
+    def _info(verdict: Verdict, attempt: int) -> dict[str, Any]:
+        info: dict[str, Any] = {
+            "attempt": attempt,
+            "correct": verdict.correct,
+            "answer": verdict.answer,
+            "status": verdict.status,
+            "extracted": verdict.extracted,
+            "grading_seconds": round(verdict.seconds, 4),
+        }
+        if verdict.detail:
+            info["detail"] = verdict.detail
+        return info

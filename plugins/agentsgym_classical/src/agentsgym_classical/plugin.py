@@ -1,0 +1,58 @@
+"""The agentsgym plugin of agentsgym-classical: its envs and its scripted solver.
+
+Published under the ``agentsgym`` entry-point group as ``classical``.
+"""
+
+from __future__ import annotations
+
+from agentsgym import hookimpl
+from agentsgym.registry import RegisterAgent, RegisterEnv
+
+SOLVER = "classical/arithmetic-solver"
+
+
+@hookimpl
+def register_envs(register: RegisterEnv) -> None:
+    envs = "agentsgym_classical.envs"
+    register(
+        "classical/GSM8K-v0",
+        f"{envs}:GSM8KEnv",
+        description="GSM8K-format math word problems (question, answer '#### N'); "
+        "HF dataset or local file via env_config dataset",
+        default_agent=SOLVER,
+    )
+    register(
+        "classical/MATH-v0",
+        f"{envs}:MathEnv",
+        description="MATH / MATH-500 format (problem, solution, answer), LaTeX answers "
+        "checked with math-verify",
+        default_agent=SOLVER,
+    )
+    register(
+        "classical/AIME-v0",
+        f"{envs}:AIMEEnv",
+        description="AIME format: problem and an integer answer 0-999",
+        default_agent=SOLVER,
+    )
+    register(
+        "classical/MultipleChoice-v0",
+        f"{envs}:MultipleChoiceEnv",
+        description="multiple choice, AQuA-RAT style (question, options A-E, correct letter)",
+        default_agent=SOLVER,
+    )
+    register(
+        "classical/Arithmetic-v0",
+        f"{envs}:ArithmeticEnv",
+        description="embedded generated multi-step arithmetic word problems (offline, seeded)",
+        default_agent=SOLVER,
+    )
+
+
+@hookimpl
+def register_agents(register: RegisterAgent) -> None:
+    register(
+        SOLVER,
+        "agentsgym_classical.agent:ArithmeticSolverAgent",
+        description="scripted solver of the embedded arithmetic problems, in every classical "
+        "format (options: mistake_rate, seed)",
+    )

@@ -1,0 +1,129 @@
+"""Loading a benchmark's raw rows: a Hugging Face dataset or local files.
+
+``dataset`` in env_config is one of:
+
+* a Hugging Face dataset name (``"openai/gsm8k"``, with ``dataset_config="main"``),
+  loaded with :func:`datasets.load_dataset`, split by split;
+* a local ``.json``/``.jsonl``/``.parquet`` file: a benchmark file, served as the
+  **eval** split (there is then no train split, so train and eval stay disjoint);
+* ``{split: file}``, e.g. ``{"train": "train.jsonl", "test": "test.jsonl"}``.
+
+Failures raise :class:`DatasetLoadError` saying what to do, e.g. when offline.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from agentsgym_classical.errors import DatasetLoadError, NoSuchSplitError
+
+logger = logging.getLogger(__name__)
+
+LOCAL_SUFFIXES = (".json", ".jsonl", ".parquet")
+
+
+def is_local(name: str) -> bool:
+    """A path to a local file (by suffix or existence), as opposed to a hub name."""
+    return name.endswith(LOCAL_SUFFIXES) or Path(name).expanduser().exists()
+
+
+def describe(dataset: str | Mapping[str, str], dataset_config: str | None = None) -> str:
+    """How a source is named in messages and row ids."""
+    if isinstance(dataset, Mapping):
+        return "files " + ", ".join(f"{k}={v}" for k, v in dataset.items())
+    if is_local(dataset):
+        return f"file {dataset}"
+    return f"dataset {dataset}" + (f" ({dataset_config})" if dataset_config else "")
+
+
+def load_split(
+    dataset: str | Mapping[str, str],
+    split: str,
+    *,
+    role: str,
+    dataset_config: str | None = None,
+) -> list[dict[str, Any]]:
+    """The raw rows of ``split`` (``role`` is ``"train"`` or ``"eval"``, for local files)."""
+    if isinstance(dataset, Mapping):
+        if split not in dataset:
+            raise NoSuchSplitError(
+                f"no {split!r} split among the files {dict(dataset)}; add it to env_config "
+                f"dataset, or set {role}_split to one of {sorted(dataset)}"
+            )
+        return read_file(dataset[split])
+    if is_local(dataset):
+        if role != "eval":
+            raise NoSuchSplitError(
+                f"{dataset} is one file, used as the eval split; to train, give the files per "
+                'split: dataset={"train": "train.jsonl", "test": "test.jsonl"}'
+            )
+        return read_file(dataset)
+    return load_hub_split(dataset, split, dataset_config)
+
+
+def read_file(path_text: str) -> list[dict[str, Any]]:
+    """Rows of a ``.json`` (a list, or JSON lines), ``.jsonl`` or ``.parquet`` file."""
+    path = Path(path_text).expanduser()
+    if not path.is_file():
+        raise DatasetLoadError(f"dataset file {str(path)!r} does not exist")
+    try:
+        if path.suffix == ".parquet":
+            import pyarrow.parquet as pq
+
+            rows = pq.read_table(path).to_pylist()
+        else:
+            rows = _read_json_rows(path)
+    except DatasetLoadError:
+        raise
+    except Exception as exc:
+        raise DatasetLoadError(f"could not read dataset file {str(path)!r}: {exc}") from exc
+    if not all(isinstance(row, dict) for row in rows):
+        raise DatasetLoadError(f"{str(path)!r} must hold one JSON object (a row) per problem")
+    return rows
+
+
+def _read_json_rows(path: Path) -> list[Any]:
+    text = path.read_text(encoding="utf-8")
+    stripped = text.lstrip()
+    if stripped.startswith("["):
+        return list(json.loads(text))
+    rows = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if line.strip():
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise DatasetLoadError(
+                    f"{str(path)!r} line {number} is not valid JSON: {exc}"
+                ) from None
+    return rows
+
+
+def load_hub_split(name: str, split: str, dataset_config: str | None) -> list[dict[str, Any]]:
+    """A split of a Hugging Face dataset (from the local cache when offline)."""
+    import datasets
+
+    try:
+        loaded = datasets.load_dataset(name, dataset_config, split=split)
+    except Exception as exc:
+        cause = f"{type(exc).__name__}: {str(exc)[:300]}"
+        if "split" in str(exc).lower() and "unknown" in str(exc).lower():
+            raise NoSuchSplitError(
+                f"Hugging Face dataset {name!r} has no split {split!r} ({cause}); set "
+                "env_config train_split/eval_split to splits it has"
+            ) from exc
+        raise DatasetLoadError(
+            f"could not load Hugging Face dataset {name!r}"
+            + (f" (config {dataset_config!r})" if dataset_config else "")
+            + f", split {split!r}: {cause}. Check the name and config. Without network access "
+            "a hub dataset loads only if it is already in the local cache (set "
+            "HF_HUB_OFFLINE=1 to skip the retries); otherwise export it to a .jsonl or .parquet "
+            "file and set env_config dataset=/path/to/file, or leave dataset unset to use the "
+            "embedded generated problems."
+        ) from exc
+    logger.info("loaded %d rows of %s split %s", len(loaded), name, split)
+    return [dict(row) for row in loaded]

@@ -1,0 +1,92 @@
+"""Pathological replies are judged wrong in bounded time, in threads, without crashing.
+
+Timings are logged and only asserted against generous bounds (the deadline plus
+slack for a loaded CI machine): the point is "bounded", not "fast".
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+import pytest
+
+import agentsgym
+from agentsgym import ScriptedAgent
+from agentsgym_classical.grading import Verdict, grade
+from agentsgym_classical.grading.guards import nesting_depth
+from agentsgym_classical.grading.pool import get_pool
+
+logger = logging.getLogger(__name__)
+
+TIMEOUT = 5.0
+BOUND = TIMEOUT + 10.0  # deadline + worker restart + CI slack
+
+PATHOLOGICAL = {
+    "power tower": "9^9^9^9^9",
+    "boxed power tower": "The answer is \\boxed{9^{9^{9^{9^{9}}}}}",
+    "huge factorial": "\\boxed{(10^{10})!}",
+    "1 MB reply": "lorem ipsum 18 " * 70_000,
+    "unbalanced latex": "\\boxed{\\frac{1}{2",
+    "unbalanced latex 2": "$\\frac{\\sqrt{\\left(3}{2}$ \\boxed{\\frac{",
+    "deep nesting": "\\boxed{" + "\\frac{1}{" * 200 + "2" + "}" * 200 + "}",
+}
+
+
+def grade_in_thread(reply: str, **kwargs: object) -> tuple[Verdict, float]:
+    """Grade from a non-main thread, as the runner does."""
+    result: dict[str, object] = {}
+
+    def run() -> None:
+        start = time.perf_counter()
+        result["verdict"] = grade("18", reply, **kwargs)  # type: ignore[arg-type]
+        result["seconds"] = time.perf_counter() - start
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(BOUND)
+    assert not thread.is_alive(), f"grading hung for more than {BOUND}s"
+    return result["verdict"], result["seconds"]  # type: ignore[return-value]
+
+
+@pytest.mark.parametrize("name", list(PATHOLOGICAL))
+def test_pathological_reply_is_wrong_in_bounded_time(name: str) -> None:
+    verdict, seconds = grade_in_thread(PATHOLOGICAL[name], timeout_seconds=TIMEOUT)
+    logger.info("%s: %s in %.3fs", name, verdict.status, seconds)
+    assert not verdict.correct, verdict
+    assert seconds < BOUND
+
+
+def test_size_and_nesting_guards_answer_without_a_worker() -> None:
+    verdict, seconds = grade_in_thread(PATHOLOGICAL["1 MB reply"])
+    assert verdict.status == "too_long" and seconds < 1.0
+    verdict, _ = grade_in_thread(PATHOLOGICAL["deep nesting"])
+    assert verdict.status == "too_nested"
+    assert nesting_depth("}}{a{b}(c[d])") == 3
+
+
+def test_hard_deadline_kills_the_worker_and_grading_goes_on() -> None:
+    pool = get_pool()
+    restarts = pool.restarts
+    # math-verify's own timeout inside the worker is 1 s; a 0.3 s deadline must cut it.
+    verdict, seconds = grade_in_thread(PATHOLOGICAL["power tower"], timeout_seconds=0.3)
+    assert verdict.status == "timeout" and seconds < BOUND
+    assert pool.restarts == restarts + 1
+    again, _ = grade_in_thread("\\boxed{18}")
+    assert again.correct
+
+
+def test_pathological_replies_do_not_fail_episodes() -> None:
+    env = agentsgym.make("classical/Arithmetic-v0", env_config={"max_steps_per_episode": 3})
+    tasks = [row["task_data"] for row in env.get_eval_dataset().select(range(2))]
+    agent = ScriptedAgent(
+        [PATHOLOGICAL["power tower"], PATHOLOGICAL["1 MB reply"], "\\boxed{\\frac{1}{2"]
+    )
+    start = time.perf_counter()
+    batch = env.run_trial(tasks, agent, num_rollouts=2, max_concurrency=4)
+    assert not batch.failed
+    for episode in batch.episodes:
+        assert [s.info["status"] for s in episode.steps] == ["wrong", "too_long", "wrong"]
+        assert episode.final_reward == pytest.approx(-0.2)  # two extra attempts, none right
+    assert time.perf_counter() - start < 4 * BOUND
