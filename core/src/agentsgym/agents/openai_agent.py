@@ -1,0 +1,457 @@
+"""An agent backed by an OpenAI-compatible server (vLLM, SGLang, OpenAI, ...).
+
+Requests go through the async ``openai`` client on a private event-loop thread, so
+the runner's worker threads (which call the synchronous ``get_action``) share one
+connection pool, and a semaphore bounds the requests in flight
+(``max_concurrency``). Connection errors, timeouts, HTTP 408/409/429 and 5xx are
+retried with exponential backoff and jitter (``max_retries``). When it gives up, the
+agent raises an :class:`~agentsgym.errors.AgentError` that says what to check: the
+URL for an unreachable server, the served models for an unknown model name.
+
+Token ids. By default (``token_ids=True``) every request asks for the sampled token
+ids and logprobs the way vLLM returns them: ``logprobs=true`` plus
+``return_token_ids=true`` (vLLM >= 0.10.2). vLLM then puts the completion ids on the
+choice (``choices[0].token_ids``, ending with the stop token it sampled), the prompt
+ids at the top level (``prompt_token_ids``) and one logprob per generated token in
+``choices[0].logprobs.content[i].logprob``. Those ids and logprobs go into the
+trajectory verbatim and the step info says ``token_source: "server"``. A server that
+returns no ids gives a text-only reply, which the runner tokenizes, and the step
+info says ``token_source: "retokenized"``. A server that rejects the extra fields
+(HTTP 400/422, as OpenAI's own API does) is asked again without them, once; the
+agent then stops asking.
+
+Two APIs:
+
+* ``api="chat"`` (default): ``/chat/completions`` with the messages; the server
+  renders them with *its* chat template.
+* ``api="completions"``: token-in/token-out against ``/completions``: the agent asks
+  the runner for the episode's exact token ids (``wants_prompt_token_ids``) and
+  sends them as the prompt, so the server conditions on exactly the tokens the
+  trajectory records. This is the setting for RL with vLLM. Called without ids (an
+  env using the agent as a game master), it falls back to the chat API.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import random
+import threading
+import weakref
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Literal, TypeVar
+
+from agentsgym.errors import AgentError
+from agentsgym.types import AgentAction, Messages
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+Api = Literal["chat", "completions"]
+RETRY_STATUS = {408, 409, 429}
+
+
+class OpenAIAgent:
+    """Replies through an OpenAI-compatible ``/v1`` server (see the module docstring).
+
+    :param base_url: the server's API root, including ``/v1``
+        (``http://localhost:8000/v1`` for ``vllm serve``).
+    :param model: the served model name; ``None`` uses the server's only model.
+    :param api_key: default: ``$OPENAI_API_KEY``, else ``"EMPTY"`` (vLLM's default).
+    :param temperature, top_p, max_tokens, stop: sampling parameters.
+    :param timeout: seconds per request attempt.
+    :param max_retries: retries after the first attempt (0: none).
+    :param max_concurrency: requests in flight at once, across all threads.
+    :param extra_body: extra JSON fields of every request (e.g. vLLM's ``top_k``,
+        ``repetition_penalty``, ``chat_template_kwargs``).
+    :param api: ``"chat"`` or ``"completions"`` (token-in).
+    :param token_ids: ask for sampled token ids and logprobs (vLLM fields).
+    :param backoff: first retry delay in seconds (doubles each retry, with jitter).
+    :param max_backoff: longest retry delay.
+    """
+
+    def __init__(
+        self,
+        base_url: str = "http://localhost:8000/v1",
+        model: str | None = None,
+        api_key: str | None = None,
+        *,
+        temperature: float = 1.0,
+        top_p: float | None = None,
+        max_tokens: int = 512,
+        stop: Sequence[str] | None = None,
+        timeout: float = 60.0,
+        max_retries: int = 3,
+        max_concurrency: int = 16,
+        extra_body: dict[str, Any] | None = None,
+        api: Api = "chat",
+        token_ids: bool = True,
+        backoff: float = 0.5,
+        max_backoff: float = 8.0,
+    ) -> None:
+        try:
+            import openai  # noqa: F401
+        except ImportError as exc:  # pragma: no cover - depends on the install
+            raise AgentError(
+                "the openai agent needs the openai client: pip install 'agentsgym[openai]'"
+            ) from exc
+        if api not in ("chat", "completions"):
+            raise AgentError(f"api must be 'chat' or 'completions', got {api!r}")
+        if max_concurrency < 1 or max_retries < 0 or timeout <= 0:
+            raise AgentError("max_concurrency must be >= 1, max_retries >= 0 and timeout > 0")
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self.api_key = api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY"
+        self.temperature = temperature
+        self.top_p = top_p
+        self.max_tokens = max_tokens
+        self.stop = list(stop) if stop else None
+        self.timeout = float(timeout)
+        self.max_retries = int(max_retries)
+        self.max_concurrency = int(max_concurrency)
+        self.extra_body = dict(extra_body or {})
+        self.api: Api = api
+        self.wants_prompt_token_ids = api == "completions"
+        self.request_token_ids = token_ids
+        self.backoff = backoff
+        self.max_backoff = max_backoff
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._client: Any = None
+        self._semaphore: asyncio.Semaphore | None = None
+        self._model_lock: asyncio.Lock | None = None
+        self._start_lock = threading.Lock()
+        self._finalizer: Any = None
+
+    # ------------------------------------------------------------------ agent API
+    def get_action(
+        self,
+        messages: Messages,
+        agent_state: Any,
+        *,
+        prompt_token_ids: list[int] | None = None,
+    ) -> tuple[AgentAction, Any]:
+        """Ask the server for the next reply (blocking; safe from many threads)."""
+        return self._run(self.aget_action_reply(list(messages), prompt_token_ids)), agent_state
+
+    def check(self) -> list[str]:
+        """Reach the server, resolve and verify the model; returns the served models."""
+        return self._run(self._check())
+
+    def close(self) -> None:
+        """Close the client and stop the event-loop thread."""
+        with self._start_lock:
+            loop, thread = self._loop, self._thread
+            self._loop = self._thread = None
+        if loop is None:
+            return
+        client = self._client
+        if client is not None:
+            try:
+                asyncio.run_coroutine_threadsafe(client.close(), loop).result(timeout=10)
+            except Exception:  # closing must never raise
+                logger.debug("closing the openai client failed", exc_info=True)
+        self._finalizer.detach()
+        _stop_loop(loop)
+        if thread is not None:
+            thread.join(timeout=10)
+        self._client = None
+
+    def __enter__(self) -> OpenAIAgent:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ requests
+    async def aget_action_reply(
+        self, messages: Messages, prompt_token_ids: list[int] | None = None
+    ) -> AgentAction:
+        """The reply as an :class:`AgentAction` (runs on the agent's own loop)."""
+        await self._ensure_model()
+        assert self._semaphore is not None
+        async with self._semaphore:
+            if self.api == "completions" and prompt_token_ids is not None:
+                return await self._with_retries(
+                    lambda: self._completion(prompt_token_ids), token_fields=True
+                )
+            return await self._with_retries(lambda: self._chat(messages), token_fields=True)
+
+    async def _chat(self, messages: Messages) -> AgentAction:
+        kwargs = self._sampling()
+        extra = dict(self.extra_body)
+        ask_ids = self.request_token_ids
+        if ask_ids:
+            kwargs["logprobs"] = True
+            extra["return_token_ids"] = True
+        response = await self._client.chat.completions.create(
+            model=self.model, messages=messages, extra_body=extra or None, **kwargs
+        )
+        if not response.choices:
+            raise AgentError(f"the server at {self.base_url} returned no choices")
+        choice = response.choices[0]
+        text = choice.message.content or ""
+        ids = _field(choice, "token_ids")
+        logprobs = None
+        content = getattr(choice.logprobs, "content", None) if choice.logprobs else None
+        if ids is not None and content is not None and len(content) == len(ids):
+            logprobs = [float(item.logprob) for item in content]
+        return self._action(text, ids, logprobs, choice.finish_reason)
+
+    async def _completion(self, prompt_token_ids: list[int]) -> AgentAction:
+        kwargs = self._sampling()
+        extra = dict(self.extra_body)
+        if self.request_token_ids:
+            kwargs["logprobs"] = 1
+            extra["return_token_ids"] = True
+        response = await self._client.completions.create(
+            model=self.model, prompt=list(prompt_token_ids), extra_body=extra or None, **kwargs
+        )
+        if not response.choices:
+            raise AgentError(f"the server at {self.base_url} returned no choices")
+        choice = response.choices[0]
+        ids = _field(choice, "token_ids")
+        logprobs = None
+        token_logprobs = (
+            getattr(choice.logprobs, "token_logprobs", None) if choice.logprobs else None
+        )
+        if ids is not None and token_logprobs is not None and len(token_logprobs) == len(ids):
+            logprobs = [float(x) if x is not None else float("nan") for x in token_logprobs]
+        return self._action(choice.text or "", ids, logprobs, choice.finish_reason)
+
+    def _sampling(self) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            "timeout": self.timeout,
+        }
+        if self.top_p is not None:
+            kwargs["top_p"] = self.top_p
+        if self.stop:
+            kwargs["stop"] = self.stop
+        return kwargs
+
+    def _action(
+        self, text: str, ids: Any, logprobs: list[float] | None, finish_reason: Any
+    ) -> AgentAction:
+        info: dict[str, Any] = {"finish_reason": str(finish_reason) if finish_reason else None}
+        if isinstance(ids, list) and ids and all(isinstance(i, int) for i in ids):
+            info["token_source"] = "server"
+            if logprobs is None:
+                info["logprobs"] = "missing"
+            return AgentAction(text=text, token_ids=list(ids), logprobs=logprobs, info=info)
+        info["token_source"] = "retokenized"
+        return AgentAction(text=text, info=info)
+
+    # ------------------------------------------------------------------ errors
+    async def _with_retries(
+        self, call: Callable[[], Awaitable[T]], *, token_fields: bool = False
+    ) -> T:
+        """Run ``call``, retrying transient failures; ``token_fields``: it may send vLLM fields."""
+        import openai
+
+        attempt = 0
+        plain_retry = False
+        while True:
+            try:
+                result = await call()
+                if plain_retry:
+                    logger.warning(
+                        "%s does not accept the token-id fields (logprobs, return_token_ids); "
+                        "asking for text only from now on, so trajectories are retokenized",
+                        self.base_url,
+                    )
+                return result
+            except (openai.BadRequestError, openai.UnprocessableEntityError) as exc:
+                if (
+                    token_fields
+                    and self.request_token_ids
+                    and not plain_retry
+                    and not _mentions_model(exc)
+                ):
+                    # Maybe the server rejects the vLLM fields: ask once without them.
+                    self.request_token_ids = False
+                    plain_retry = True
+                    continue
+                if plain_retry:  # not the fields' fault after all
+                    self.request_token_ids = True
+                raise await self._status_error(exc) from None
+            except openai.APIStatusError as exc:
+                if exc.status_code not in RETRY_STATUS and exc.status_code < 500:
+                    raise await self._status_error(exc) from None
+                failure: Exception = exc
+            except openai.APIConnectionError as exc:  # includes APITimeoutError
+                failure = exc
+            if attempt >= self.max_retries:
+                raise self._gave_up(failure, attempt + 1) from None
+            delay = min(self.max_backoff, self.backoff * 2**attempt) * random.uniform(0.5, 1.0)
+            logger.info(
+                "request to %s failed (%s); retry %d in %.2fs",
+                self.base_url,
+                type(failure).__name__,
+                attempt + 1,
+                delay,
+            )
+            attempt += 1
+            await asyncio.sleep(delay)
+
+    def _gave_up(self, exc: Exception, attempts: int) -> AgentError:
+        import openai
+
+        tries = f"{attempts} attempt{'s' if attempts > 1 else ''}"
+        if isinstance(exc, openai.APITimeoutError):
+            return AgentError(
+                f"the server at {self.base_url} did not answer within {self.timeout:g}s "
+                f"({tries}). Raise timeout=..., lower max_tokens or max_concurrency, or check "
+                "that the server is not overloaded."
+            )
+        if isinstance(exc, openai.APIConnectionError):
+            return AgentError(
+                f"cannot reach an OpenAI-compatible server at {self.base_url} ({tries}: "
+                f"{_cause(exc)}). Check that the server is running and listening there (e.g. "
+                "`vllm serve MODEL --port 8000` serves http://localhost:8000/v1), that base_url "
+                "includes the /v1 prefix, and that no proxy or firewall blocks it."
+            )
+        if isinstance(exc, openai.APIStatusError):
+            return AgentError(
+                f"the server at {self.base_url} kept failing with HTTP {exc.status_code} "
+                f"({tries}): {_message(exc)}"
+            )
+        return AgentError(f"request to {self.base_url} failed ({tries}): {exc}")
+
+    async def _status_error(self, exc: Any) -> AgentError:
+        import openai
+
+        status = exc.status_code
+        if isinstance(exc, (openai.AuthenticationError, openai.PermissionDeniedError)):
+            return AgentError(
+                f"the server at {self.base_url} rejected the API key (HTTP {status}): "
+                f"{_message(exc)}. Pass api_key=... or set OPENAI_API_KEY."
+            )
+        if isinstance(exc, openai.NotFoundError) or _mentions_model(exc):
+            models = await self._served_models_or_none()
+            if models is not None and self.model not in models:
+                return self._unknown_model(models)
+            if isinstance(exc, openai.NotFoundError):
+                return AgentError(
+                    f"{self.base_url} answered HTTP 404 for the {self.api} API: "
+                    f"{_message(exc)}. Check that base_url ends with /v1 and that the server "
+                    f"implements /{'chat/' if self.api == 'chat' else ''}completions."
+                )
+        return AgentError(
+            f"the server at {self.base_url} refused the request (HTTP {status}): {_message(exc)}"
+        )
+
+    def _unknown_model(self, models: list[str]) -> AgentError:
+        served = ", ".join(repr(m) for m in models) or "nothing"
+        return AgentError(
+            f"model {self.model!r} is not served by {self.base_url}; it serves {served}. "
+            "Pass model=<one of them> (vLLM serves the name given to `vllm serve` or "
+            "--served-model-name)."
+        )
+
+    # ------------------------------------------------------------------ models
+    async def _served_models(self) -> list[str]:
+        page = await self._with_retries(lambda: self._client.models.list(timeout=self.timeout))
+        return [m.id for m in page.data]
+
+    async def _served_models_or_none(self) -> list[str] | None:
+        try:
+            return await self._served_models()
+        except Exception:
+            return None
+
+    async def _ensure_model(self) -> None:
+        if self.model is not None:
+            return
+        assert self._model_lock is not None
+        async with self._model_lock:
+            if self.model is not None:
+                return
+            models = await self._served_models()
+            if len(models) != 1:
+                served = ", ".join(repr(m) for m in models) or "no model"
+                raise AgentError(f"{self.base_url} serves {served}; choose one with model=...")
+            self.model = models[0]
+
+    async def _check(self) -> list[str]:
+        models = await self._served_models()
+        await self._ensure_model()
+        if self.model not in models:
+            raise self._unknown_model(models)
+        return models
+
+    # ------------------------------------------------------------------ loop
+    def _run(self, coro: Awaitable[T]) -> T:
+        loop = self._ensure_loop()
+        return asyncio.run_coroutine_threadsafe(coro, loop).result()  # type: ignore[arg-type]
+
+    def _ensure_loop(self) -> asyncio.AbstractEventLoop:
+        with self._start_lock:
+            if self._loop is not None:
+                return self._loop
+            loop = asyncio.new_event_loop()
+            thread = threading.Thread(
+                target=_run_loop, args=(loop,), name="agentsgym-openai-agent", daemon=True
+            )
+            thread.start()
+            asyncio.run_coroutine_threadsafe(self._setup(), loop).result()
+            self._loop, self._thread = loop, thread
+            # A dropped agent stops its loop thread (which holds no reference to it).
+            self._finalizer = weakref.finalize(self, _stop_loop, loop)
+            return loop
+
+    async def _setup(self) -> None:
+        import openai
+
+        self._client = openai.AsyncOpenAI(
+            base_url=self.base_url, api_key=self.api_key, max_retries=0, timeout=self.timeout
+        )
+        self._semaphore = asyncio.Semaphore(self.max_concurrency)
+        self._model_lock = asyncio.Lock()
+
+
+def _stop_loop(loop: asyncio.AbstractEventLoop) -> None:
+    if not loop.is_closed():
+        with contextlib.suppress(RuntimeError):  # closed between the check and the call
+            loop.call_soon_threadsafe(loop.stop)
+
+
+def _run_loop(loop: asyncio.AbstractEventLoop) -> None:
+    asyncio.set_event_loop(loop)
+    try:
+        loop.run_forever()
+    finally:
+        loop.close()
+
+
+def _field(obj: Any, name: str) -> Any:
+    value = getattr(obj, name, None)
+    if value is None:
+        extra = getattr(obj, "model_extra", None) or {}
+        value = extra.get(name)
+    return value
+
+
+def _message(exc: Any) -> str:
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        inner = body.get("error") if isinstance(body.get("error"), dict) else body
+        message = inner.get("message") if isinstance(inner, dict) else None
+        if message:
+            return str(message)
+    return str(getattr(exc, "message", exc))
+
+
+def _mentions_model(exc: Any) -> bool:
+    text = _message(exc).lower()
+    return "model" in text and any(
+        w in text for w in ("not exist", "not found", "unknown", "does not")
+    )
+
+
+def _cause(exc: BaseException) -> str:
+    cause = exc.__cause__ or exc.__context__
+    return f"{type(cause).__name__}: {cause}" if cause is not None else str(exc)

@@ -1,0 +1,310 @@
+"""The TrainerAdapter interface: the consuming end of the rollout pipeline.
+
+A trainer adapter is anything with
+
+    train(source: RolloutSource, *, max_steps: int, on_step=None, agent=None) -> TrainResult
+
+A :class:`RolloutSource` holds the tasks (dataset rows) and plays them: each call of
+:meth:`RolloutSource.play` runs the agentsgym runner and returns a padded
+:class:`~agentsgym.trajectory.TrajectoryBatch` (one group per task). The adapter
+decides who plays (its own model, or the ``agent`` it is given), what it does with a
+batch (a gradient step, a write to disk) and how often.
+
+Most adapters consume one batch per step; they subclass :class:`BatchTrainer` and
+implement :meth:`BatchTrainer.consume` (plus :meth:`BatchTrainer.policy` when they
+own a model). Adapters whose training library drives its own loop (``trl-grpo``:
+TRL's ``GRPOTrainer`` pulls rollouts through its ``rollout_func``) implement
+``train`` directly and call ``source.play`` from inside that loop.
+
+Adapters are registered through the ``register_trainers`` hook and built by name
+with :func:`agentsgym.make_trainer`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import statistics
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from agentsgym.factory import load_tokenizer, make
+from agentsgym.rows import DatasetRow, parse_rows
+from agentsgym.trajectory import TrajectoryBatch, TrajectoryGroup
+
+if TYPE_CHECKING:
+    from agentsgym.agents import Agent
+    from agentsgym.env import MultistepEnv
+    from agentsgym.runner import EpisodeCallback
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class StepMetrics:
+    """What one training step did; passed to ``on_step`` and kept in the result."""
+
+    step: int
+    loss: float | None = None
+    mean_reward: float | None = None
+    num_rollouts: int = 0
+    num_failed: int = 0
+    num_tokens: int = 0
+    num_agent_tokens: int = 0
+    seconds: float = 0.0
+    extra: dict[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "step": self.step,
+            "loss": self.loss,
+            "mean_reward": self.mean_reward,
+            "num_rollouts": self.num_rollouts,
+            "num_failed": self.num_failed,
+            "num_tokens": self.num_tokens,
+            "num_agent_tokens": self.num_agent_tokens,
+            "seconds": self.seconds,
+            **self.extra,
+        }
+
+
+@dataclass
+class TrainResult:
+    """The steps an adapter ran and where it put its output."""
+
+    steps: list[StepMetrics] = field(default_factory=list)
+    output_dir: Path | None = None
+    artifacts: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def num_steps(self) -> int:
+        return len(self.steps)
+
+    @property
+    def final_loss(self) -> float | None:
+        losses = [s.loss for s in self.steps if s.loss is not None]
+        return losses[-1] if losses else None
+
+    @property
+    def mean_reward(self) -> float | None:
+        rewards = [s.mean_reward for s in self.steps if s.mean_reward is not None]
+        return statistics.fmean(rewards) if rewards else None
+
+    def write_log(self, path: str | Path) -> Path:
+        """One JSON object per step (JSON lines)."""
+        out = Path(path)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with out.open("w", encoding="utf-8") as handle:
+            for step in self.steps:
+                handle.write(json.dumps(step.to_dict()) + "\n")
+        return out
+
+
+StepCallback = Callable[[StepMetrics], None]
+
+
+class RolloutSource:
+    """Tasks to train on, and the runner that plays them.
+
+    :param rows: dataset rows ``{env_class_path, env_config, task_data}`` (a
+        ``datasets.Dataset`` works). Steps take them in order, ``tasks_per_step`` at
+        a time, reshuffled (under ``seed``) each pass.
+    :param tokenizer: the tokenizer every env is built with; it must be the policy
+        model's tokenizer.
+    :param num_rollouts: rollouts per task (the GRPO group size).
+    :param tasks_per_step: tasks per training step.
+    :param max_concurrency: episodes played at once (threads).
+    :param on_episode: called after every finished episode (progress bars).
+
+    Env instances are built once per (env_class_path, env_config) and reused.
+    """
+
+    def __init__(
+        self,
+        rows: Iterable[Mapping[str, Any] | DatasetRow],
+        *,
+        tokenizer: Any,
+        num_rollouts: int = 4,
+        tasks_per_step: int = 2,
+        max_concurrency: int = 8,
+        allow_class_paths: bool | Sequence[str] | None = None,
+        shuffle: bool = True,
+        seed: int = 0,
+        on_episode: EpisodeCallback | None = None,
+    ) -> None:
+        self.rows = parse_rows(rows)
+        if not self.rows:
+            raise ValueError("RolloutSource needs at least one dataset row")
+        if num_rollouts < 1 or tasks_per_step < 1 or max_concurrency < 1:
+            raise ValueError("num_rollouts, tasks_per_step and max_concurrency must be at least 1")
+        self.tokenizer = load_tokenizer(tokenizer)
+        self.num_rollouts = num_rollouts
+        self.tasks_per_step = tasks_per_step
+        self.max_concurrency = max_concurrency
+        self.allow_class_paths = allow_class_paths
+        self.shuffle = shuffle
+        self.on_episode = on_episode
+        self._rng = random.Random(seed)
+        self._order: list[int] = []
+        self._envs: dict[tuple[str, str], MultistepEnv] = {}
+
+    def env(self, row: DatasetRow) -> MultistepEnv:
+        """The (cached) env instance that plays ``row``."""
+        key = row.env_key()
+        if key not in self._envs:
+            self._envs[key] = make(
+                row.env_class_path,
+                tokenizer=self.tokenizer,
+                env_config=row.env_config,
+                allow_class_paths=self.allow_class_paths,
+            )
+        return self._envs[key]
+
+    def next_rows(self, count: int | None = None) -> list[DatasetRow]:
+        """The next ``count`` (default ``tasks_per_step``) rows, cycling through all."""
+        wanted = self.tasks_per_step if count is None else count
+        taken: list[DatasetRow] = []
+        while len(taken) < wanted:
+            if not self._order:
+                self._order = list(range(len(self.rows)))
+                if self.shuffle:
+                    self._rng.shuffle(self._order)
+            taken.append(self.rows[self._order.pop(0)])
+        return taken
+
+    def play(
+        self,
+        rows: Sequence[Mapping[str, Any] | DatasetRow],
+        agent: Agent,
+        num_rollouts: int | None = None,
+    ) -> TrajectoryBatch:
+        """Play ``num_rollouts`` trials of every row; group ``i`` of the batch is row ``i``.
+
+        Rows of one env instance play concurrently (up to ``max_concurrency``).
+        """
+        parsed = parse_rows(rows)
+        rollouts = self.num_rollouts if num_rollouts is None else num_rollouts
+        members: dict[tuple[str, str], list[int]] = {}
+        for index, row in enumerate(parsed):
+            self.env(row)  # resolve every id before playing anything
+            members.setdefault(row.env_key(), []).append(index)
+        groups: list[TrajectoryGroup | None] = [None] * len(parsed)
+        for key, indices in members.items():
+            batch = self._envs[key].run_trial(
+                [parsed[i].task_data for i in indices],
+                agent,
+                rollouts,
+                max_concurrency=self.max_concurrency,
+                on_episode=self.on_episode,
+            )
+            for index, group in zip(indices, batch.groups):
+                group.task_index = index
+                for trial in group.trials:
+                    for episode in trial:
+                        episode.task_index = index
+                groups[index] = group
+        return TrajectoryBatch([g for g in groups if g is not None])
+
+    def close(self) -> None:
+        """Close env instances that hold resources (a ``close()`` method)."""
+        for env in self._envs.values():
+            closer = getattr(env, "close", None)
+            if callable(closer):
+                try:
+                    closer()
+                except Exception:  # closing must not mask a training result
+                    logger.exception("closing env %s failed", env.env_id)
+        self._envs.clear()
+
+
+@runtime_checkable
+class TrainerAdapter(Protocol):
+    """The consuming end of the pipeline (see the module docstring)."""
+
+    def train(
+        self,
+        source: RolloutSource,
+        *,
+        max_steps: int,
+        on_step: StepCallback | None = None,
+        agent: Agent | None = None,
+    ) -> TrainResult:
+        """Run ``max_steps`` steps on rollouts from ``source``.
+
+        :param source: the tasks and the runner.
+        :param max_steps: training steps (optimizer steps for a trainer; batches
+            written for a sink).
+        :param on_step: called with each step's :class:`StepMetrics`.
+        :param agent: who plays the rollouts. Trainers that own a model play with it
+            by default; sinks need an agent.
+        :return: the steps run and where the output went.
+        """
+        ...
+
+
+class BatchTrainer(ABC):
+    """An adapter that consumes one padded :class:`TrajectoryBatch` per step."""
+
+    output_dir: Path | None = None
+
+    def policy(self) -> Agent | None:
+        """The agent playing this trainer's own model, or ``None`` if it has none."""
+        return None
+
+    @abstractmethod
+    def consume(self, batch: TrajectoryBatch) -> dict[str, float]:
+        """Consume one batch (a gradient step, a write); return metrics (``loss``...)."""
+
+    def finish(self, result: TrainResult) -> None:
+        """Called once after the last step (save the model, close files)."""
+
+    def train(
+        self,
+        source: RolloutSource,
+        *,
+        max_steps: int,
+        on_step: StepCallback | None = None,
+        agent: Agent | None = None,
+    ) -> TrainResult:
+        if max_steps < 1:
+            raise ValueError(f"max_steps must be at least 1, got {max_steps}")
+        player = agent if agent is not None else self.policy()
+        if player is None:
+            raise ValueError(
+                f"{type(self).__name__} owns no model, so it needs an agent to play the "
+                "rollouts (agent=..., CLI: --agent NAME)"
+            )
+        result = TrainResult(output_dir=self.output_dir)
+        for step in range(1, max_steps + 1):
+            started = time.perf_counter()
+            batch = source.play(source.next_rows(), player)
+            metrics = dict(self.consume(batch))
+            step_metrics = batch_metrics(batch, step)
+            loss = metrics.pop("loss", None)
+            step_metrics.loss = None if loss is None else float(loss)
+            step_metrics.extra.update(metrics)
+            step_metrics.seconds = time.perf_counter() - started
+            result.steps.append(step_metrics)
+            if on_step is not None:
+                on_step(step_metrics)
+        self.finish(result)
+        return result
+
+
+def batch_metrics(batch: TrajectoryBatch, step: int) -> StepMetrics:
+    """Rollout statistics of a batch (reward, tokens, failures)."""
+    episodes = [e for group in batch.groups for e in group.episodes]
+    rewards = [e.final_reward for e in episodes]
+    return StepMetrics(
+        step=step,
+        mean_reward=statistics.fmean(rewards) if rewards else None,
+        num_rollouts=len(episodes),
+        num_failed=len(batch.failed),
+        num_tokens=sum(e.num_tokens for e in episodes),
+        num_agent_tokens=sum(e.num_agent_tokens for e in episodes),
+    )

@@ -1,0 +1,405 @@
+"""``trl-grpo``: train with ``trl.GRPOTrainer`` on rollouts the agentsgym runner plays.
+
+TRL's supported path for multi-turn environments is a ``rollout_func``
+(``GRPOTrainer(..., rollout_func=f)``, TRL >= 0.26; checked against 1.16):
+
+    rollout_func(prompts: list, trainer: GRPOTrainer) -> {
+        "prompt_ids":     list[list[int]],    # one per prompt
+        "completion_ids": list[list[int]],
+        "logprobs":       list[list[float]] | None,   # sampling logprobs per completion token
+        "env_mask":       list[list[int]],    # 1 = model token (trained), 0 = env token
+        ...                                   # any other key goes to the reward functions
+    }
+
+``prompts`` is this process's slice of the generation batch, each dataset prompt
+repeated ``num_generations`` times (TRL's ``RepeatSampler``), and one completion is
+returned per entry. TRL treats ``env_mask`` as its tool mask: the loss mask is
+``completion_mask * env_mask``, so environment tokens never enter the loss.
+
+How an agentsgym rollout becomes one TRL completion:
+
+* the dataset prompt is the JSON of a dataset row ``{env_class_path, env_config,
+  task_data}``; each prompt entry is played as one trial by the runner;
+* ``prompt_ids`` are the episode's tokens before the agent's first token (the first
+  prompt, exactly as the model saw it); ``completion_ids`` is everything after,
+  through the agent's last token: its replies (mask 1) and the env turns between
+  them (mask 0), token for token as the episode holds them;
+* ``logprobs`` are the sampled logprobs of the agent tokens (0.0 on env tokens,
+  which the mask removes); ``None`` when the agent returned none;
+* the reward function returns the episode's ``final_reward`` as the sequence reward;
+  TRL normalises it within each group of ``num_generations`` rollouts of a task. A
+  failed episode becomes a one-token, fully masked completion whose reward is
+  ``None``, so TRL gives it advantage 0.
+
+For a chat template that is not prefix-preserving (an episode split into views),
+the last view is trained and a warning is logged; use ``per-token-grpo``, which
+trains every view, for those templates.
+
+By default the rollouts are played by a
+:class:`~agentsgym.agents.transformers_agent.TransformersAgent` sharing the
+trainer's model (on-policy, no copy). On a GPU machine, pass an ``openai`` agent
+pointing at ``trl vllm-serve`` and set ``use_vllm=True, vllm_mode="server"``: TRL
+pushes the new weights to the server before every ``rollout_func`` call (see
+docs/training.md).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import time
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agentsgym.trainers.base import (
+    RolloutSource,
+    StepCallback,
+    StepMetrics,
+    TrainResult,
+    batch_metrics,
+)
+from agentsgym.trajectory import Episode, TrajectoryBatch
+
+if TYPE_CHECKING:
+    from agentsgym.agents import Agent
+
+logger = logging.getLogger(__name__)
+
+REWARD_FIELD = "agentsgym_final_reward"
+
+
+def episode_completion(episode: Episode) -> tuple[list[int], list[int], list[int], list[float]]:
+    """(prompt_ids, completion_ids, env_mask, logprobs) of a finished episode."""
+    segment = episode.segments[-1]
+    mask = segment.agent_mask
+    first = mask.index(1)
+    last = len(mask) - 1 - mask[::-1].index(1)
+    return (
+        list(segment.token_ids[:first]),
+        list(segment.token_ids[first : last + 1]),
+        list(mask[first : last + 1]),
+        list(segment.logprobs[first : last + 1]),
+    )
+
+
+def rollouts_to_trl(batch: TrajectoryBatch, pad_token_id: int) -> dict[str, Any]:
+    """TRL ``rollout_func`` output for a batch played with one trial per group.
+
+    Group ``i`` (one prompt entry) gives completion ``i``; see the module docstring.
+    """
+    prompt_ids: list[list[int]] = []
+    completion_ids: list[list[int]] = []
+    env_mask: list[list[int]] = []
+    logprobs: list[list[float | None]] = []
+    rewards: list[float | None] = []
+    any_logprobs = False
+    split = 0
+    for group in batch.groups:
+        trial = group.trials[0] if group.trials else []
+        episode = trial[-1] if trial else None
+        usable = (
+            episode is not None
+            and all(e.ok for e in trial)
+            and episode.segments
+            and 1 in episode.segments[-1].agent_mask
+        )
+        if not usable:
+            prompt_ids.append([pad_token_id])
+            completion_ids.append([pad_token_id])
+            env_mask.append([0])
+            logprobs.append([0.0])
+            rewards.append(None)
+            continue
+        assert episode is not None
+        if len(episode.segments) > 1:
+            split += 1
+        prompt, completion, mask, lps = episode_completion(episode)
+        prompt_ids.append(prompt)
+        completion_ids.append(completion)
+        env_mask.append(mask)
+        if episode.has_logprobs:
+            any_logprobs = True
+            logprobs.append(lps)
+        else:
+            logprobs.append([None if m else 0.0 for m in mask])
+        rewards.append(episode.final_reward)
+    if split:
+        logger.warning(
+            "%d episode(s) were split into several views (the chat template is not "
+            "prefix-preserving); trl-grpo trains their last view only. Use per-token-grpo "
+            "to train every view.",
+            split,
+        )
+    return {
+        "prompt_ids": prompt_ids,
+        "completion_ids": completion_ids,
+        "logprobs": logprobs if any_logprobs else None,
+        "env_mask": env_mask,
+        REWARD_FIELD: rewards,
+    }
+
+
+def final_reward(completions: list[Any], **kwargs: Any) -> list[float | None]:
+    """The reward function: each rollout's ``final_reward`` (``None`` if it failed)."""
+    return list(kwargs[REWARD_FIELD])
+
+
+class TRLGRPOAdapter:
+    """``trl.GRPOTrainer`` with the agentsgym runner as its ``rollout_func``.
+
+    :param model: a model folder or hub name TRL loads, a loaded ``PreTrainedModel``,
+        or ``"tiny"`` (a tiny random model on the bundled tokenizer).
+    :param tokenizer: default: the model's. Every env is built with it.
+    :param output_dir: where TRL writes checkpoints and the final model.
+    :param learning_rate: AdamW learning rate.
+    :param temperature, top_p, top_k, max_new_tokens: sampling of the default
+        (transformers) policy agent. ``temperature`` is also given to TRL, which
+        scores tokens at that temperature.
+    :param seed: training and sampling seed.
+    :param agent_batch_size: prompts the default agent generates together.
+    :param grpo_config: further ``trl.GRPOConfig`` fields (``beta``, ``loss_type``,
+        ``use_vllm``, ``vllm_mode``, ``gradient_checkpointing``, ...); they win over
+        the values this adapter derives.
+    """
+
+    def __init__(
+        self,
+        model: Any = None,
+        *,
+        tokenizer: Any = None,
+        output_dir: str | Path = "agentsgym-grpo",
+        learning_rate: float = 1e-6,
+        temperature: float = 1.0,
+        top_p: float = 1.0,
+        top_k: int = 0,
+        max_new_tokens: int = 256,
+        seed: int = 0,
+        agent_batch_size: int = 8,
+        grpo_config: dict[str, Any] | None = None,
+        **grpo_fields: Any,
+    ) -> None:
+        if model is None:
+            raise ValueError("trl-grpo needs a model (a folder, a loaded model, or 'tiny')")
+        try:
+            import trl  # noqa: F401
+        except ImportError as exc:  # pragma: no cover - depends on the install
+            raise ImportError("trl-grpo needs TRL: pip install 'agentsgym[trl]'") from exc
+        from agentsgym.agents.transformers_agent import load_model
+        from agentsgym.factory import load_tokenizer
+        from agentsgym.tiny_model import TINY_MODEL
+
+        if isinstance(model, str) and model != TINY_MODEL:
+            # TRL loads it (dtype, device map, distributed settings).
+            self.model: Any = model
+            self.tokenizer = load_tokenizer(tokenizer if tokenizer is not None else model)
+        else:
+            self.model, self.tokenizer = load_model(model, tokenizer)
+        self.output_dir = Path(output_dir)
+        self.learning_rate = learning_rate
+        self.temperature = temperature
+        self.seed = seed
+        self.sampling = {
+            "temperature": temperature,
+            "top_p": top_p,
+            "top_k": top_k,
+            "max_new_tokens": max_new_tokens,
+            "seed": seed,
+            "batch_size": agent_batch_size,
+        }
+        self.grpo_overrides = {**(grpo_config or {}), **grpo_fields}
+        self.trainer: Any = None
+        self._agent: Any = None
+        self._pending: list[StepMetrics] = []
+        self.last_batch: TrajectoryBatch | None = None
+
+    # ------------------------------------------------------------------ setup
+    def grpo_args(self, source: RolloutSource, max_steps: int) -> Any:
+        """The ``GRPOConfig``: one generation round and one optimizer step per step."""
+        import torch
+        from trl import GRPOConfig
+
+        cuda = torch.cuda.is_available()
+        group = source.num_rollouts
+        fields: dict[str, Any] = {
+            "output_dir": str(self.output_dir),
+            "max_steps": max_steps,
+            "learning_rate": self.learning_rate,
+            "num_generations": group,
+            "per_device_train_batch_size": source.tasks_per_step * group,
+            "gradient_accumulation_steps": 1,
+            "temperature": self.temperature,
+            "seed": self.seed,
+            "use_cpu": not cuda,
+            "bf16": cuda and torch.cuda.is_bf16_supported(),
+            "activation_checkpointing": cuda,
+            "logging_steps": 1,
+            "save_strategy": "no",
+            "report_to": "none",
+            "disable_tqdm": True,
+            "shuffle_dataset": True,
+        }
+        fields.update(self.grpo_overrides)
+        if "gradient_checkpointing" in fields:  # the pre-5.x name of the same switch
+            fields["activation_checkpointing"] = fields.pop("gradient_checkpointing")
+        if fields["num_generations"] < 2:
+            raise ValueError("trl-grpo needs at least 2 rollouts per task (--num-rollouts 2)")
+        with warnings.catch_warnings():
+            # GRPOConfig's own default for the old name triggers transformers' rename warning.
+            warnings.filterwarnings(
+                "ignore", message=".*gradient_checkpointing.*", category=FutureWarning
+            )
+            return GRPOConfig(**fields)
+
+    def prompt_dataset(self, source: RolloutSource) -> Any:
+        """TRL's train dataset: one ``prompt`` per task, the JSON of its dataset row."""
+        import datasets
+
+        return datasets.Dataset.from_dict(
+            {"prompt": [json.dumps(row.model_dump(), sort_keys=True) for row in source.rows]}
+        )
+
+    def build(self, source: RolloutSource, max_steps: int, agent: Agent | None = None) -> Any:
+        """The configured ``GRPOTrainer`` (not yet trained)."""
+        from trl import GRPOTrainer
+
+        if source.tasks_per_step > len(source.rows):
+            raise ValueError(
+                f"tasks_per_step ({source.tasks_per_step}) exceeds the number of tasks "
+                f"({len(source.rows)})"
+            )
+        args = self.grpo_args(source, max_steps)
+        if args.beta != 0.0:
+            self._snapshot_reference()
+        if agent is not None and not args.use_vllm:
+            logger.warning(
+                "trl-grpo plays with the given agent, which does not receive the trained "
+                "weights unless it serves them through TRL's vLLM server (use_vllm=True, "
+                "vllm_mode='server'); the rollouts are off-policy"
+            )
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*rollout_func.*experimental.*")
+            trainer = GRPOTrainer(
+                model=self.model,
+                reward_funcs=[final_reward],
+                args=args,
+                train_dataset=self.prompt_dataset(source),
+                processing_class=self.tokenizer,
+                rollout_func=self.rollout_func(source, agent),
+                callbacks=[_StepCallback(self)],
+            )
+        from transformers.trainer_callback import PrinterCallback
+
+        trainer.remove_callback(PrinterCallback)  # progress goes through on_step
+        self.trainer = trainer
+        return trainer
+
+    def _snapshot_reference(self) -> None:
+        """TRL loads the KL reference model from ``model.config.name_or_path``.
+
+        A model built in memory (e.g. ``"tiny"``) has none, so its initial weights are
+        saved under ``output_dir/reference-model`` and named there.
+        """
+        if isinstance(self.model, str) or getattr(self.model.config, "name_or_path", ""):
+            return
+        path = self.output_dir / "reference-model"
+        self.model.save_pretrained(path)
+        self.model.config.name_or_path = str(path)
+
+    def rollout_func(
+        self, source: RolloutSource, agent: Agent | None = None
+    ) -> Callable[[list[Any], Any], dict[str, Any]]:
+        """The function TRL calls for completions (see the module docstring)."""
+
+        def rollout(prompts: list[Any], trainer: Any) -> dict[str, Any]:
+            started = time.perf_counter()
+            rows = [json.loads(p) if isinstance(p, str) else p for p in prompts]
+            player = agent if agent is not None else self.policy(trainer)
+            batch = source.play(rows, player, num_rollouts=1)
+            self.last_batch = batch
+            output = rollouts_to_trl(batch, self.tokenizer.pad_token_id or 0)
+            metrics = batch_metrics(batch, step=trainer.state.global_step + 1)
+            metrics.seconds = time.perf_counter() - started
+            metrics.extra["rollout_seconds"] = metrics.seconds
+            self._pending.append(metrics)
+            return output
+
+        return rollout
+
+    def policy(self, trainer: Any) -> Agent:
+        """A transformers agent generating with the trainer's current weights."""
+        from agentsgym.agents.transformers_agent import TransformersAgent
+
+        model = trainer.accelerator.unwrap_model(trainer.model)
+        if self._agent is None:
+            self._agent = TransformersAgent(model, tokenizer=self.tokenizer, **self.sampling)
+        self._agent.model = model
+        return self._agent
+
+    # ------------------------------------------------------------------ train
+    def train(
+        self,
+        source: RolloutSource,
+        *,
+        max_steps: int,
+        on_step: StepCallback | None = None,
+        agent: Agent | None = None,
+    ) -> TrainResult:
+        if max_steps < 1:
+            raise ValueError(f"max_steps must be at least 1, got {max_steps}")
+        trainer = self.build(source, max_steps, agent)
+        result = TrainResult(output_dir=self.output_dir)
+        self._on_step = on_step
+        self._result = result
+        try:
+            with warnings.catch_warnings():
+                warnings.filterwarnings(
+                    "ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning
+                )
+                trainer.train()
+        finally:
+            if self._agent is not None:
+                self._agent.close()
+        trainer.save_model(str(self.output_dir))
+        self.tokenizer.save_pretrained(str(self.output_dir))
+        result.artifacts["model"] = str(self.output_dir)
+        return result
+
+    def _record(self, logs: dict[str, Any], step: int) -> None:
+        played = self._pending
+        self._pending = []
+        metrics = played[-1] if played else StepMetrics(step=step)
+        metrics.step = step
+        loss = logs.get("loss")
+        metrics.loss = float(loss) if loss is not None else None
+        for key in ("reward", "reward_std", "frac_reward_zero_std", "grad_norm", "entropy"):
+            value = logs.get(key)
+            if isinstance(value, (int, float)) and math.isfinite(value):
+                metrics.extra[key] = float(value)
+        result = getattr(self, "_result", None)
+        if result is not None:
+            result.steps.append(metrics)
+        callback = getattr(self, "_on_step", None)
+        if callback is not None:
+            callback(metrics)
+
+
+def _callback_base() -> type:
+    from transformers import TrainerCallback
+
+    return TrainerCallback
+
+
+class _StepCallback(_callback_base()):  # type: ignore[misc]
+    """Turns TRL's per-step logs into :class:`StepMetrics`."""
+
+    def __init__(self, adapter: TRLGRPOAdapter) -> None:
+        self.adapter = adapter
+
+    def on_log(
+        self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None, **kw: Any
+    ) -> None:
+        if logs and "loss" in logs:
+            self.adapter._record(logs, state.global_step)

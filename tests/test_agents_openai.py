@@ -1,0 +1,225 @@
+"""The OpenAI-compatible agent against the loopback test server."""
+
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+from typing import Any
+
+import pytest
+
+pytest.importorskip("openai")
+pytest.importorskip("fastapi")
+pytest.importorskip("uvicorn")
+torch = pytest.importorskip("torch")
+
+import agentsgym
+from agentsgym.agents.openai_agent import OpenAIAgent
+from agentsgym.errors import AgentError
+from agentsgym.testing_server import ModelPolicy, OpenAICompatServer, ScriptedPolicy
+
+TINY = "agentsgym/tiny-chatml"
+GUESS = "agentsgym/GuessTheNumber-v0"
+MODEL = "tiny"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _one_thread() -> Any:
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="module")
+def vllm_like() -> Any:
+    """A server that answers like vLLM, with the tiny random model."""
+    policy = ModelPolicy("tiny", TINY, seed=0)
+    with OpenAICompatServer(policy, models=[MODEL, "other-model"]) as server:
+        yield server
+    policy.close()
+
+
+def agent_for(server: Any, **options: Any) -> OpenAIAgent:
+    defaults: dict[str, Any] = {"model": MODEL, "max_tokens": 6, "max_retries": 0, "timeout": 30}
+    return agentsgym.make_agent("openai", base_url=server.base_url, **{**defaults, **options})
+
+
+def closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_server_token_ids_and_logprobs_go_into_the_trajectory(vllm_like: Any) -> None:
+    agent = agent_for(vllm_like)
+    replies: list[tuple[list[int], list[float]]] = []
+
+    def recording(messages: Any, state: Any) -> Any:
+        action, state = agent.get_action(messages, state)
+        replies.append((action.token_ids, action.logprobs))
+        return action, state
+
+    env = agentsgym.make(GUESS, tokenizer=TINY, env_config={"max_steps_per_episode": 2})
+    start = len(vllm_like.requests)
+    batch = env.run_trial([{"seed": 0}], agentsgym.FunctionAgent(recording), num_rollouts=2)
+    agent.close()
+    assert not batch.failed
+    sent = vllm_like.requests[start:]
+    assert sent and all(r["return_token_ids"] is True and r["logprobs"] is True for r in sent)
+    for episode in batch.episodes:
+        assert episode.has_logprobs
+        assert all(s.info["token_source"] == "server" for s in episode.steps)
+        segment = episode.segments[0]
+        mask = segment.agent_mask
+        starts = [i for i in range(1, len(mask)) if mask[i] and not mask[i - 1]]
+        for begin in starts:
+            end = begin
+            while end < len(mask) and mask[end]:
+                end += 1
+            # the server's ids and logprobs, token for token
+            reply = (segment.token_ids[begin:end], segment.logprobs[begin:end])
+            assert reply in replies
+            replies.remove(reply)
+    assert not replies
+
+
+def test_completions_api_sends_the_episode_token_ids_as_the_prompt(vllm_like: Any) -> None:
+    agent = agent_for(vllm_like, api="completions")
+    assert agent.wants_prompt_token_ids
+    env = agentsgym.make(GUESS, tokenizer=TINY, env_config={"max_steps_per_episode": 2})
+    start = len(vllm_like.requests)
+    batch = env.run_trial([{"seed": 3}], agent, num_rollouts=1)
+    agent.close()
+    assert not batch.failed
+    episode = batch.episodes[0]
+    segment = episode.segments[0]
+    prompts = [r["prompt"] for r in vllm_like.requests[start:]]
+    assert len(prompts) == episode.num_turns
+    positions = [
+        i
+        for i in range(len(segment.agent_mask))
+        if segment.agent_mask[i] and not segment.agent_mask[i - 1]
+    ]
+    for prompt, position in zip(prompts, positions):
+        assert prompt == segment.token_ids[:position]  # token-in: exactly the episode's ids
+    assert all(s.info["token_source"] == "server" for s in episode.steps)
+
+
+def test_a_server_without_token_ids_gives_text_and_the_trajectory_says_so(caplog: Any) -> None:
+    with OpenAICompatServer(
+        ScriptedPolicy(["My guess is [50]."]), models=["gpt"], vllm=False
+    ) as server:
+        agent = agent_for(server, model="gpt")
+        env = agentsgym.make(GUESS, tokenizer=TINY, env_config={"max_steps_per_episode": 2})
+        with caplog.at_level(logging.WARNING, logger="agentsgym.agents.openai_agent"):
+            batch = env.run_trial(
+                [{"seed": 0}, {"seed": 1}], agent, num_rollouts=1, max_concurrency=1
+            )
+        agent.close()
+        requests = server.requests
+    assert not batch.failed
+    for episode in batch.episodes:
+        assert not episode.has_logprobs
+        assert all(s.info["token_source"] == "retokenized" for s in episode.steps)
+        record = episode.to_record()
+        assert record["step_infos"][0]["token_source"] == "retokenized"
+    # asked once with the vLLM fields, refused, then plain requests only
+    assert "return_token_ids" in requests[0]
+    assert all("return_token_ids" not in r and "logprobs" not in r for r in requests[1:])
+    assert sum("token-id fields" in r.getMessage() for r in caplog.records) == 1
+
+
+def test_transient_errors_are_retried_with_backoff(vllm_like: Any) -> None:
+    agent = agent_for(vllm_like, max_retries=3, backoff=0.01)
+    for status in (503, 429):
+        start = len(vllm_like.requests)
+        vllm_like.fail_next(2, status=status)
+        action, _ = agent.get_action([{"role": "user", "content": "hi"}], None)
+        assert action.token_ids and len(vllm_like.requests) - start == 3
+    vllm_like.fail_next(5, status=502)
+    with pytest.raises(AgentError, match="HTTP 502.*4 attempts"):
+        agent.get_action([{"role": "user", "content": "hi"}], None)
+    vllm_like.fail_next(0)
+    agent.close()
+
+
+def test_an_unreachable_server_is_a_clear_error() -> None:
+    url = f"http://127.0.0.1:{closed_port()}/v1"
+    agent = OpenAIAgent(base_url=url, model="m", max_retries=1, backoff=0.01)
+    with pytest.raises(AgentError) as info:
+        agent.get_action([{"role": "user", "content": "hi"}], None)
+    message = str(info.value)
+    assert "cannot reach" in message and url in message and "2 attempts" in message
+    assert "vllm serve" in message
+    agent.close()
+
+
+def test_a_bad_model_name_lists_the_served_models(vllm_like: Any) -> None:
+    agent = agent_for(vllm_like, model="Qwen/Qwen2.5-0.5B")
+    with pytest.raises(AgentError, match="'Qwen/Qwen2.5-0.5B' is not served") as info:
+        agent.get_action([{"role": "user", "content": "hi"}], None)
+    assert "'tiny'" in str(info.value) and "'other-model'" in str(info.value)
+    with pytest.raises(AgentError, match="serves 'tiny', 'other-model'; choose one"):
+        agent_for(vllm_like, model=None).get_action([{"role": "user", "content": "hi"}], None)
+    agent.close()
+
+
+def test_the_only_served_model_is_used_when_none_is_named() -> None:
+    with OpenAICompatServer(ScriptedPolicy(["[1]"]), models=["solo"]) as server:
+        agent = OpenAIAgent(base_url=server.base_url)
+        action, _ = agent.get_action([{"role": "user", "content": "hi"}], None)
+        assert action.text == "[1]" and agent.model == "solo"
+        assert agent.check() == ["solo"]
+        agent.close()
+
+
+def test_timeouts_and_api_keys(monkeypatch: Any) -> None:
+    with OpenAICompatServer(
+        ScriptedPolicy(["ok"]), models=["m"], api_key="sekret", delay=1.5
+    ) as server:
+        slow = OpenAIAgent(
+            base_url=server.base_url, model="m", api_key="sekret", timeout=0.2, max_retries=0
+        )
+        with pytest.raises(AgentError, match="did not answer within 0.2s"):
+            slow.get_action([{"role": "user", "content": "hi"}], None)
+        slow.close()
+        server.delay = 0.0
+        wrong = OpenAIAgent(base_url=server.base_url, model="m", api_key="nope", max_retries=0)
+        with pytest.raises(AgentError, match="rejected the API key"):
+            wrong.get_action([{"role": "user", "content": "hi"}], None)
+        wrong.close()
+        monkeypatch.setenv("OPENAI_API_KEY", "sekret")
+        from_env = OpenAIAgent(base_url=server.base_url, model="m")
+        assert from_env.get_action([{"role": "user", "content": "hi"}], None)[0].text == "ok"
+        from_env.close()
+
+
+@pytest.mark.parametrize("limit", [2, 6])
+def test_max_concurrency_bounds_the_requests_in_flight(limit: int) -> None:
+    with OpenAICompatServer(ScriptedPolicy(["ok"]), models=["m"], delay=0.5) as server:
+        agent = OpenAIAgent(base_url=server.base_url, model="m", max_concurrency=limit)
+        threads = [
+            threading.Thread(
+                target=agent.get_action, args=([{"role": "user", "content": "hi"}], None)
+            )
+            for _ in range(6)
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        agent.close()
+        assert len(server.requests) == 6
+        assert server.max_in_flight <= limit
+        if limit == 6:  # the bound, not the server, is what held it to 2 above
+            assert server.max_in_flight > 2
+
+
+def test_a_plain_text_caller_gets_a_reply_without_token_ids(vllm_like: Any) -> None:
+    """What an env's game master does: get_action(messages, state), no tokenizer."""
+    agent = agentsgym.make_agent("openai", base_url=vllm_like.base_url, model=MODEL, max_tokens=4)
+    action, state = agent.get_action([{"role": "user", "content": "Is it a cat?"}], {"k": 1})
+    assert isinstance(action.text, str) and state == {"k": 1}
+    agent.close()

@@ -1,0 +1,194 @@
+"""``agentsgym train``: end to end on CPU with a tiny model."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("trl")
+
+from agentsgym.cli import app
+from agentsgym.tiny_model import save_tiny_model
+from typer.testing import CliRunner
+
+GUESS = "agentsgym/GuessTheNumber-v0"
+SMALL = [
+    "--env-config",
+    "high=3",
+    "--env-config",
+    "max_steps_per_episode=2",
+    "--num-tasks",
+    "4",
+    "--num-rollouts",
+    "4",
+    "--tasks-per-step",
+    "2",
+    "--max-new-tokens",
+    "8",
+]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _one_thread() -> Any:
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory: Any) -> Path:
+    """A tiny model that answers GuessTheNumber in its format, so rewards differ."""
+    return save_tiny_model(
+        tmp_path_factory.mktemp("tiny") / "model", warm_start="guess-number", high=3
+    )
+
+
+def weights(path: Path) -> dict[str, Any]:
+    from safetensors.torch import load_file
+
+    return load_file(str(path / "model.safetensors"))
+
+
+def run(*args: str) -> Any:
+    result = CliRunner().invoke(app, list(args))
+    return result
+
+
+def test_train_with_trl_grpo_runs_end_to_end(model_dir: Path, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    result = run(
+        "train",
+        GUESS,
+        "--trainer",
+        "trl-grpo",
+        "--model",
+        str(model_dir),
+        "--max-steps",
+        "2",
+        "--output-dir",
+        str(out),
+        "--learning-rate",
+        "1e-3",
+        *SMALL,
+    )
+    assert result.exit_code == 0, result.output
+    assert "2 steps in" in result.output and "final loss" in result.output
+    log = [json.loads(line) for line in (out / "train_log.jsonl").read_text().splitlines()]
+    assert [s["step"] for s in log] == [1, 2]
+    assert all(math.isfinite(s["loss"]) for s in log)
+    assert all(s["num_rollouts"] == 8 and s["num_failed"] == 0 for s in log)
+    before, after = weights(model_dir), weights(out)
+    assert before.keys() == after.keys()
+    changed = [k for k in before if not torch.equal(before[k], after[k])]
+    assert changed, "training left every weight as it was"
+    from transformers import AutoTokenizer
+
+    assert AutoTokenizer.from_pretrained(out).chat_template  # the output is a usable model folder
+
+
+def test_train_per_token_grpo_with_a_tiny_model_built_on_the_fly(tmp_path: Path) -> None:
+    out = tmp_path / "pt"
+    result = run(
+        "train",
+        GUESS,
+        "--trainer",
+        "per-token-grpo",
+        "--model",
+        "tiny",
+        "--max-steps",
+        "1",
+        "--output-dir",
+        str(out),
+        *SMALL,
+    )
+    assert result.exit_code == 0, result.output
+    log = json.loads((out / "train_log.jsonl").read_text())
+    assert math.isfinite(log["loss"]) and log["grad_norm"] >= 0
+    assert (out / "model.safetensors").exists()
+
+
+def test_train_dataset_sink_writes_rollouts_with_the_envs_agent(tmp_path: Path) -> None:
+    import datasets
+
+    out = tmp_path / "sink"
+    result = run(
+        "train",
+        GUESS,
+        "--trainer",
+        "dataset-sink",
+        "--max-steps",
+        "2",
+        "--output-dir",
+        str(out),
+        "--num-tasks",
+        "3",
+        "--num-rollouts",
+        "2",
+    )
+    assert result.exit_code == 0, result.output
+    data = datasets.Dataset.from_parquet(str(out / "rollouts.parquet"))
+    assert len(data) == 8 and set(data["final_reward"]) == {1.0}  # bisection always wins
+
+
+def test_train_explains_what_is_missing(tmp_path: Path) -> None:
+    result = run("train", GUESS, "--trainer", "trl-grpo", "--output-dir", str(tmp_path))
+    assert result.exit_code != 0 and "--model" in result.output
+    result = run(
+        "train", GUESS, "--trainer", "trl-grp", "--model", "tiny", "--output-dir", str(tmp_path)
+    )
+    assert result.exit_code != 0
+    assert "Did you mean: trl-grpo" in str(result.exception)
+
+
+COUNTING_TRAINER = """
+from agentsgym import hookimpl
+from agentsgym.trainers import BatchTrainer
+
+
+class CountingTrainer(BatchTrainer):
+    \"\"\"Counts the agent tokens of every padded batch it is given.\"\"\"
+
+    def __init__(self, output_dir=None):
+        self.tokens = 0
+
+    def consume(self, batch):
+        self.tokens += sum(sum(row) for row in batch.padded_agent_token_mask)
+        return {"loss": 0.0, "agent_tokens_so_far": float(self.tokens)}
+
+
+@hookimpl
+def register_trainers(register):
+    register("counting/agent-tokens", "{module}:CountingTrainer", description="counts tokens")
+"""
+
+
+def test_a_trainer_from_a_plugin_runs_through_the_train_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from fake_dists import install_fake_dist
+
+    from agentsgym.registry import reset_registry
+
+    site = tmp_path / "site"
+    monkeypatch.syspath_prepend(str(site))
+    install_fake_dist(site, "agentsgym-counting", "agentsgym_counting", COUNTING_TRAINER)
+    reset_registry()
+    listed = run("list-trainers", "--json")
+    assert "counting/agent-tokens" in listed.output
+    out = tmp_path / "counting"
+    result = run(
+        "train", GUESS, "--trainer", "counting/agent-tokens", "--max-steps", "3",
+        "--output-dir", str(out), "--num-tasks", "2", "--num-rollouts", "2",
+    )
+    assert result.exit_code == 0, result.output
+    log = [json.loads(line) for line in (out / "train_log.jsonl").read_text().splitlines()]
+    counts = [s["agent_tokens_so_far"] for s in log]
+    assert len(counts) == 3 and counts[0] > 0 and counts == sorted(counts)
+    assert all(s["num_rollouts"] == 4 for s in log)  # 2 tasks x 2 rollouts, bisect agent
+
