@@ -245,3 +245,12 @@ def test_registered_agent_and_clear_errors(tokenizer: Any) -> None:
     with pytest.raises(AgentError, match="temperature"):
         TransformersAgent("tiny", temperature=-1)
     agent.close()
+
+
+def test_a_token_in_agent_plays_an_env_without_a_tokenizer(model: Any, tokenizer: Any) -> None:
+    agent = Recorder(TransformersAgent(model, tokenizer=tokenizer, temperature=0, max_new_tokens=4))
+    env = agentsgym.make("agentsgym/GuessTheNumber-v0", env_config={"max_steps_per_episode": 2})
+    batch = env.run_trial([{"seed": 1}], agent)
+    assert not batch.failed and batch.episodes[0].num_turns == 2
+    assert [ids for ids, _ in agent.calls] == [None, None]  # it rendered the messages itself
+    agent.agent.close()

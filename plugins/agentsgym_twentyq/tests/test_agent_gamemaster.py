@@ -113,15 +113,21 @@ def test_a_model_like_gamemaster_lets_the_questioner_win() -> None:
     assert not any(s.info.get("gamemaster_fallback") for e in batch.episodes for s in e.steps)
 
 
-def test_token_in_agents_are_refused() -> None:
+def test_token_in_agents_answer_from_the_messages() -> None:
     class TokenIn:
         wants_prompt_token_ids = True
 
+        def __init__(self) -> None:
+            self.given: list[Any] = []
+
         def get_action(self, messages: Any, state: Any, prompt_token_ids: Any = None) -> Any:
+            self.given.append(prompt_token_ids)
             return "Yes", state
 
-    with pytest.raises(TypeError, match="OpenAI-compatible"):
-        AgentGamemaster(TokenIn())
+    agent = TokenIn()
+    reply = AgentGamemaster(agent).answer("Is it a place?", Secret("paris", "place"))
+    assert reply.answer == "Yes" and not reply.fallback
+    assert agent.given == [None]  # the gamemaster has no token stream: the agent renders
     with pytest.raises(TypeError, match="get_action"):
         AgentGamemaster(object())
 

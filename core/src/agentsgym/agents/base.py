@@ -19,7 +19,10 @@ class Agent(Protocol):
     episodes of one trial.
 
     Token-in agents set ``wants_prompt_token_ids = True`` and are then called with
-    ``prompt_token_ids=`` the exact ids of the episode so far, to generate from.
+    ``prompt_token_ids=`` the exact ids of the episode so far, to generate from, or
+    ``None`` when there are none (an env without a tokenizer, or an env asking an
+    agent something itself, like a game master): the agent then renders the
+    messages itself, or raises :class:`~agentsgym.errors.AgentError`.
     """
 
     def get_action(self, messages: Messages, agent_state: Any) -> tuple[str | AgentAction, Any]: ...
@@ -30,11 +33,6 @@ def call_agent(
 ) -> tuple[AgentAction, Any]:
     """Call an agent and check what it returned."""
     if getattr(agent, "wants_prompt_token_ids", False):
-        if prompt_token_ids is None:
-            raise AgentError(
-                f"{type(agent).__name__} generates from token ids, so the env needs a "
-                "tokenizer (agentsgym.make(id, tokenizer=...))"
-            )
         result = agent.get_action(list(messages), agent_state, prompt_token_ids=prompt_token_ids)  # type: ignore[call-arg]
     else:
         result = agent.get_action(list(messages), agent_state)

@@ -79,12 +79,6 @@ class AgentGamemaster:
     def __init__(self, agent: Any, name: str | None = None) -> None:
         if not callable(getattr(agent, "get_action", None)):
             raise TypeError(f"a gamemaster agent needs get_action(messages, state); got {agent!r}")
-        if getattr(agent, "wants_prompt_token_ids", False):
-            raise TypeError(
-                f"{type(agent).__name__} generates from token ids of its own tokenizer and "
-                "cannot be a gamemaster; serve the model behind an OpenAI-compatible server "
-                "and use gamemaster='openai' with its default api='chat'"
-            )
         self.agent = agent
         self.name = name or type(agent).__name__
         self._lock = threading.Lock()
