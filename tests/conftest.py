@@ -36,3 +36,13 @@ def _fresh_registry() -> Any:
     reset_registry()
     yield
     reset_registry()
+
+
+@pytest.fixture(scope="module")
+def torch_single_thread() -> Any:
+    """One intra-op torch thread for a module's model tests (restored afterwards)."""
+    torch = pytest.importorskip("torch")
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)

@@ -19,13 +19,8 @@ TINY = "agentsgym/tiny-chatml"
 GUESS = "agentsgym/GuessTheNumber-v0"
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _one_thread() -> Any:
-    # Two cores shared with other work: one intra-op thread is several times faster.
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+# Two torch threads contending with the runner's threads on 2 cores run 10-30x slower.
+pytestmark = pytest.mark.usefixtures("torch_single_thread")
 
 
 @pytest.fixture(scope="module")

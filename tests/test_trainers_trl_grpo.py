@@ -20,12 +20,8 @@ GUESS = "agentsgym/GuessTheNumber-v0"
 CONFIG = {"high": 3, "max_steps_per_episode": 2}
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _one_thread() -> Any:
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+# Two torch threads contending with the runner's threads on 2 cores run 10-30x slower.
+pytestmark = pytest.mark.usefixtures("torch_single_thread")
 
 
 @pytest.fixture(scope="module")

@@ -25,15 +25,19 @@ def run_dataset(
     allow_class_paths: bool | Sequence[str] | None = None,
     max_concurrency: int = 8,
     on_episode: EpisodeCallback | None = None,
+    envs: dict[tuple[str, str], MultistepEnv] | None = None,
 ) -> TrajectoryBatch:
     """Play every row ``num_rollouts`` times; group ``i`` of the batch is row ``i``.
 
     Rows are validated first (a bad row raises naming its index and field), and every
     env id is resolved before any episode is played, so a typo fails fast.
+
+    :param envs: a cache of env instances by :meth:`DatasetRow.env_key`, filled and
+        reused across calls (training loops play the same envs every step).
     """
     parsed = parse_rows(rows)
     tokenizer = load_tokenizer(tokenizer)
-    envs: dict[tuple[str, str], MultistepEnv] = {}
+    envs = {} if envs is None else envs
     members: dict[tuple[str, str], list[int]] = {}
     for index, row in enumerate(parsed):
         key = row.env_key()

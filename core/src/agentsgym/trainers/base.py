@@ -33,9 +33,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from agentsgym.factory import load_tokenizer, make
+from agentsgym.dataset_runner import run_dataset
+from agentsgym.factory import load_tokenizer
 from agentsgym.rows import DatasetRow, parse_rows
-from agentsgym.trajectory import TrajectoryBatch, TrajectoryGroup
+from agentsgym.trajectory import TrajectoryBatch
 
 if TYPE_CHECKING:
     from agentsgym.agents import Agent
@@ -153,18 +154,6 @@ class RolloutSource:
         self._order: list[int] = []
         self._envs: dict[tuple[str, str], MultistepEnv] = {}
 
-    def env(self, row: DatasetRow) -> MultistepEnv:
-        """The (cached) env instance that plays ``row``."""
-        key = row.env_key()
-        if key not in self._envs:
-            self._envs[key] = make(
-                row.env_class_path,
-                tokenizer=self.tokenizer,
-                env_config=row.env_config,
-                allow_class_paths=self.allow_class_paths,
-            )
-        return self._envs[key]
-
     def next_rows(self, count: int | None = None) -> list[DatasetRow]:
         """The next ``count`` (default ``tasks_per_step``) rows, cycling through all."""
         wanted = self.tasks_per_step if count is None else count
@@ -187,28 +176,16 @@ class RolloutSource:
 
         Rows of one env instance play concurrently (up to ``max_concurrency``).
         """
-        parsed = parse_rows(rows)
-        rollouts = self.num_rollouts if num_rollouts is None else num_rollouts
-        members: dict[tuple[str, str], list[int]] = {}
-        for index, row in enumerate(parsed):
-            self.env(row)  # resolve every id before playing anything
-            members.setdefault(row.env_key(), []).append(index)
-        groups: list[TrajectoryGroup | None] = [None] * len(parsed)
-        for key, indices in members.items():
-            batch = self._envs[key].run_trial(
-                [parsed[i].task_data for i in indices],
-                agent,
-                rollouts,
-                max_concurrency=self.max_concurrency,
-                on_episode=self.on_episode,
-            )
-            for index, group in zip(indices, batch.groups):
-                group.task_index = index
-                for trial in group.trials:
-                    for episode in trial:
-                        episode.task_index = index
-                groups[index] = group
-        return TrajectoryBatch([g for g in groups if g is not None])
+        return run_dataset(
+            rows,
+            agent,
+            self.num_rollouts if num_rollouts is None else num_rollouts,
+            tokenizer=self.tokenizer,
+            allow_class_paths=self.allow_class_paths,
+            max_concurrency=self.max_concurrency,
+            on_episode=self.on_episode,
+            envs=self._envs,
+        )
 
     def close(self) -> None:
         """Close env instances that hold resources (a ``close()`` method)."""
