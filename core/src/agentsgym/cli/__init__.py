@@ -33,6 +33,8 @@ def _global_options(
 ) -> None:
     # datasets' own bars would interleave with ours; the CLI shows its own progress.
     os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")
+    # transformers advises installing torch on import; envs and tokenizers need none.
+    os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
     level = logging.WARNING - 10 * min(verbose, 2)
     logging.basicConfig(
         level=level, handlers=[RichHandler(console=err_console, show_path=False)], format="%(message)s"

@@ -7,6 +7,7 @@ from typing import Any
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from agentsgym.cli import app, console
 from agentsgym.registry import ComponentSpec, get_registry
@@ -54,11 +55,11 @@ def list_envs(
     if as_json:
         typer.echo(json.dumps(items, indent=2))
         return
+    # Two columns so that an 80-column terminal keeps ids whole: the providing
+    # distribution goes under the id, the entry point under the description.
     table = Table(title="agentsgym environments")
-    table.add_column("id", no_wrap=True)
-    table.add_column("distribution", no_wrap=True)
-    for column in ("entry point", "description"):
-        table.add_column(column, overflow="fold")
+    table.add_column("id / distribution", no_wrap=True)
+    table.add_column("description / entry point", overflow="fold")
     if verbose:
         table.add_column("hooks", overflow="fold")
     broken = []
@@ -66,8 +67,11 @@ def list_envs(
         if "error" in item:
             broken.append(item)
             continue
-        dist = f"{item['distribution']} {item['version'] or ''}".strip()
-        row = [item["id"], dist, item["entry_point"], item["description"]]
+        who = Text(item["id"], style="bold")
+        who.append(f"\n{item['distribution']} {item['version'] or ''}".rstrip(), style="cyan")
+        about = Text(item["description"] or "")
+        about.append(f"\n{item['entry_point']}", style="dim")
+        row: list[Text | str] = [who, about]
         if verbose:
             row.append(", ".join(item.get("hooks", [])))
         table.add_row(*row)
