@@ -6,7 +6,6 @@ import random
 
 import pytest
 
-import agentsgym
 from agentsgym import MultistepEnv, StepResult, hookimpl
 from agentsgym.testing import EnvCheckError, check_env
 

@@ -35,7 +35,6 @@ from agentsgym.errors import PluginLoadError
 logger = logging.getLogger(__name__)
 
 ENTRY_POINT_GROUP = "agentsgym"
-LOAD_TIME_HOOKS = ("register_envs", "register_agents", "register_trainers")
 BUILTIN_PLUGIN_MODULES = ("agentsgym.builtin.plugin",)
 
 

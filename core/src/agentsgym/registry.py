@@ -13,7 +13,7 @@ import logging
 import os
 import re
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -161,9 +161,9 @@ class Registry:
                 impl = getattr(plugin, hook_name, None)
                 if impl is not None and hook_name in info.hooks:
                     impl(register=register)
-        except RegistrationError as exc:
-            # A clash is the user's to resolve: always loud, like pytest's conflicts.
-            raise exc
+        except RegistrationError:
+            # A clash or a malformed id is the user's to resolve: always loud.
+            raise
         except Exception as exc:
             self.host.record_failure(info, exc)
 
@@ -350,5 +350,3 @@ def make_trainer(name: str, **options: Any) -> Any:
     """Build a registered trainer adapter by name with the given options."""
     return get_registry().trainer(name).build(**options)
 
-
-AgentFactory = Callable[..., Any]
