@@ -160,3 +160,14 @@ def test_batch_to_dataset_round_trips_through_parquet(tmp_path) -> None:
     assert loaded[0]["full_token_ids"] == batch.episodes[0].full_token_ids
     assert loaded[0]["messages"] == batch.episodes[0].messages
     assert loaded[0]["task_data"] == {"start": 2}
+
+
+def test_failures_are_summarised_in_one_warning(caplog: pytest.LogCaptureFixture) -> None:
+    env = countdown(None)
+    agent = agentsgym.FunctionAgent(lambda messages, state: ("boom", state))
+    with caplog.at_level("WARNING", logger="agentsgym.runner"):
+        batch = env.run_trial([{"start": 1}] * 5, agent)
+    assert len(batch.failed) == 5
+    warnings = [r for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warnings) == 1 and "5 of 5 episodes" in warnings[0].getMessage()
+    assert "the env exploded" in warnings[0].getMessage()

@@ -96,7 +96,7 @@ def play_episode(
             tokens.finish(episode.messages)
     except Exception as exc:  # recorded, never raised: one bad episode must not sink a batch
         episode.error = f"{type(exc).__name__}: {exc}"
-        logger.warning("episode %s of %s failed: %s", session_id, env.env_id, episode.error)
+        logger.debug("episode %s of %s failed: %s", session_id, env.env_id, episode.error)
     episode.agent_state = agent_state
     _finalise(env, episode, tokens, spans)
     return episode
@@ -264,6 +264,12 @@ def run_trial(
     else:
         with ThreadPoolExecutor(max_workers=min(max_concurrency, len(jobs))) as pool:
             trials = list(pool.map(run, jobs))
+    failed = [e for trial in trials for e in trial if not e.ok]
+    if failed:
+        logger.warning(
+            "%d of %d episodes of %s failed (kept with their errors in batch.failed); first: %s",
+            len(failed), sum(len(t) for t in trials), env.env_id, failed[0].error,
+        )
     pad_id = env.chat.pad_token_id if env.chat is not None else None
     groups = [
         TrajectoryGroup(
