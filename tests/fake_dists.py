@@ -74,3 +74,28 @@ def install_fake_dist(
     info.mkdir()
     (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: {version}\n")
     (info / "entry_points.txt").write_text(f"[agentsgym]\n{ep_name or module} = {module}\n")
+
+
+STALLING_AGENT = '''
+import os
+import time
+from pathlib import Path
+
+from agentsgym import hookimpl
+
+
+class CountingUpAgent:
+    """Guesses [1], [2], ... in turn; at guess 5 it stalls, like a hung model server."""
+
+    def get_action(self, messages, agent_state):
+        guess = sum(1 for m in messages if m["role"] == "user")
+        if guess >= 5:
+            Path(os.environ["STALL_MARKER"]).touch()
+            time.sleep(30)
+        return f"[{guess}]", agent_state
+
+
+@hookimpl
+def register_agents(register):
+    register("stall/counting-up", "{module}:CountingUpAgent", description="stalls at guess 5")
+'''

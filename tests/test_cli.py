@@ -98,3 +98,38 @@ def test_check_env_command_passes_the_builtin_env() -> None:
     result = cli("check-env", "agentsgym/GuessTheNumber-v0")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "passes check_env" in result.stdout
+
+
+def test_ctrl_c_keeps_the_episodes_that_finished(tmp_path: Path) -> None:
+    import os
+    import signal
+    import time
+
+    from fake_dists import STALLING_AGENT, install_fake_dist
+
+    site = tmp_path / "site"
+    install_fake_dist(site, "agentsgym-stall", "agentsgym_stall", STALLING_AGENT)
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text("".join(
+        json.dumps({"env_class_path": "agentsgym/GuessTheNumber-v0", "env_config": {"high": 10},
+                    "task_data": {"target": t}}) + "\n"
+        for t in (1, 2, 3, 7)
+    ))
+    marker, out = tmp_path / "stalled", tmp_path / "r.jsonl"
+    env = {**os.environ, "PYTHONPATH": str(site), "STALL_MARKER": str(marker)}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "agentsgym", "rollout", "--dataset", str(rows), "--agent",
+         "stall/counting-up", "--num-rollouts", "1", "--max-concurrency", "1", "--out", str(out)],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    deadline = time.monotonic() + 60
+    while not marker.exists() and time.monotonic() < deadline and process.poll() is None:
+        time.sleep(0.05)
+    assert marker.exists(), process.communicate()
+    process.send_signal(signal.SIGINT)
+    stdout, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130, stderr
+    assert "interrupted" in stdout and "3 episodes" in stdout
+    written = datasets.Dataset.from_json(str(out))
+    assert sorted(t["target"] for t in written["task_data"]) == [1, 2, 3]
+    assert set(written["final_reward"]) == {1.0}

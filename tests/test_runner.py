@@ -171,3 +171,16 @@ def test_failures_are_summarised_in_one_warning(caplog: pytest.LogCaptureFixture
     warnings = [r for r in caplog.records if r.levelname == "WARNING"]
     assert len(warnings) == 1 and "5 of 5 episodes" in warnings[0].getMessage()
     assert "the env exploded" in warnings[0].getMessage()
+
+
+def test_a_cancelled_run_stops_episodes_before_their_next_agent_call() -> None:
+    import threading
+
+    from agentsgym.runner import play_episode
+
+    env = countdown(None)
+    cancel = threading.Event()
+    agent = CountingAgent()
+    cancel.set()
+    episode = play_episode(env, env.new_session({"start": 3}), agent, cancel=cancel)
+    assert agent.calls == 0 and "cancelled" in episode.error

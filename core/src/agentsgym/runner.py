@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import math
+import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
@@ -29,9 +30,17 @@ EpisodeCallback = Callable[[Episode], None]
 
 
 def play_episode(
-    env: MultistepEnv, session_id: str, agent: Agent, agent_state: Any = None
+    env: MultistepEnv,
+    session_id: str,
+    agent: Agent,
+    agent_state: Any = None,
+    cancel: threading.Event | None = None,
 ) -> Episode:
-    """Play one episode of the task registered under ``session_id``."""
+    """Play one episode of the task registered under ``session_id``.
+
+    ``cancel``, once set, ends the episode before its next agent call (recorded as
+    failed), so an interrupted run waits for at most one call per thread.
+    """
     if session_id not in env.sessions:
         raise EpisodeError(
             f"unknown session {session_id!r}; register its task first with "
@@ -61,6 +70,8 @@ def play_episode(
             episode.messages.extend(new_messages)
             if tokens is not None:
                 tokens.add_env_turn(episode.messages, new_messages)
+            if cancel is not None and cancel.is_set():
+                raise EpisodeError("cancelled: the run was interrupted")
             action, agent_state = call_agent(
                 agent,
                 episode.messages,
@@ -199,6 +210,7 @@ def play_trial(
     task_index: int = 0,
     rollout_index: int = 0,
     on_episode: EpisodeCallback | None = None,
+    cancel: threading.Event | None = None,
 ) -> list[Episode]:
     """Play the ``episodes_per_trial`` episodes of one trial; the last is scored."""
     session_id = env.new_session(task_data)
@@ -206,7 +218,7 @@ def play_trial(
     episodes: list[Episode] = []
     try:
         for index in range(env.config.episodes_per_trial):
-            episode = play_episode(env, session_id, agent, agent_state)
+            episode = play_episode(env, session_id, agent, agent_state, cancel)
             episode.task_index, episode.rollout_index, episode.episode_index = (
                 task_index,
                 rollout_index,
@@ -247,6 +259,7 @@ def run_trial(
     if max_concurrency < 1:
         raise ValueError(f"max_concurrency must be at least 1, got {max_concurrency}")
     jobs = [(t, r) for t in range(len(task_data_list)) for r in range(num_rollouts)]
+    cancel = threading.Event()
 
     def run(job: tuple[int, int]) -> list[Episode]:
         task_index, rollout_index = job
@@ -257,13 +270,22 @@ def run_trial(
             task_index=task_index,
             rollout_index=rollout_index,
             on_episode=on_episode,
+            cancel=cancel,
         )
 
     if max_concurrency == 1 or len(jobs) <= 1:
         trials = [run(job) for job in jobs]
     else:
-        with ThreadPoolExecutor(max_workers=min(max_concurrency, len(jobs))) as pool:
+        pool = ThreadPoolExecutor(max_workers=min(max_concurrency, len(jobs)))
+        try:
             trials = list(pool.map(run, jobs))
+        except BaseException:
+            # Ctrl-C: drop the trials not started yet and stop the running ones at their
+            # next agent call, instead of playing everything before exiting.
+            cancel.set()
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        pool.shutdown()
     failed = [e for trial in trials for e in trial if not e.ok]
     if failed:
         logger.warning(

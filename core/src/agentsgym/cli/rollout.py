@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import statistics
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ from agentsgym.factory import DEFAULT_TOKENIZER, make
 from agentsgym.io import check_output_path, write_records
 from agentsgym.registry import get_registry
 from agentsgym.rows import load_rows
-from agentsgym.trajectory import TrajectoryBatch
+from agentsgym.trajectory import Episode, TrajectoryBatch
 
 
 def build_agent(env_id: str, agent: str | None, agent_options: list[str] | None) -> Any:
@@ -76,35 +77,79 @@ def rollout(
     if (env_id is None) == (dataset is None):
         raise typer.BadParameter("give either ENV_ID or --dataset FILE")
     out = check_output_path(out)
-    if dataset is not None:
-        batch = _rollout_rows(
-            dataset, num_tasks, num_rollouts, agent, agent_option, tokenizer,
-            allow_class_paths, max_concurrency,
-        )
-    else:
-        env = make(
-            env_id, tokenizer=tokenizer_option(tokenizer),
-            env_config=parse_key_values(env_config, "--env-config"),
-        )
-        player = build_agent(env_id, agent, agent_option)
-        rows = env.get_train_dataset() if split == "train" else env.get_eval_dataset()
-        tasks = [row["task_data"] for row in rows.select(range(min(num_tasks, len(rows))))]
-        total = len(tasks) * num_rollouts * env.config.episodes_per_trial
-        with progress_bar() as progress:
-            bar = progress.add_task(f"rollouts of {env_id}", total=total)
-            batch = env.run_trial(
-                tasks,
-                player,
-                num_rollouts,
-                max_concurrency=max_concurrency,
-                on_episode=lambda _episode: progress.advance(bar),
+    finished: list[Episode] = []
+    try:
+        if dataset is not None:
+            batch = _rollout_rows(
+                dataset, num_tasks=num_tasks, num_rollouts=num_rollouts, agent=agent,
+                agent_options=agent_option, tokenizer=tokenizer,
+                allow_class_paths=allow_class_paths, max_concurrency=max_concurrency,
+                collect=finished.append,
             )
+        else:
+            assert env_id is not None
+            batch = _rollout_env(
+                env_id, num_tasks=num_tasks, num_rollouts=num_rollouts, split=split, agent=agent,
+                agent_options=agent_option, env_config=env_config, tokenizer=tokenizer,
+                max_concurrency=max_concurrency, collect=finished.append,
+            )
+    except KeyboardInterrupt:
+        _save_interrupted(finished, out)
+        raise typer.Exit(130) from None
     path = write_records(batch.to_records(), out)
     print_summary(batch, path)
 
 
+def _save_interrupted(finished: list[Episode], out: Path) -> None:
+    """Write the episodes that finished before Ctrl-C, so no played episode is lost."""
+    if not finished:
+        console.print("[yellow]interrupted[/] before any episode finished; nothing written")
+        return
+    path = write_records([e.to_record() for e in finished], out)
+    console.print(
+        f"[yellow]interrupted[/]: wrote the {len(finished)} episodes that had finished to {path} "
+        "(ungrouped: a task may have fewer rollouts than asked); waiting for the agent "
+        "calls in flight to return (Ctrl-C again to quit at once)",
+        highlight=False,
+    )
+
+
+def _rollout_env(
+    env_id: str,
+    *,
+    num_tasks: int,
+    num_rollouts: int,
+    split: str,
+    agent: str | None,
+    agent_options: list[str] | None,
+    env_config: list[str] | None,
+    tokenizer: str,
+    max_concurrency: int,
+    collect: Callable[[Episode], None],
+) -> TrajectoryBatch:
+    env = make(
+        env_id, tokenizer=tokenizer_option(tokenizer),
+        env_config=parse_key_values(env_config, "--env-config"),
+    )
+    player = build_agent(env_id, agent, agent_options)
+    rows = env.get_train_dataset() if split == "train" else env.get_eval_dataset()
+    tasks = [row["task_data"] for row in rows.select(range(min(num_tasks, len(rows))))]
+    total = len(tasks) * num_rollouts * env.config.episodes_per_trial
+    with progress_bar() as progress:
+        bar = progress.add_task(f"rollouts of {env_id}", total=total)
+
+        def on_episode(episode: Episode) -> None:
+            collect(episode)
+            progress.advance(bar)
+
+        return env.run_trial(
+            tasks, player, num_rollouts, max_concurrency=max_concurrency, on_episode=on_episode
+        )
+
+
 def _rollout_rows(
     path: Path,
+    *,
     num_tasks: int,
     num_rollouts: int,
     agent: str | None,
@@ -112,6 +157,7 @@ def _rollout_rows(
     tokenizer: str,
     allow_class_paths: bool,
     max_concurrency: int,
+    collect: Callable[[Episode], None],
 ) -> TrajectoryBatch:
     rows = load_rows(path)[:num_tasks]
     if agent is None:
@@ -119,6 +165,11 @@ def _rollout_rows(
     player = get_registry().agent(agent).build(**parse_key_values(agent_options, "--agent-option"))
     with progress_bar() as progress:
         bar = progress.add_task(f"rollouts of {path.name}", total=None)
+
+        def on_episode(episode: Episode) -> None:
+            collect(episode)
+            progress.advance(bar)
+
         return run_dataset(
             rows,
             player,
@@ -126,7 +177,7 @@ def _rollout_rows(
             tokenizer=tokenizer_option(tokenizer),
             allow_class_paths=allow_class_paths or None,
             max_concurrency=max_concurrency,
-            on_episode=lambda _episode: progress.advance(bar),
+            on_episode=on_episode,
         )
 
 
