@@ -273,6 +273,27 @@ class BatchTrainer(ABC):
         return result
 
 
+def policy_sampling(
+    *,
+    temperature: float,
+    top_p: float,
+    top_k: int,
+    max_new_tokens: int,
+    seed: int,
+    batch_size: int,
+) -> dict[str, Any]:
+    """The TransformersAgent options of a trainer's own policy, in one place for every
+    trainer that generates with the model it trains."""
+    return {
+        "temperature": temperature,
+        "top_p": top_p,
+        "top_k": top_k,
+        "max_new_tokens": max_new_tokens,
+        "seed": seed,
+        "batch_size": batch_size,
+    }
+
+
 def batch_metrics(batch: TrajectoryBatch, step: int) -> StepMetrics:
     """Rollout statistics of a batch (reward, tokens, failures)."""
     episodes = [e for group in batch.groups for e in group.episodes]

@@ -29,7 +29,7 @@ import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from agentsgym.trainers.base import BatchTrainer, TrainResult
+from agentsgym.trainers.base import BatchTrainer, TrainResult, policy_sampling
 from agentsgym.trajectory import TrajectoryBatch
 
 if TYPE_CHECKING:
@@ -178,14 +178,14 @@ class PerTokenGRPOTrainer(BatchTrainer):
         self.micro_batch_size = micro_batch_size
         self.advantage_normalization: Normalization = advantage_normalization
         self.temperature = temperature
-        self.sampling = {
-            "temperature": temperature,
-            "top_p": top_p,
-            "top_k": top_k,
-            "max_new_tokens": max_new_tokens,
-            "seed": seed,
-            "batch_size": agent_batch_size,
-        }
+        self.sampling = policy_sampling(
+            temperature=temperature,
+            top_p=top_p,
+            top_k=top_k,
+            max_new_tokens=max_new_tokens,
+            seed=seed,
+            batch_size=agent_batch_size,
+        )
         self.optimizer = torch.optim.AdamW(
             [p for p in self.model.parameters() if p.requires_grad],
             lr=learning_rate,

@@ -60,6 +60,7 @@ from agentsgym.trainers.base import (
     StepMetrics,
     TrainResult,
     batch_metrics,
+    policy_sampling,
 )
 from agentsgym.trajectory import Episode, TrajectoryBatch
 
@@ -201,14 +202,14 @@ class TRLGRPOAdapter:
         self.learning_rate = learning_rate
         self.temperature = temperature
         self.seed = seed
-        self.sampling = {
-            "temperature": temperature,
-            "top_p": top_p,
-            "top_k": top_k,
-            "max_new_tokens": max_new_tokens,
-            "seed": seed,
-            "batch_size": agent_batch_size,
-        }
+        self.sampling = policy_sampling(
+            temperature=temperature,
+            top_p=top_p,
+            top_k=top_k,
+            max_new_tokens=max_new_tokens,
+            seed=seed,
+            batch_size=agent_batch_size,
+        )
         self.grpo_overrides = {**(grpo_config or {}), **grpo_fields}
         self.trainer: Any = None
         self._agent: Any = None
