@@ -126,3 +126,66 @@ def test_env_hook_relay_is_per_instance() -> None:
     shaped = CountdownEnv(env_config={}, plugins=[FormatPenalty()])
     assert plain.run_trial([{"start": 1}], CountingAgent()).final_rewards == [1.5]
     assert shaped.run_trial([{"start": 1}], CountingAgent()).final_rewards == [pytest.approx(1.4)]
+
+
+class StepWitness:
+    """Sees the step index and the full reply; gives a list of terms."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[int, str, bool]] = []
+
+    @hookimpl(wrapper=True)
+    def step_episode(self, step, reply):
+        self.seen.append((step, reply.text, reply.truncated))
+        return (yield)
+
+    @hookimpl
+    def reward_shaping(self, step):
+        return [RewardTerm("a", 0.1), RewardTerm("b", 0.01 * step)]
+
+
+class OutcomeAtLimit:
+    """Pays partial credit when the runner truncates; records every finish call."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[bool, str | None, bool]] = []
+
+    @hookimpl
+    def finish_episode(self, env, state, truncated, error, session_id):
+        self.calls.append((truncated, error, session_id in env.sessions))
+        return RewardTerm("partial", 0.3) if truncated else None
+
+
+def test_step_episode_gets_the_step_index_and_reply_and_terms_may_be_a_list() -> None:
+    witness = StepWitness()
+    env = CountdownEnv(env_config={}, plugins=[witness])
+    episode = env.run_trial([{"start": 2}], CountingAgent()).episodes[0]
+    assert witness.seen == [(0, "2", False), (1, "1", False)]
+    assert [s.reward_terms for s in episode.steps] == [{"a": 0.1, "b": 0.0}, {"a": 0.1, "b": 0.01}]
+
+
+def test_finish_episode_runs_once_and_its_term_lands_on_the_last_action() -> None:
+    outcome = OutcomeAtLimit()
+    tokenizer = agentsgym.load_tokenizer("agentsgym/tiny-chatml")
+    env = CountdownEnv(tokenizer=tokenizer, env_config={"max_steps_per_episode": 2}, plugins=[outcome])
+    # start 5 cannot finish in 2 steps: truncated, so the env pays partial credit
+    batch = env.run_trial([{"start": 5}, {"start": 1}], CountingAgent())
+    truncated, finished = batch.groups[0].episodes[0], batch.groups[1].episodes[0]
+    assert truncated.truncated and not finished.truncated
+    assert sorted(outcome.calls) == [(False, None, True), (True, None, True)]
+    assert truncated.steps[-1].reward_terms == {"partial": 0.3}
+    assert truncated.final_reward == pytest.approx(0.5 + 0.5 + 0.3)
+    assert truncated.metrics["reward/partial"] == pytest.approx(0.3)
+    assert sum(truncated.per_token_rewards) == pytest.approx(truncated.final_reward)
+    assert finished.steps[-1].reward_terms == {}
+
+
+def test_finish_episode_runs_for_a_failed_episode_with_its_error() -> None:
+    outcome = OutcomeAtLimit()
+    env = CountdownEnv(env_config={}, plugins=[outcome])
+    batch = env.run_trial([{"start": 2}], agentsgym.ScriptedAgent(["boom"]))
+    assert len(batch.failed) == 1
+    assert len(outcome.calls) == 1
+    truncated, error, _ = outcome.calls[0]
+    assert not truncated and error is not None and "exploded" in error
+    assert batch.failed[0].steps == []

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import types
+from collections.abc import Mapping
+from typing import Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -10,6 +12,10 @@ from agentsgym.errors import EnvConfigError
 
 RewardStrategyName = Literal["spread", "last_token", "terminal"]
 TemplateMismatchPolicy = Literal["split", "error"]
+
+MAX_STEPS_PER_EPISODE = 10_000
+MAX_EPISODES_PER_TRIAL = 1_000
+MAX_TIMEOUT_SECONDS = 7 * 24 * 3600.0
 
 
 class EnvConfig(BaseModel):
@@ -23,13 +29,36 @@ class EnvConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     max_steps_per_episode: int = Field(
-        default=10, ge=1, description="agent actions after which an episode is truncated"
+        default=10,
+        ge=1,
+        le=MAX_STEPS_PER_EPISODE,
+        description="agent actions after which an episode is truncated",
     )
     episodes_per_trial: int = Field(
-        default=1, ge=1, description="episodes the agent plays in sequence per trial"
+        default=1,
+        ge=1,
+        le=MAX_EPISODES_PER_TRIAL,
+        description="episodes the agent plays in sequence per trial",
     )
     free_shots: int = Field(
-        default=0, ge=0, description="leading episodes of a trial that earn no reward"
+        default=0,
+        ge=0,
+        le=MAX_EPISODES_PER_TRIAL - 1,
+        description="leading episodes of a trial that earn no reward",
+    )
+    hook_timeout_seconds: float = Field(
+        default=300.0,
+        gt=0.0,
+        le=MAX_TIMEOUT_SECONDS,
+        description="wall-clock budget of one env turn: the hook calls between two agent "
+        "actions (step_episode, reward_shaping, format_prompt). An episode over it fails "
+        "with a timeout error",
+    )
+    episode_timeout_seconds: float = Field(
+        default=3600.0,
+        gt=0.0,
+        le=MAX_TIMEOUT_SECONDS,
+        description="wall-clock budget of one whole episode, agent calls included",
     )
     reward_strategy: RewardStrategyName = Field(
         default="spread",
@@ -48,6 +77,20 @@ class EnvConfig(BaseModel):
         "enable_thinking)",
     )
 
+    @model_validator(mode="before")
+    @classmethod
+    def _counts_are_integers(cls, data: Any) -> Any:
+        # pydantic's lax mode would take 3.0 or True for an int; a count given as a
+        # float or a bool is a mistake (1.2e16 episodes), so it is refused.
+        if isinstance(data, Mapping):
+            for name, field in cls.model_fields.items():
+                value = data.get(name, data.get(field.alias) if field.alias else None)
+                if _is_int_field(field.annotation) and isinstance(value, (bool, float)):
+                    raise ValueError(
+                        f"{name} must be an integer, got {value!r} ({type(value).__name__})"
+                    )
+        return data
+
     @model_validator(mode="after")
     def _free_shots_leave_a_scored_episode(self) -> EnvConfig:
         if self.free_shots >= self.episodes_per_trial:
@@ -60,8 +103,13 @@ class EnvConfig(BaseModel):
     @classmethod
     def parse(cls, env_config: dict[str, Any] | None, *, env_name: str) -> EnvConfig:
         """Validate a raw env_config, turning pydantic's error into an EnvConfigError."""
+        if env_config is not None and not isinstance(env_config, Mapping):
+            raise EnvConfigError(
+                f"env_config of {env_name} must be a dict of settings (key -> value), got "
+                f"{type(env_config).__name__}: {env_config!r:.80}"
+            )
         try:
-            return cls.model_validate(env_config or {})
+            return cls.model_validate(dict(env_config or {}))
         except ValidationError as exc:
             raise EnvConfigError(
                 describe_validation_error(exc, f"env_config of {env_name}", known=list(cls.model_fields))
@@ -78,7 +126,19 @@ def describe_validation_error(
         if err["type"] == "extra_forbidden":
             hint = f"; known keys: {', '.join(known)}" if known else ""
             lines.append(f"  - unknown key {field!r} (value {err['input']!r}){hint}")
+        elif not err["loc"]:  # a model-level check: its message names the key itself
+            lines.append(f"  - {err['msg'].removeprefix('Value error, ')}")
         else:
             given = err.get("input")
-            lines.append(f"  - {field}: {err['msg']} (got {given!r} of type {type(given).__name__})")
+            lines.append(f"  - {field}: {err['msg']} (got {given!r:.200} of type {type(given).__name__})")
     return "\n".join(lines)
+
+
+def _is_int_field(annotation: Any) -> bool:
+    """``int`` or ``int | None`` (bool is a subclass of int, but not a count)."""
+    if annotation is int:
+        return True
+    if get_origin(annotation) in (Union, types.UnionType):
+        args = [a for a in get_args(annotation) if a is not type(None)]
+        return args == [int]
+    return False

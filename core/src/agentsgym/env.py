@@ -21,7 +21,13 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-EPISODE_HOOKS = ("initialize_episode", "format_prompt", "step_episode", "reward_shaping")
+EPISODE_HOOKS = (
+    "initialize_episode",
+    "format_prompt",
+    "step_episode",
+    "reward_shaping",
+    "finish_episode",
+)
 
 
 class MultistepEnv:

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from agentsgym.env import MultistepEnv
-from agentsgym.errors import AgentsGymError
+from agentsgym.errors import AgentsGymError, EnvConfigError
 from agentsgym.registry import resolve
 
 logger = logging.getLogger(__name__)
@@ -35,6 +35,11 @@ def make(
     :param allow_class_paths: allow importing ``module:Class`` paths (``True`` or
         module prefixes); default from ``AGENTSGYM_ALLOW_CLASS_PATHS``.
     """
+    if env_config is not None and not isinstance(env_config, Mapping):
+        raise EnvConfigError(
+            f"env_config for {id_or_class_path!r} must be a dict of settings (key -> value), "
+            f"got {type(env_config).__name__}: {env_config!r:.80}"
+        )
     spec = resolve(id_or_class_path, allow_class_paths=allow_class_paths)
     cls = spec.load_class()
     config = {**spec.default_env_config, **(env_config or {})}

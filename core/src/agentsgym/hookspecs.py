@@ -7,12 +7,24 @@ There are two kinds of hooks:
   that is published under the ``agentsgym`` entry-point group. They are called once,
   the first time the registry is used.
 * **Episode hooks** (:func:`initialize_episode`, :func:`format_prompt`,
-  :func:`step_episode`, :func:`reward_shaping`) are called by the runner through the
-  env instance's own hook relay. The env registers itself in that relay, so an env
-  implements them as ``@hookimpl`` methods (without the ``env`` argument, which is
-  ``self``). Cross-cutting plugins given to the env (``MultistepEnv(plugins=[...])``)
-  sit in the same relay and can wrap a step (``wrapper=True``) or add reward terms
-  without subclassing the env.
+  :func:`step_episode`, :func:`reward_shaping`, :func:`finish_episode`) are called by
+  the runner through the env instance's own hook relay. The env registers itself in
+  that relay, so an env implements them as ``@hookimpl`` methods (without the ``env``
+  argument, which is ``self``). Cross-cutting plugins given to the env
+  (``MultistepEnv(plugins=[...])``) sit in the same relay and can wrap a step
+  (``wrapper=True``) or add reward terms without subclassing the env.
+
+Episode hooks may be plain functions or ``async def`` coroutines (an env that calls
+a tool or a remote service). Plain hooks run in a worker thread of the runner, so a
+slow one never stalls other episodes' agent calls; ``async def`` hooks are awaited on
+the runner's event loop and must not block it. The hook calls of one env turn share
+the budget ``hook_timeout_seconds`` of the env_config.
+
+State ownership: the runner hands each hook the state the previous hook returned and
+never copies it. A hook may mutate that state in place and return it, or return a new
+object; ``reward_shaping`` receives the state from *before* the step only if
+``step_episode`` returned a new object. Keep per-episode data in the state (or keyed
+by ``session_id``), never on ``self``: episodes of one env instance run concurrently.
 
 pluggy calls implementations in LIFO registration order; an implementation may
 accept any subset of a spec's arguments, by name.
@@ -27,7 +39,7 @@ import pluggy
 if TYPE_CHECKING:
     from agentsgym.env import MultistepEnv
     from agentsgym.registry import RegisterAgent, RegisterEnv, RegisterTrainer
-    from agentsgym.types import Messages, RewardTerm, StepResult
+    from agentsgym.types import AgentAction, Messages, RewardTerm, StepResult
 
 PROJECT_NAME = "agentsgym"
 
@@ -131,7 +143,9 @@ def format_prompt(env: MultistepEnv, state: Any, step: int) -> str | Messages:
 
 
 @hookspec(firstresult=True)
-def step_episode(env: MultistepEnv, state: Any, action: str) -> StepResult:
+def step_episode(
+    env: MultistepEnv, state: Any, action: str, step: int, reply: AgentAction
+) -> StepResult:
     """Apply the agent's action to the episode.
 
     Called once per agent action, after the action is appended to the conversation
@@ -140,6 +154,10 @@ def step_episode(env: MultistepEnv, state: Any, action: str) -> StepResult:
     :param env: the env instance.
     :param state: the current episode state.
     :param action: the agent's reply text, exactly as generated.
+    :param step: index of this action in the episode (0 for the first).
+    :param reply: the full :class:`~agentsgym.types.AgentAction`: ``reply.truncated``
+        says the model was cut at its generation length limit (no end-of-turn token),
+        ``reply.token_ids`` the sampled ids when the agent returned them.
     :return: ``(next_state, reward, done, info)`` (a :class:`StepResult` or a plain
         4-tuple): the new state, the step reward earned by this action, whether the
         episode is over, and a JSON-serialisable dict of diagnostics kept in the
@@ -150,17 +168,50 @@ def step_episode(env: MultistepEnv, state: Any, action: str) -> StepResult:
 
 @hookspec
 def reward_shaping(
-    env: MultistepEnv, state: Any, action: str, step_result: StepResult
-) -> RewardTerm | None:
+    env: MultistepEnv,
+    state: Any,
+    action: str,
+    step_result: StepResult,
+    step: int,
+    reply: AgentAction,
+) -> RewardTerm | list[RewardTerm] | None:
     """Add a named term to the step reward.
 
     Called after every :func:`step_episode`. Every implementation runs.
 
     :param env: the env instance.
-    :param state: the state *before* the step.
+    :param state: the state passed to :func:`step_episode` (the state *before* the
+        step, unless that hook mutated it in place).
     :param action: the agent's reply text.
     :param step_result: what :func:`step_episode` returned.
-    :return: ``RewardTerm(name, value)`` (or a ``(name, value)`` tuple), or
-        ``None`` for no term. Terms add to the step reward, and each is also summed
-        per name into the episode's ``metrics["reward/<name>"]``.
+    :param step: index of this action in the episode.
+    :param reply: the full :class:`~agentsgym.types.AgentAction`.
+    :return: ``RewardTerm(name, value)`` (or a ``(name, value)`` tuple), a list of
+        them, or ``None`` for no term. Terms add to the step reward, and each is also
+        summed per name into the episode's ``metrics["reward/<name>"]``.
+    """
+
+
+@hookspec
+def finish_episode(
+    env: MultistepEnv, state: Any, truncated: bool, error: str | None, session_id: str
+) -> RewardTerm | list[RewardTerm] | None:
+    """End an episode: a final reward term, and the release of per-episode resources.
+
+    Called exactly once at the end of every episode, however it ended: the env said
+    ``done``, the runner cut it at ``max_steps_per_episode`` (``truncated=True``), or
+    it failed (an exception, a timeout; ``error`` holds the message). Every
+    implementation runs; an exception here is logged and never hides the episode's
+    own outcome.
+
+    :param env: the env instance.
+    :param state: the last state (``None`` when :func:`initialize_episode` failed).
+    :param truncated: the runner ended the episode at the step limit, not the env.
+    :param error: why the episode failed, or ``None``.
+    :param session_id: the rollout's session id (close what you keyed by it).
+    :return: ``RewardTerm(name, value)``, a list of them, or ``None``. Terms are added
+        to the reward of the episode's last action (so an outcome reward at the step
+        limit lands on the last reply's tokens) and summed into
+        ``metrics["reward/<name>"]``. Ignored for a failed episode or one without
+        actions.
     """

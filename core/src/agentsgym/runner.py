@@ -59,6 +59,7 @@ def play_episode(
         else None
     )
     spans: list[AgentSpan] = []
+    state: Any = None
     try:
         state = env.hook.initialize_episode(env=env, session_id=session_id, task_data=task_data)
         if state is None:
@@ -81,10 +82,16 @@ def play_episode(
             episode.messages.append({"role": "assistant", "content": action.text})
             span = tokens.add_agent_turn(action) if tokens is not None else None
             result = _as_step_result(
-                env.hook.step_episode(env=env, state=state, action=action.text), env
+                env.hook.step_episode(
+                    env=env, state=state, action=action.text, step=step, reply=action
+                ),
+                env,
             )
             terms = _collect_terms(
-                env.hook.reward_shaping(env=env, state=state, action=action.text, step_result=result)
+                env.hook.reward_shaping(
+                    env=env, state=state, action=action.text, step_result=result,
+                    step=step, reply=action,
+                )
             )
             episode.steps.append(
                 StepRecord(
@@ -94,6 +101,7 @@ def play_episode(
                     info={**action.info, **result.info} if action.info else result.info,
                     reward_terms=terms,
                     num_agent_tokens=len(span.positions) if span else 0,
+                    reply_truncated=action.truncated,
                 )
             )
             if span is not None:
@@ -108,9 +116,31 @@ def play_episode(
     except Exception as exc:  # recorded, never raised: one bad episode must not sink a batch
         episode.error = f"{type(exc).__name__}: {exc}"
         logger.debug("episode %s of %s failed: %s", session_id, env.env_id, episode.error)
+    _finish_hook(env, episode, state)
     episode.agent_state = agent_state
     _finalise(env, episode, tokens, spans)
     return episode
+
+
+def _finish_hook(env: MultistepEnv, episode: Episode, state: Any) -> None:
+    """Call finish_episode; its terms join the last step (never for a failed episode)."""
+    try:
+        terms = _collect_terms(
+            env.hook.finish_episode(
+                env=env, state=state, truncated=episode.truncated, error=episode.error,
+                session_id=episode.session_id,
+            )
+        )
+    except Exception as exc:
+        logger.warning("finish_episode of %s failed: %s: %s", env.env_id, type(exc).__name__, exc)
+        if episode.error is None:
+            episode.error = f"finish_episode: {type(exc).__name__}: {exc}"
+        return
+    if terms and episode.error is None and episode.steps:
+        last = episode.steps[-1]
+        for name, value in terms.items():
+            last.reward_terms[name] = last.reward_terms.get(name, 0.0) + value
+        last.reward += sum(terms.values())
 
 
 def _finalise(
@@ -190,7 +220,10 @@ def _as_step_result(result: Any, env: MultistepEnv) -> StepResult:
 
 def _collect_terms(results: list[Any]) -> dict[str, float]:
     terms: dict[str, float] = {}
-    for term in results:
+    flat: list[Any] = []
+    for result in results:
+        flat.extend(result if isinstance(result, list) else [result])
+    for term in flat:
         if term is None:
             continue
         if not (isinstance(term, tuple) and len(term) == 2 and isinstance(term[0], str)):

@@ -37,6 +37,13 @@ class StepRecord:
     info: dict[str, Any] = field(default_factory=dict)
     reward_terms: dict[str, float] = field(default_factory=dict)
     num_agent_tokens: int = 0
+    token_source: str | None = None
+    """Where the action's token ids came from: ``"sampled"`` (ids the model generated
+    from the episode's own prompt ids), ``"server"`` (ids a server generated, its
+    reported prompt ids checked against the stream), ``"retokenized"`` (text only:
+    the reply was tokenized by the runner), or ``None`` without a tokenizer."""
+    reply_truncated: bool = False
+    """The reply was cut at the agent's generation length limit."""
 
 
 @dataclass

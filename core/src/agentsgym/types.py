@@ -40,12 +40,20 @@ class AgentAction:
     end-of-turn token when it generated one) and go into the trajectory verbatim;
     ``logprobs`` are their sampling log-probabilities. Agents that only have text
     return ``text`` alone (or a plain string).
+
+    ``prompt_token_ids`` are the ids the model was conditioned on, when a server
+    reports them (vLLM's ``return_token_ids``); the runner checks them against the
+    episode's stream and starts a new segment from them on a mismatch.
+    ``truncated`` says the reply was cut at the generation length limit (no
+    end-of-turn token sampled).
     """
 
     text: str
     token_ids: list[int] | None = None
     logprobs: list[float] | None = None
     info: dict[str, Any] = field(default_factory=dict)
+    prompt_token_ids: list[int] | None = None
+    truncated: bool = False
 
     def __post_init__(self) -> None:
         if self.logprobs is not None and self.token_ids is None:
@@ -56,3 +64,23 @@ class AgentAction:
                     f"AgentAction has {len(self.token_ids)} token_ids but "
                     f"{len(self.logprobs)} logprobs; they must pair up one to one"
                 )
+
+
+@dataclass(frozen=True)
+class EpisodeContext:
+    """Who is playing what: given to agents that take a ``context`` argument.
+
+    ``get_action(messages, agent_state, *, context)`` receives it on every call of
+    an episode. ``seed`` is a per-rollout seed: the same for every episode of one
+    trial, different across the rollouts of a task, and the same across runs (it is
+    derived from the run seed, the env id, the task and the rollout index), so a
+    seeded scripted agent varies across rollouts and repeats exactly across runs.
+    """
+
+    session_id: str
+    env_id: str
+    task_index: int
+    rollout_index: int
+    episode_index: int
+    seed: int
+    step: int = 0
