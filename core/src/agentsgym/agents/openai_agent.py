@@ -1,9 +1,10 @@
 """An agent backed by an OpenAI-compatible server (vLLM, SGLang, OpenAI, ...).
 
-Requests go through the async ``openai`` client on a private event-loop thread, so
-the runner's worker threads (which call the synchronous ``get_action``) share one
-connection pool, and a semaphore bounds the requests in flight
-(``max_concurrency``). Connection errors, timeouts, HTTP 408/409/429 and 5xx are
+The agent is natively async: ``get_action`` is a coroutine the runner awaits on its
+event loop, with one ``openai.AsyncOpenAI`` client (one connection pool) per event
+loop, and a semaphore bounding the requests in flight (``max_concurrency``, which
+follows the run's ``max_concurrency`` unless set explicitly). Plain code calls it
+through :func:`agentsgym.agents.call_agent`. Connection errors, timeouts, HTTP 408/409/429 and 5xx are
 retried with exponential backoff and jitter (``max_retries``). When it gives up, the
 agent raises an :class:`~agentsgym.errors.AgentError` that says what to check: the
 URL for an unreachable server, the served models for an unknown model name.
@@ -13,17 +14,22 @@ ids and logprobs the way vLLM returns them: ``logprobs=true`` plus
 ``return_token_ids=true`` (vLLM >= 0.10.2). vLLM then puts the completion ids on the
 choice (``choices[0].token_ids``, ending with the stop token it sampled), the prompt
 ids at the top level (``prompt_token_ids``) and one logprob per generated token in
-``choices[0].logprobs.content[i].logprob``. Those ids and logprobs go into the
-trajectory verbatim and the step info says ``token_source: "server"``. A server that
-returns no ids gives a text-only reply, which the runner tokenizes, and the step
-info says ``token_source: "retokenized"``. A server that rejects the extra fields
+``choices[0].logprobs.content[i].logprob``. The sampled ids and logprobs go into the
+trajectory verbatim, and the prompt ids the server conditioned on go with them: the
+runner checks them against the episode's stream (a mismatch starts a new segment
+from the server's ids), and the step says ``token_source: "server"``. A chat server
+that returns no prompt ids gives a text-only reply, since what its model conditioned
+on is unknown: the runner tokenizes it and the step says
+``token_source: "retokenized"``. A reply cut at ``max_tokens`` (finish reason
+``length``) is flagged ``AgentAction.truncated``. A server that rejects the extra fields
 (HTTP 400/422, as OpenAI's own API does) is asked again without them, once; the
 agent then stops asking.
 
 Two APIs:
 
 * ``api="chat"`` (default): ``/chat/completions`` with the messages; the server
-  renders them with *its* chat template.
+  renders them with *its* chat template. Fine for evaluation; for training it is
+  exact only with a server that returns prompt ids (vLLM >= 0.10.2).
 * ``api="completions"``: token-in/token-out against ``/completions``: the agent asks
   the runner for the episode's exact token ids (``wants_prompt_token_ids``) and
   sends them as the prompt, so the server conditions on exactly the tokens the
@@ -34,13 +40,12 @@ Two APIs:
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import random
-import threading
 import weakref
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
 from agentsgym.errors import AgentError
@@ -51,6 +56,16 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 Api = Literal["chat", "completions"]
 RETRY_STATUS = {408, 409, 429}
+DEFAULT_MAX_CONCURRENCY = 64
+
+
+@dataclass
+class _LoopResources:
+    """What the agent holds per event loop: a client and the loop-bound primitives."""
+
+    client: Any
+    semaphore: asyncio.Semaphore
+    model_lock: asyncio.Lock
 
 
 class OpenAIAgent:
@@ -63,7 +78,8 @@ class OpenAIAgent:
     :param temperature, top_p, max_tokens, stop: sampling parameters.
     :param timeout: seconds per request attempt.
     :param max_retries: retries after the first attempt (0: none).
-    :param max_concurrency: requests in flight at once, across all threads.
+    :param max_concurrency: requests in flight at once per event loop; default: the
+        run's ``max_concurrency`` (64 outside a run).
     :param extra_body: extra JSON fields of every request (e.g. vLLM's ``top_k``,
         ``repetition_penalty``, ``chat_template_kwargs``).
     :param api: ``"chat"`` or ``"completions"`` (token-in).
@@ -84,7 +100,7 @@ class OpenAIAgent:
         stop: Sequence[str] | None = None,
         timeout: float = 60.0,
         max_retries: int = 3,
-        max_concurrency: int = 16,
+        max_concurrency: int | None = None,
         extra_body: dict[str, Any] | None = None,
         api: Api = "chat",
         token_ids: bool = True,
@@ -99,7 +115,7 @@ class OpenAIAgent:
             ) from exc
         if api not in ("chat", "completions"):
             raise AgentError(f"api must be 'chat' or 'completions', got {api!r}")
-        if max_concurrency < 1 or max_retries < 0 or timeout <= 0:
+        if (max_concurrency is not None and max_concurrency < 1) or max_retries < 0 or timeout <= 0:
             raise AgentError("max_concurrency must be >= 1, max_retries >= 0 and timeout > 0")
         self.base_url = base_url.rstrip("/")
         self.model = model
@@ -110,54 +126,61 @@ class OpenAIAgent:
         self.stop = list(stop) if stop else None
         self.timeout = float(timeout)
         self.max_retries = int(max_retries)
-        self.max_concurrency = int(max_concurrency)
+        self.max_concurrency = int(max_concurrency or DEFAULT_MAX_CONCURRENCY)
+        self._concurrency_is_explicit = max_concurrency is not None
         self.extra_body = dict(extra_body or {})
         self.api: Api = api
         self.wants_prompt_token_ids = api == "completions"
         self.request_token_ids = token_ids
         self.backoff = backoff
         self.max_backoff = max_backoff
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
-        self._client: Any = None
-        self._semaphore: asyncio.Semaphore | None = None
-        self._model_lock: asyncio.Lock | None = None
-        self._start_lock = threading.Lock()
-        self._finalizer: Any = None
+        self._per_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopResources] = (
+            weakref.WeakKeyDictionary()
+        )
 
     # ------------------------------------------------------------------ agent API
-    def get_action(
+    async def get_action(
         self,
         messages: Messages,
         agent_state: Any,
         *,
         prompt_token_ids: list[int] | None = None,
     ) -> tuple[AgentAction, Any]:
-        """Ask the server for the next reply (blocking; safe from many threads)."""
-        return self._run(self.aget_action_reply(list(messages), prompt_token_ids)), agent_state
+        """Ask the server for the next reply."""
+        return await self.aget_action_reply(list(messages), prompt_token_ids), agent_state
+
+    def follow_concurrency(self, max_concurrency: int) -> None:
+        """Take the run's ``max_concurrency`` as the request limit, unless set explicitly."""
+        if self._concurrency_is_explicit or max_concurrency == self.max_concurrency:
+            return
+        self.max_concurrency = int(max_concurrency)
+        for resources in self._per_loop.values():
+            resources.semaphore = asyncio.Semaphore(self.max_concurrency)
 
     def check(self) -> list[str]:
         """Reach the server, resolve and verify the model; returns the served models."""
-        return self._run(self._check())
+        from agentsgym.aio import run_sync
+
+        return run_sync(self._check())
+
+    async def aclose(self) -> None:
+        """Close the client of the current event loop."""
+        resources = self._per_loop.pop(asyncio.get_running_loop(), None)
+        if resources is not None:
+            await resources.client.close()
 
     def close(self) -> None:
-        """Close the client and stop the event-loop thread."""
-        with self._start_lock:
-            loop, thread = self._loop, self._thread
-            self._loop = self._thread = None
-        if loop is None:
-            return
-        client = self._client
-        if client is not None:
-            try:
-                asyncio.run_coroutine_threadsafe(client.close(), loop).result(timeout=10)
-            except Exception:  # closing must never raise
-                logger.debug("closing the openai client failed", exc_info=True)
-        self._finalizer.detach()
-        _stop_loop(loop)
-        if thread is not None:
-            thread.join(timeout=10)
-        self._client = None
+        """Close every client this agent opened (from plain code)."""
+        from agentsgym.aio import run_sync, running_background_loop
+
+        for loop, resources in list(self._per_loop.items()):
+            self._per_loop.pop(loop, None)
+            if loop is running_background_loop():
+                try:
+                    run_sync(resources.client.close())
+                except Exception:  # closing must never raise
+                    logger.debug("closing the openai client failed", exc_info=True)
+            # A client of another (finished) loop is dropped; its pool closes with it.
 
     def __enter__(self) -> OpenAIAgent:
         return self
@@ -165,14 +188,36 @@ class OpenAIAgent:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def _resources(self) -> _LoopResources:
+        loop = asyncio.get_running_loop()
+        resources = self._per_loop.get(loop)
+        if resources is None:
+            import openai
+
+            resources = _LoopResources(
+                client=openai.AsyncOpenAI(
+                    base_url=self.base_url,
+                    api_key=self.api_key,
+                    max_retries=0,
+                    timeout=self.timeout,
+                ),
+                semaphore=asyncio.Semaphore(self.max_concurrency),
+                model_lock=asyncio.Lock(),
+            )
+            self._per_loop[loop] = resources
+        return resources
+
+    @property
+    def _client(self) -> Any:
+        return self._resources().client
+
     # ------------------------------------------------------------------ requests
     async def aget_action_reply(
         self, messages: Messages, prompt_token_ids: list[int] | None = None
     ) -> AgentAction:
-        """The reply as an :class:`AgentAction` (runs on the agent's own loop)."""
+        """The reply as an :class:`AgentAction`."""
         await self._ensure_model()
-        assert self._semaphore is not None
-        async with self._semaphore:
+        async with self._resources().semaphore:
             if self.api == "completions" and prompt_token_ids is not None:
                 return await self._with_retries(
                     lambda: self._completion(prompt_token_ids), token_fields=True
@@ -194,11 +239,16 @@ class OpenAIAgent:
         choice = response.choices[0]
         text = choice.message.content or ""
         ids = _field(choice, "token_ids")
+        prompt_ids = _field(response, "prompt_token_ids")
+        if not _is_ids(prompt_ids):
+            # What the server's model conditioned on is unknown: its sampled ids cannot
+            # be placed after the episode's own prompt, so the runner retokenizes.
+            ids = None
         logprobs = None
         content = getattr(choice.logprobs, "content", None) if choice.logprobs else None
         if ids is not None and content is not None and len(content) == len(ids):
             logprobs = [float(item.logprob) for item in content]
-        return self._action(text, ids, logprobs, choice.finish_reason)
+        return self._action(text, ids, logprobs, choice.finish_reason, prompt_ids)
 
     async def _completion(self, prompt_token_ids: list[int]) -> AgentAction:
         kwargs = self._sampling()
@@ -213,13 +263,20 @@ class OpenAIAgent:
             raise AgentError(f"the server at {self.base_url} returned no choices")
         choice = response.choices[0]
         ids = _field(choice, "token_ids")
+        prompt_ids = _field(choice, "prompt_token_ids")
         logprobs = None
         token_logprobs = (
             getattr(choice.logprobs, "token_logprobs", None) if choice.logprobs else None
         )
         if ids is not None and token_logprobs is not None and len(token_logprobs) == len(ids):
             logprobs = [float(x) if x is not None else float("nan") for x in token_logprobs]
-        return self._action(choice.text or "", ids, logprobs, choice.finish_reason)
+        return self._action(
+            choice.text or "",
+            ids,
+            logprobs,
+            choice.finish_reason,
+            prompt_ids if _is_ids(prompt_ids) else list(prompt_token_ids),
+        )
 
     def _sampling(self) -> dict[str, Any]:
         kwargs: dict[str, Any] = {
@@ -234,16 +291,27 @@ class OpenAIAgent:
         return kwargs
 
     def _action(
-        self, text: str, ids: Any, logprobs: list[float] | None, finish_reason: Any
+        self,
+        text: str,
+        ids: Any,
+        logprobs: list[float] | None,
+        finish_reason: Any,
+        prompt_ids: Any = None,
     ) -> AgentAction:
         info: dict[str, Any] = {"finish_reason": str(finish_reason) if finish_reason else None}
-        if isinstance(ids, list) and ids and all(isinstance(i, int) for i in ids):
-            info["token_source"] = "server"
+        truncated = str(finish_reason) == "length"
+        if _is_ids(ids):
             if logprobs is None:
                 info["logprobs"] = "missing"
-            return AgentAction(text=text, token_ids=list(ids), logprobs=logprobs, info=info)
-        info["token_source"] = "retokenized"
-        return AgentAction(text=text, info=info)
+            return AgentAction(
+                text=text,
+                token_ids=list(ids),
+                logprobs=logprobs,
+                info=info,
+                prompt_token_ids=list(prompt_ids) if _is_ids(prompt_ids) else None,
+                truncated=truncated,
+            )
+        return AgentAction(text=text, info=info, truncated=truncated)
 
     # ------------------------------------------------------------------ errors
     async def _with_retries(
@@ -366,8 +434,7 @@ class OpenAIAgent:
     async def _ensure_model(self) -> None:
         if self.model is not None:
             return
-        assert self._model_lock is not None
-        async with self._model_lock:
+        async with self._resources().model_lock:
             if self.model is not None:
                 return
             models = await self._served_models()
@@ -383,56 +450,16 @@ class OpenAIAgent:
             raise self._unknown_model(models)
         return models
 
-    # ------------------------------------------------------------------ loop
-    def _run(self, coro: Awaitable[T]) -> T:
-        loop = self._ensure_loop()
-        return asyncio.run_coroutine_threadsafe(coro, loop).result()  # type: ignore[arg-type]
-
-    def _ensure_loop(self) -> asyncio.AbstractEventLoop:
-        with self._start_lock:
-            if self._loop is not None:
-                return self._loop
-            loop = asyncio.new_event_loop()
-            thread = threading.Thread(
-                target=_run_loop, args=(loop,), name="agentsgym-openai-agent", daemon=True
-            )
-            thread.start()
-            asyncio.run_coroutine_threadsafe(self._setup(), loop).result()
-            self._loop, self._thread = loop, thread
-            # A dropped agent stops its loop thread (which holds no reference to it).
-            self._finalizer = weakref.finalize(self, _stop_loop, loop)
-            return loop
-
-    async def _setup(self) -> None:
-        import openai
-
-        self._client = openai.AsyncOpenAI(
-            base_url=self.base_url, api_key=self.api_key, max_retries=0, timeout=self.timeout
-        )
-        self._semaphore = asyncio.Semaphore(self.max_concurrency)
-        self._model_lock = asyncio.Lock()
-
-
-def _stop_loop(loop: asyncio.AbstractEventLoop) -> None:
-    if not loop.is_closed():
-        with contextlib.suppress(RuntimeError):  # closed between the check and the call
-            loop.call_soon_threadsafe(loop.stop)
-
-
-def _run_loop(loop: asyncio.AbstractEventLoop) -> None:
-    asyncio.set_event_loop(loop)
-    try:
-        loop.run_forever()
-    finally:
-        loop.close()
-
-
 def _field(obj: Any, name: str) -> Any:
     value = getattr(obj, name, None)
     if value is None:
         extra = getattr(obj, "model_extra", None) or {}
         value = extra.get(name)
     return value
+
+
+def _is_ids(value: Any) -> bool:
+    return isinstance(value, list) and bool(value) and all(isinstance(i, int) for i in value)
 
 
 def _message(exc: Any) -> str:
