@@ -90,3 +90,23 @@ class EpisodeTimeoutError(EpisodeError):
     The episode is recorded as failed; a plain hook that is still running is
     abandoned in its worker thread and never touches another episode's state.
     """
+
+
+class OutputError(AgentsGymError):
+    """An output file (``--out``) that cannot be written, read back or finished."""
+
+
+class OutputExistsError(OutputError):
+    """``--out`` already holds a run's files and neither --resume nor --overwrite was given."""
+
+
+class OutputLockedError(OutputError):
+    """Another process is writing the same ``--out`` right now."""
+
+
+class ResumeMismatchError(OutputError):
+    """``--resume`` was given arguments that differ from those of the run it continues."""
+
+
+class JournalError(OutputError):
+    """A run's journal is damaged somewhere other than its last, torn trial."""
