@@ -129,7 +129,7 @@ def test_ctrl_c_keeps_the_episodes_that_finished(tmp_path: Path) -> None:
     process.send_signal(signal.SIGINT)
     stdout, stderr = process.communicate(timeout=60)
     assert process.returncode == 130, stderr
-    assert "interrupted" in stdout and "3 episodes" in stdout
+    assert "interrupted" in stdout and "3 of 4 trials" in stdout and "--resume" in stdout
     written = datasets.Dataset.from_json(str(out))
     assert sorted(t["target"] for t in written["task_data"]) == [1, 2, 3]
     assert set(written["final_reward"]) == {1.0}
