@@ -177,8 +177,10 @@ class RunOutput:
     def _close_writer(self) -> None:
         writer, self.writer = self.writer, None
         if writer is not None:
-            self._written = writer.trials_written
-            writer.close()
+            try:
+                writer.close()
+            finally:
+                self._written = writer.trials_written
 
     def _mark_interrupted(self) -> None:
         try:
