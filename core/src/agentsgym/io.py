@@ -37,7 +37,7 @@ def check_output_path(path: str | Path) -> Path:
     parent = out.parent
     try:
         parent.mkdir(parents=True, exist_ok=True)
-    except FileExistsError:
+    except (FileExistsError, NotADirectoryError):
         raise OutputError(
             f"cannot create the folder of {str(out)!r}: a part of {str(parent)!r} is a file, "
             "not a folder; choose another --out"

@@ -192,12 +192,12 @@ def plan_rows(
     allow_class_paths: bool,
 ) -> RunPlan:
     """The trials of ``num_rollouts`` rollouts of the first ``num_tasks`` rows of a file."""
+    agent_name = resolve_agent_name(None, agent)
     rows = read_rows(path)[:num_tasks]
     if not rows:
         raise DatasetRowError(f"rows file {str(path)!r} has no rows")
     if budgets:
         rows = [row.model_copy(update={"env_config": {**row.env_config, **budgets}}) for row in rows]
-    agent_name = resolve_agent_name(None, agent)
     options = parse_key_values(agent_options, "--agent-option")
     envs = build_envs(
         rows, tokenizer=tokenizer_option(tokenizer), allow_class_paths=allow_class_paths or None

@@ -29,6 +29,7 @@ from pydantic import BaseModel, ValidationError
 
 from agentsgym.errors import OutputError, OutputLockedError
 from agentsgym.output.redaction import redact_argv
+from agentsgym.surrogates import repair_text
 
 try:
     import fcntl
@@ -53,7 +54,7 @@ class LockHolder(BaseModel):
         return cls(
             pid=os.getpid(),
             host=socket.gethostname(),
-            command=" ".join(redact_argv(_command_line())),
+            command=repair_text(" ".join(redact_argv(_command_line())))[0],
             started_at=_dt.datetime.now().astimezone().isoformat(timespec="seconds"),
         )
 

@@ -32,6 +32,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from agentsgym.errors import OutputError
 from agentsgym.output.redaction import REDACTED, is_secret, redact_argv, redact_options
+from agentsgym.surrogates import repair_value
 
 FORMAT_VERSION = 1
 
@@ -73,8 +74,9 @@ class RunArguments(BaseModel):
     tokenizer: str | None = None
 
     def compared(self) -> dict[str, Any]:
-        """The fields as --resume compares them (see the module docstring)."""
-        values = self.model_dump(exclude={"dataset"})
+        """The fields as --resume compares them (see the module docstring); text as the
+        run record stores it (repaired, see :mod:`agentsgym.surrogates`)."""
+        values = repair_value(self.model_dump(exclude={"dataset"}))
         values["env_config"] = {
             k: v for k, v in self.env_config.items() if k not in RUN_LIMIT_ENV_KEYS
         }
@@ -130,15 +132,22 @@ class RunManifest(BaseModel):
         versions: dict[str, str] | None = None,
         command_line: list[str] | None = None,
     ) -> RunManifest:
-        """A record for a run about to start; secrets in agent options are redacted."""
-        safe = arguments.model_copy(update={"agent_options": redact_options(arguments.agent_options)})
+        """A record for a run about to start: secrets in agent options are redacted, and
+        text that JSON files cannot hold (lone surrogates) repaired."""
+        safe = RunArguments.model_validate(
+            repair_value(
+                arguments.model_copy(
+                    update={"agent_options": redact_options(arguments.agent_options)}
+                ).model_dump()
+            )
+        )
         return cls(
             command=command,
             arguments=safe,
             planned_trials=planned_trials,
-            settings=settings or {},
+            settings=repair_value(settings or {}),
             versions=versions or {},
-            command_line=redact_argv(command_line or []),
+            command_line=repair_value(redact_argv(command_line or [])),
         )
 
 
