@@ -33,8 +33,12 @@ from agentsgym.runner import TrialJob
 pytestmark = pytest.mark.timeout(120)
 
 GUESS = "agentsgym/GuessTheNumber-v0"
+# No example database: runs are reproducible from the seed and leave no folder behind.
 FAST = settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=40,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 
 
@@ -147,7 +151,7 @@ def test_load_rows_on_junk_jsonl_raises_only_dataset_row_errors(
 
 
 # ---------------------------------------------------------------------- env_config
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300, deadline=None, database=None)
 @given(config=ENV_CONFIGS)
 def test_env_configs_validate_or_raise_env_config_error(config: Any) -> None:
     for cls in (EnvConfig, GuessTheNumberConfig):
@@ -165,7 +169,7 @@ def test_env_configs_validate_or_raise_env_config_error(config: Any) -> None:
             assert parsed.low <= parsed.high
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60, deadline=None, database=None)
 @given(config=ENV_CONFIGS)
 def test_make_with_junk_env_config_raises_only_typed_errors(config: Any) -> None:
     try:
@@ -188,7 +192,12 @@ REPLY = st.lists(PIECES, max_size=8).map("".join)
 HUGE = st.tuples(st.integers(20_000, 100_000), PIECES).map(lambda t: t[1] * (t[0] // max(len(t[1]), 1)))
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=25,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
 @given(replies=st.lists(mostly(REPLY, HUGE, 4), min_size=1, max_size=3))
 def test_any_reply_plays_and_writes_cleanly(replies: list[str], tiny: Any) -> None:
     env = agentsgym.make(GUESS, tokenizer=tiny, env_config={"max_steps_per_episode": 3})

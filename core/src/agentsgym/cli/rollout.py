@@ -248,7 +248,9 @@ def print_summary(result: FinishResult, output: RunOutput) -> None:
             highlight=False,
         )
         return
-    table = Table(title=f"{len(ok)} trajectories written to {result.path}")
+    failed = len(result.rows) - len(ok)
+    title = f"{len(ok)} trajectories written to {result.path}"
+    table = Table(title=title + (f" ({failed} failed)" if failed else ""))
     for column in ("per episode", "mean", "min", "max"):
         table.add_column(column, justify="right" if column != "per episode" else "left")
     columns: dict[str, list[float]] = {
