@@ -37,8 +37,12 @@ def played_trials(count: int) -> tuple[list[TrialJob], dict]:
 def manifest(planned: int) -> RunManifest:
     return RunManifest.new(
         "rollout",
-        RunArguments(env_id="agentsgym/GuessTheNumber-v0", num_tasks=planned, num_rollouts=1,
-                     agent="agentsgym/bisect"),
+        RunArguments(
+            env_id="agentsgym/GuessTheNumber-v0",
+            num_tasks=planned,
+            num_rollouts=1,
+            agent="agentsgym/bisect",
+        ),
         planned_trials=planned,
     )
 
@@ -84,9 +88,17 @@ def bench_run(folder: Path, streaming: bool, repeats: int) -> float:
     for attempt in range(repeats):
         start = time.perf_counter()
         if streaming:
-            output = RunOutput(folder / f"run{attempt}.jsonl", manifest(len(jobs)), mode="overwrite").open()
-            run_sync(arun_jobs(jobs, agent, max_concurrency=8, on_trial=lambda job, eps: output.write_trial(
-                lambda: rollout_rows(job, eps))))
+            output = RunOutput(
+                folder / f"run{attempt}.jsonl", manifest(len(jobs)), mode="overwrite"
+            ).open()
+            run_sync(
+                arun_jobs(
+                    jobs,
+                    agent,
+                    max_concurrency=8,
+                    on_trial=lambda job, eps: output.write_trial(lambda: rollout_rows(job, eps)),
+                )
+            )
             output.finish()
             output.close()
         else:
@@ -114,8 +126,10 @@ def main() -> None:
         jsonl = folder / "stream.jsonl"
         seconds, count = bench_scan(jsonl, args.repeats)
         size = jsonl.stat().st_size
-        print(f"scan_journal: {count} trials, {size / 1e6:.1f} MB in {seconds * 1e3:.0f} ms "
-              f"({size / 1e6 / seconds:.0f} MB/s)")
+        print(
+            f"scan_journal: {count} trials, {size / 1e6:.1f} MB in {seconds * 1e3:.0f} ms "
+            f"({size / 1e6 / seconds:.0f} MB/s)"
+        )
         # finish-output of a parquet run from its journal
         out = folder / "fin.parquet"
         output = RunOutput(out, manifest(len(jobs) + 1), mode="overwrite").open()
@@ -124,11 +138,17 @@ def main() -> None:
         output.close(interrupted=True)
         start = time.perf_counter()
         finish_output(out)
-        print(f"finish_output to parquet: {len(jobs)} trials in {(time.perf_counter() - start) * 1e3:.0f} ms")
+        print(
+            f"finish_output to parquet: {len(jobs)} trials in "
+            f"{(time.perf_counter() - start) * 1e3:.0f} ms"
+        )
         plain = bench_run(folder, streaming=False, repeats=args.repeats)
         streamed = bench_run(folder, streaming=True, repeats=args.repeats)
-        print(f"GuessTheNumber 64x4, concurrency 8: {plain:.0f} trials/s without output, "
-              f"{streamed:.0f} trials/s streaming to .jsonl ({(1 - streamed / plain) * 100:.0f}% slower)")
+        print(
+            f"GuessTheNumber 64x4, concurrency 8: {plain:.0f} trials/s without output, "
+            f"{streamed:.0f} trials/s streaming to .jsonl "
+            f"({(1 - streamed / plain) * 100:.0f}% slower)"
+        )
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"peak RSS {peak:.0f} MiB")
 

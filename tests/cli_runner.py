@@ -42,4 +42,6 @@ def run_cli(*args: str) -> CliResult:
     finally:
         sys.argv = argv
         console._width = err_console._width = None  # back to the terminal's width
-    return CliResult(int(code or 0) if not isinstance(code, str) else 1, stdout.getvalue(), stderr.getvalue())
+    return CliResult(
+        int(code or 0) if not isinstance(code, str) else 1, stdout.getvalue(), stderr.getvalue()
+    )

@@ -11,13 +11,12 @@ import os
 from pathlib import Path
 from typing import Any
 
+import agentsgym
 import datasets
 import pytest
-from cli_runner import CliResult, run_cli
-
-import agentsgym
 from agentsgym import AgentAction, MultistepEnv, StepResult, hookimpl
 from agentsgym.agents import FunctionAgent, ScriptedAgent
+from cli_runner import CliResult, run_cli
 
 GUESS = "agentsgym/GuessTheNumber-v0"
 
@@ -35,7 +34,7 @@ def rollout(tmp_path: Path, *args: str) -> CliResult:
 
 # ---------------------------------------------------------------------- agents
 def test_an_unknown_agent_option_lists_the_options_the_agent_takes(tmp_path: Path) -> None:
-    result = rollout(tmp_path, "--agent", "scripted", "--agent-option", "reply=[\"[1]\"]")
+    result = rollout(tmp_path, "--agent", "scripted", "--agent-option", 'reply=["[1]"]')
     assert "agent 'scripted' has no option 'reply' (did you mean 'replies'?)" in result.stderr
     assert "It accepts: replies" in result.stderr
     result = rollout(tmp_path, "--agent-option", "nope=1")  # the env's default agent
@@ -61,7 +60,10 @@ def test_an_unknown_agent_gets_did_you_mean(tmp_path: Path) -> None:
         ("max_steps_per_episode=abc", "max_steps_per_episode: Input should be a valid integer"),
         ("max_steps_per_episode=1.5", "max_steps_per_episode must be an integer, got 1.5"),
         ("episodes_per_trial=1e16", "episodes_per_trial must be an integer"),
-        ("episodes_per_trial=100000", "episodes_per_trial: Input should be less than or equal to 1000"),
+        (
+            "episodes_per_trial=100000",
+            "episodes_per_trial: Input should be less than or equal to 1000",
+        ),
         ("colour=red", "unknown key 'colour'"),
         ("low=50", "low (50) must not exceed high (40)"),
     ],
@@ -75,7 +77,10 @@ def test_env_config_junk(tmp_path: Path, option: str, message: str) -> None:
     ("args", "message"),
     [
         (["--hook-timeout", "-1"], "hook_timeout_seconds: Input should be greater than 0"),
-        (["--episode-timeout", "1e12"], "episode_timeout_seconds: Input should be less than or equal"),
+        (
+            ["--episode-timeout", "1e12"],
+            "episode_timeout_seconds: Input should be less than or equal",
+        ),
         (["--max-failure-rate", "2"], "--max-failure-rate"),
         (["--num-rollouts", "1000000000"], "--num-rollouts"),
         (["--resume", "--overwrite"], "contradict"),
@@ -90,7 +95,7 @@ def test_bad_run_options(tmp_path: Path, args: list[str], message: str) -> None:
 @pytest.mark.parametrize(
     ("name", "content", "message"),
     [
-        ("rows.jsonl", b"{\"env_class_path\": 5}\n", "dataset row 0"),
+        ("rows.jsonl", b'{"env_class_path": 5}\n', "dataset row 0"),
         ("rows.jsonl", b"not json\n", "rows.jsonl:1 is not valid JSON"),
         ("rows.jsonl", b'{"env_class_path": "agentsgym/GuessTheNumber-v0"}\n', "task_data"),
         ("rows.jsonl", b"\xff\xfe\x00garbage\n", "is not UTF-8 text"),
@@ -114,8 +119,15 @@ def test_broken_rows_files(tmp_path: Path, name: str, content: bytes, message: s
 
 
 def test_a_missing_rows_file(tmp_path: Path) -> None:
-    result = refused("rollout", "--dataset", str(tmp_path / "nope.jsonl"), "--agent", "scripted",
-                     "--out", str(tmp_path / "r.jsonl"))
+    result = refused(
+        "rollout",
+        "--dataset",
+        str(tmp_path / "nope.jsonl"),
+        "--agent",
+        "scripted",
+        "--out",
+        str(tmp_path / "r.jsonl"),
+    )
     assert "does not exist" in result.stderr
 
 
@@ -123,13 +135,17 @@ def test_a_missing_rows_file(tmp_path: Path) -> None:
 def test_outputs_that_cannot_be_written(tmp_path: Path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("x")
-    assert "is a file, not a folder" in refused(
-        "rollout", GUESS, "--out", str(blocker / "sub" / "r.jsonl")
-    ).stderr
+    assert (
+        "is a file, not a folder"
+        in refused("rollout", GUESS, "--out", str(blocker / "sub" / "r.jsonl")).stderr
+    )
     folder = tmp_path / "d.jsonl"
     folder.mkdir()
     assert "is a folder" in refused("rollout", GUESS, "--out", str(folder)).stderr
-    assert "must end in .parquet or .jsonl" in refused("eval", GUESS, "--out", str(tmp_path / "x.csv")).stderr
+    assert (
+        "must end in .parquet or .jsonl"
+        in refused("eval", GUESS, "--out", str(tmp_path / "x.csv")).stderr
+    )
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only folders")
@@ -145,12 +161,16 @@ def test_a_read_only_output_folder(tmp_path: Path) -> None:
 
 def test_other_commands_refuse_cleanly(tmp_path: Path) -> None:
     assert "no run writing" in refused("finish-output", str(tmp_path / "none.parquet")).stderr
-    assert "--split must be train or eval" in refused(
-        "eval", GUESS, "--split", "dev", "--out", str(tmp_path / "e.jsonl")
-    ).output
-    assert "--dataset needs --agent" in refused(
-        "rollout", "--dataset", str(tmp_path / "r.jsonl"), "--out", str(tmp_path / "o.jsonl")
-    ).output
+    assert (
+        "--split must be train or eval"
+        in refused("eval", GUESS, "--split", "dev", "--out", str(tmp_path / "e.jsonl")).output
+    )
+    assert (
+        "--dataset needs --agent"
+        in refused(
+            "rollout", "--dataset", str(tmp_path / "r.jsonl"), "--out", str(tmp_path / "o.jsonl")
+        ).output
+    )
 
 
 # ---------------------------------------------------------------------- surrogates
@@ -158,19 +178,39 @@ def test_other_commands_refuse_cleanly(tmp_path: Path) -> None:
 def test_a_reply_with_a_lone_surrogate_is_repaired_end_to_end(tmp_path: Path, suffix: str) -> None:
     out = tmp_path / f"r{suffix}"
     result = run_cli(
-        "rollout", GUESS, "--num-tasks", "1", "--num-rollouts", "1", "--agent", "scripted",
-        "--agent-option", 'replies=["\\ud800 [0]", "\\udfff\\ud83d\\ude00"]',
-        "--env-config", "max_steps_per_episode=2", "--out", str(out),
+        "rollout",
+        GUESS,
+        "--num-tasks",
+        "1",
+        "--num-rollouts",
+        "1",
+        "--agent",
+        "scripted",
+        "--agent-option",
+        'replies=["\\ud800 [0]", "\\udfff\\ud83d\\ude00"]',
+        "--env-config",
+        "max_steps_per_episode=2",
+        "--out",
+        str(out),
     )
     assert result.code == 0, result.output
-    row = (datasets.Dataset.from_parquet(str(out)) if suffix == ".parquet"
-           else datasets.Dataset.from_json(str(out)))[0]
+    row = (
+        datasets.Dataset.from_parquet(str(out))
+        if suffix == ".parquet"
+        else datasets.Dataset.from_json(str(out))
+    )[0]
     assert row["error"] is None
     replies = [m["content"] for m in row["messages"] if m["role"] == "assistant"]
-    assert replies == ["\ufffd [0]", "\ufffd\U0001F600"]
-    assert [info["repaired_surrogates"] for info in row["step_infos"]] == [1, 1]  # JSON joined the escaped pair itself
+    assert replies == ["\ufffd [0]", "\ufffd\U0001f600"]
+    assert [info["repaired_surrogates"] for info in row["step_infos"]] == [
+        1,
+        1,
+    ]  # JSON joined the escaped pair itself
     tokenizer = agentsgym.load_tokenizer("agentsgym/tiny-chatml")
-    assert row["full_token_ids"] == tokenizer.apply_chat_template(row["messages"], tokenize=True)["input_ids"]
+    assert (
+        row["full_token_ids"]
+        == tokenizer.apply_chat_template(row["messages"], tokenize=True)["input_ids"]
+    )
 
 
 class SurrogateEnv(MultistepEnv):

@@ -129,7 +129,9 @@ def register_agents(register):
 
 
 @pytest.mark.parametrize("signal_name", ["SIGINT", "SIGTERM"])
-def test_an_interrupted_run_keeps_the_trials_that_finished(tmp_path: Path, signal_name: str) -> None:
+def test_an_interrupted_run_keeps_the_trials_that_finished(
+    tmp_path: Path, signal_name: str
+) -> None:
     """Ctrl-C (or a scheduler's SIGTERM) stops the run with exit 130; the three trials
     that finished are in the output, the run record says it was interrupted."""
     import os
@@ -201,29 +203,39 @@ def test_a_run_where_every_trial_failed_exits_1(tmp_path: Path) -> None:
     from cli_runner import run_cli
 
     rows = failing_rows(tmp_path, [150, 0])
-    result = run_cli("rollout", "--dataset", str(rows), "--agent", "scripted", "--num-rollouts", "1",
-                     "--out", str(tmp_path / "r.parquet"))
+    result = run_cli(
+        "rollout", "--dataset", str(rows), "--agent", "scripted", "--num-rollouts", "1",
+        "--out", str(tmp_path / "r.parquet"),
+    )
     assert result.code == 1 and "every trial failed (2 of 2)" in result.stdout
     assert datasets.Dataset.from_parquet(str(tmp_path / "r.parquet")).num_rows == 2
 
 
 @pytest.mark.parametrize(
     ("option", "budget"),
-    [("--hook-timeout", "hook_timeout_seconds=0.1"), ("--episode-timeout", "episode_timeout_seconds=0.1")],
+    [
+        ("--hook-timeout", "hook_timeout_seconds=0.1"),
+        ("--episode-timeout", "episode_timeout_seconds=0.1"),
+    ],
 )
-def test_timeouts_from_the_command_line_reach_the_env(tmp_path: Path, option: str, budget: str) -> None:
+def test_timeouts_from_the_command_line_reach_the_env(
+    tmp_path: Path, option: str, budget: str
+) -> None:
     """Every step of this env takes 1.5 s: a 0.1 s budget fails every episode, the run
     does not wait for the abandoned steps, and the budget is recorded with the run."""
     from cli_runner import run_cli
 
     rows = tmp_path / "rows.jsonl"
     rows.write_text("".join(
-        json.dumps({"env_class_path": "slow_envs:SlowStepGuessEnv", "task_data": {"target": t}}) + "\n"
+        json.dumps({"env_class_path": "slow_envs:SlowStepGuessEnv", "task_data": {"target": t}})
+        + "\n"
         for t in (3, 4)
     ))
     out = tmp_path / "r.jsonl"
-    result = run_cli("rollout", "--dataset", str(rows), "--allow-class-paths", "--agent", "agentsgym/bisect",
-                     "--num-rollouts", "1", option, "0.1", "--out", str(out))
+    result = run_cli(
+        "rollout", "--dataset", str(rows), "--allow-class-paths", "--agent", "agentsgym/bisect",
+        "--num-rollouts", "1", option, "0.1", "--out", str(out),
+    )
     assert result.code == 1, result.output
     assert "every trial failed (2 of 2)" in result.stdout and budget in result.stdout
     record = json.loads((tmp_path / "r.jsonl.run.json").read_text())

@@ -14,7 +14,6 @@ from typing import Any
 
 import datasets
 import pytest
-
 from agentsgym.errors import JournalError, OutputError, OutputLockedError
 from agentsgym.output import (
     JournalWriter,
@@ -32,7 +31,9 @@ from agentsgym.output.journal import encode_rows, repair_tail
 from agentsgym.output.manifest import read_manifest, write_manifest
 
 
-def rollout_row(task: int, rollout: int, *, segment: int = 0, segments: int = 1, error: str | None = None) -> dict[str, Any]:
+def rollout_row(
+    task: int, rollout: int, *, segment: int = 0, segments: int = 1, error: str | None = None
+) -> dict[str, Any]:
     return {
         "task_index": task,
         "rollout_index": rollout,
@@ -48,10 +49,18 @@ def rollout_row(task: int, rollout: int, *, segment: int = 0, segments: int = 1,
 
 
 def trial(task: int, rollout: int, segments: int = 1) -> list[dict[str, Any]]:
-    return [rollout_row(task, rollout, segment=s, segments=segments) for s in range(max(segments, 1))]
+    return [
+        rollout_row(task, rollout, segment=s, segments=segments) for s in range(max(segments, 1))
+    ]
 
 
-TRIALS = [trial(0, 0), trial(0, 1, segments=3), trial(1, 0), [rollout_row(1, 1, error="ValueError: boom")], trial(2, 0, segments=2)]
+TRIALS = [
+    trial(0, 0),
+    trial(0, 1, segments=3),
+    trial(1, 0),
+    [rollout_row(1, 1, error="ValueError: boom")],
+    trial(2, 0, segments=2),
+]
 
 
 def write_journal(path: Path, trials: list[list[dict[str, Any]]]) -> None:
@@ -199,8 +208,12 @@ def test_the_lock_is_exclusive_within_one_process_too(tmp_path: Path) -> None:
 # ---------------------------------------------------------------------- run record
 def arguments(**changes: Any) -> RunArguments:
     base = RunArguments(
-        env_id="agentsgym/GuessTheNumber-v0", split="train", num_tasks=4, num_rollouts=2,
-        env_config={"high": 50}, agent="openai",
+        env_id="agentsgym/GuessTheNumber-v0",
+        split="train",
+        num_tasks=4,
+        num_rollouts=2,
+        env_config={"high": 50},
+        agent="openai",
         agent_options={"model": "m", "temperature": 0.7, "base_url": "http://a", "api_key": "sk-1"},
         tokenizer="agentsgym/tiny-chatml",
     )
@@ -211,14 +224,33 @@ def test_resume_compares_what_decides_the_result_and_nothing_else() -> None:
     before = arguments()
     assert before.differences(arguments()) == []
     # operational settings, time budgets and secrets may change on resume
-    assert before.differences(arguments(
-        env_config={"high": 50, "hook_timeout_seconds": 9.0, "episode_timeout_seconds": 99.0},
-        agent_options={"model": "m", "temperature": 0.7, "base_url": "http://b", "api_key": "sk-2", "timeout": 5},
-    )) == []
-    changed = before.differences(arguments(
-        num_rollouts=4, env_config={"high": 60}, agent_options={"model": "other", "temperature": 0.7},
-        tokenizer="none",
-    ))
+    assert (
+        before.differences(
+            arguments(
+                env_config={
+                    "high": 50,
+                    "hook_timeout_seconds": 9.0,
+                    "episode_timeout_seconds": 99.0,
+                },
+                agent_options={
+                    "model": "m",
+                    "temperature": 0.7,
+                    "base_url": "http://b",
+                    "api_key": "sk-2",
+                    "timeout": 5,
+                },
+            )
+        )
+        == []
+    )
+    changed = before.differences(
+        arguments(
+            num_rollouts=4,
+            env_config={"high": 60},
+            agent_options={"model": "other", "temperature": 0.7},
+            tokenizer="none",
+        )
+    )
     text = "\n".join(changed)
     assert len(changed) == 4
     for name in ("num_rollouts: 2 then, 4 now", "env_config", "agent_options", "tokenizer"):
@@ -228,7 +260,9 @@ def test_resume_compares_what_decides_the_result_and_nothing_else() -> None:
 
 def test_the_run_record_never_holds_a_secret(tmp_path: Path) -> None:
     manifest = RunManifest.new(
-        "rollout", arguments(), planned_trials=8,
+        "rollout",
+        arguments(),
+        planned_trials=8,
         command_line=["agentsgym", "rollout", "--agent-option", "api_key=sk-secret"],
     )
     path = tmp_path / "x.jsonl.run.json"
@@ -243,13 +277,15 @@ def test_the_run_record_never_holds_a_secret(tmp_path: Path) -> None:
 
 # ---------------------------------------------------------------------- failures
 def test_failures_are_grouped_by_the_shape_of_their_message() -> None:
-    report = failure_report([
-        None,
-        "ValueError: task_data target 150 is outside [1, 100]",
-        "ValueError: task_data target 7 is outside [10, 20]",
-        "APIConnectionError: Connection error.",
-        None,
-    ])
+    report = failure_report(
+        [
+            None,
+            "ValueError: task_data target 150 is outside [1, 100]",
+            "ValueError: task_data target 7 is outside [10, 20]",
+            "APIConnectionError: Connection error.",
+            None,
+        ]
+    )
     assert (report.total, report.failed) == (5, 3)
     assert report.common_errors[0].count == 2
     assert report.common_errors[0].example.endswith("outside [1, 100]")
@@ -261,7 +297,9 @@ def test_failures_are_grouped_by_the_shape_of_their_message() -> None:
 
 
 # ---------------------------------------------------------------------- finishing
-def test_finish_output_writes_parquet_and_keeps_the_journal_of_a_partial_run(tmp_path: Path) -> None:
+def test_finish_output_writes_parquet_and_keeps_the_journal_of_a_partial_run(
+    tmp_path: Path,
+) -> None:
     paths = OutputPaths(tmp_path / "r.parquet")
     write_manifest(RunManifest.new("rollout", arguments(), planned_trials=6), paths.manifest)
     write_journal(paths.journal, list(reversed(TRIALS)))

@@ -13,14 +13,10 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 from typing import Any
 
-import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-
 import agentsgym
+import pytest
 from agentsgym import EnvConfig
 from agentsgym.agents import FunctionAgent, ScriptedAgent
 from agentsgym.builtin.guess_number import GuessTheNumberConfig
@@ -29,6 +25,8 @@ from agentsgym.output.journal import encode_rows
 from agentsgym.output.records import rollout_rows
 from agentsgym.rows import load_rows
 from agentsgym.runner import TrialJob
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -48,7 +46,9 @@ def tiny() -> Any:
 
 
 # ---------------------------------------------------------------------- values
-def mostly(usual: st.SearchStrategy[Any], rare: st.SearchStrategy[Any], odds: int = 5) -> st.SearchStrategy[Any]:
+def mostly(
+    usual: st.SearchStrategy[Any], rare: st.SearchStrategy[Any], odds: int = 5
+) -> st.SearchStrategy[Any]:
     """``usual`` ``odds`` times out of ``odds + 1`` (one_of would pick each branch alike)."""
     return st.integers(0, odds).flatmap(lambda i: rare if i == odds else usual)
 
@@ -58,9 +58,7 @@ TEXT = st.text(st.one_of(st.characters(), SURROGATES), max_size=20)
 FLOATS = st.floats(allow_nan=True, allow_infinity=True)
 JSONISH = st.recursive(
     st.one_of(st.none(), st.booleans(), st.integers(-(10**20), 10**20), FLOATS, TEXT),
-    lambda inner: st.one_of(
-        st.lists(inner, max_size=3), st.dictionaries(TEXT, inner, max_size=3)
-    ),
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(TEXT, inner, max_size=3)),
     max_leaves=8,
 )
 # Counts are mostly small and valid, else junk or far out of bounds: an in-bounds
@@ -71,7 +69,7 @@ COUNTS = mostly(
     3,
 )
 BUDGETS = mostly(st.floats(0.5, 60), st.one_of(FLOATS, st.integers(-5, 10**9), TEXT), 3)
-BOUNDS = mostly(st.integers(-10**6, 10**6), JSONISH, 3)
+BOUNDS = mostly(st.integers(-(10**6), 10**6), JSONISH, 3)
 CONFIG_KEYS = {
     "max_steps_per_episode": COUNTS,
     "episodes_per_trial": COUNTS,
@@ -85,7 +83,9 @@ CONFIG_KEYS = {
     "high": BOUNDS,
 }
 KNOWN_KEYS_CONFIG = st.fixed_dictionaries({}, optional=CONFIG_KEYS)
-ENV_CONFIGS = mostly(KNOWN_KEYS_CONFIG, st.one_of(st.dictionaries(TEXT, JSONISH, max_size=3), JSONISH), 2)
+ENV_CONFIGS = mostly(
+    KNOWN_KEYS_CONFIG, st.one_of(st.dictionaries(TEXT, JSONISH, max_size=3), JSONISH), 2
+)
 TASK_DICT = st.fixed_dictionaries(
     {}, optional={"target": st.one_of(st.integers(-200, 200), JSONISH), "seed": JSONISH}
 )
@@ -113,7 +113,10 @@ ROW = st.fixed_dictionaries(
     },
     optional={"extra": JSONISH},
 )
-JUNK_ROW = st.one_of(JSONISH, st.dictionaries(st.sampled_from(["env_class_path", "env_config", "task_data"]), JSONISH))
+JUNK_ROW = st.one_of(
+    JSONISH,
+    st.dictionaries(st.sampled_from(["env_class_path", "env_config", "task_data"]), JSONISH),
+)
 ROWS = st.lists(mostly(ROW, JUNK_ROW, 8), min_size=1, max_size=3)
 
 
@@ -160,8 +163,13 @@ def test_env_configs_validate_or_raise_env_config_error(config: Any) -> None:
         except EnvConfigError:
             continue
         # whatever is accepted is a sane, bounded run
-        assert isinstance(parsed.max_steps_per_episode, int) and 1 <= parsed.max_steps_per_episode <= 10_000
-        assert isinstance(parsed.episodes_per_trial, int) and 1 <= parsed.episodes_per_trial <= 1_000
+        assert (
+            isinstance(parsed.max_steps_per_episode, int)
+            and 1 <= parsed.max_steps_per_episode <= 10_000
+        )
+        assert (
+            isinstance(parsed.episodes_per_trial, int) and 1 <= parsed.episodes_per_trial <= 1_000
+        )
         assert 0 <= parsed.free_shots < parsed.episodes_per_trial
         for budget in (parsed.hook_timeout_seconds, parsed.episode_timeout_seconds):
             assert math.isfinite(budget) and budget > 0
@@ -182,14 +190,27 @@ def test_make_with_junk_env_config_raises_only_typed_errors(config: Any) -> None
 # ---------------------------------------------------------------------- agent replies
 SPECIALS = st.sampled_from(
     [
-        "<|im_start|>", "<|im_end|>", "<|endoftext|>", "<|im_start|>assistant\n",
-        "<think>", "</think>", "<think>\nhmm\n</think>\n", "<|eot_id|>",
-        "<|start_header_id|>user<|end_header_id|>", "[50]", "[-3]", "[ 7 ]", "\n", "\x00",
+        "<|im_start|>",
+        "<|im_end|>",
+        "<|endoftext|>",
+        "<|im_start|>assistant\n",
+        "<think>",
+        "</think>",
+        "<think>\nhmm\n</think>\n",
+        "<|eot_id|>",
+        "<|start_header_id|>user<|end_header_id|>",
+        "[50]",
+        "[-3]",
+        "[ 7 ]",
+        "\n",
+        "\x00",
     ]
 )
 PIECES = st.one_of(TEXT, SPECIALS, SURROGATES, st.integers(1, 3000).map(lambda n: "x" * n))
 REPLY = st.lists(PIECES, max_size=8).map("".join)
-HUGE = st.tuples(st.integers(20_000, 100_000), PIECES).map(lambda t: t[1] * (t[0] // max(len(t[1]), 1)))
+HUGE = st.tuples(st.integers(20_000, 100_000), PIECES).map(
+    lambda t: t[1] * (t[0] // max(len(t[1]), 1))
+)
 
 
 @settings(

@@ -13,10 +13,9 @@ from typing import Any
 
 import datasets
 import pytest
-from cli_runner import run_cli
-
 from agentsgym.output import OutputLock, OutputPaths, read_manifest, scan_journal
 from agentsgym.output.manifest import write_manifest
+from cli_runner import run_cli
 
 GUESS = "agentsgym/GuessTheNumber-v0"
 
@@ -24,12 +23,15 @@ GUESS = "agentsgym/GuessTheNumber-v0"
 def load_rows(out: Path) -> list[dict[str, Any]]:
     """Rows of an output as datasets loads them, without the random session ids."""
     loaded = (
-        datasets.Dataset.from_parquet(str(out)) if out.suffix == ".parquet"
+        datasets.Dataset.from_parquet(str(out))
+        if out.suffix == ".parquet"
         else datasets.Dataset.from_json(str(out))
     ).to_list()
     for row in loaded:
         row.pop("session_id", None)
-    return sorted(loaded, key=lambda r: (r["task_index"], r["rollout_index"], r.get("segment_index") or 0))
+    return sorted(
+        loaded, key=lambda r: (r["task_index"], r["rollout_index"], r.get("segment_index") or 0)
+    )
 
 
 def keys(rows: list[dict[str, Any]]) -> list[tuple[int, int]]:
@@ -96,7 +98,18 @@ def test_resume_plays_each_missing_trial_exactly_once(tmp_path: Path, suffix: st
 
 
 def test_eval_resume_summarizes_old_and_new_samples(tmp_path: Path) -> None:
-    common = ("eval", GUESS, "--num-tasks", "5", "-k", "2", "--env-config", "max_steps_per_episode=2", "--env-config", "high=6")
+    common = (
+        "eval",
+        GUESS,
+        "--num-tasks",
+        "5",
+        "-k",
+        "2",
+        "--env-config",
+        "max_steps_per_episode=2",
+        "--env-config",
+        "high=6",
+    )
     reference = tmp_path / "reference.jsonl"
     ok(*common, "--out", str(reference))
     out = tmp_path / "run.jsonl"
@@ -112,12 +125,27 @@ def test_resume_refuses_changed_arguments_and_names_them(tmp_path: Path) -> None
     out = tmp_path / "r.jsonl"
     ok("rollout", GUESS, "--num-tasks", "2", "--out", str(out))
     refused = run_cli(
-        "rollout", GUESS, "--num-tasks", "2", "--num-rollouts", "3", "--agent", "scripted",
-        "--env-config", "high=10", "--out", str(out), "--resume",
+        "rollout",
+        GUESS,
+        "--num-tasks",
+        "2",
+        "--num-rollouts",
+        "3",
+        "--agent",
+        "scripted",
+        "--env-config",
+        "high=10",
+        "--out",
+        str(out),
+        "--resume",
     )
     assert refused.code == 2, refused.output
-    for line in ("num_rollouts: 2 then, 3 now", "agent: 'agentsgym/bisect' then, 'scripted' now",
-                 "env_config: {} then, {'high': 10} now", "--overwrite"):
+    for line in (
+        "num_rollouts: 2 then, 3 now",
+        "agent: 'agentsgym/bisect' then, 'scripted' now",
+        "env_config: {} then, {'high': 10} now",
+        "--overwrite",
+    ):
         assert line in refused.stderr
     # a time budget is not part of a run's identity: raising it on resume is allowed
     ok("rollout", GUESS, "--num-tasks", "2", "--hook-timeout", "100", "--out", str(out), "--resume")

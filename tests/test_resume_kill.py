@@ -20,10 +20,9 @@ from typing import Any
 
 import datasets
 import pytest
+from agentsgym.output import OutputPaths, read_manifest, scan_journal
 from cli_runner import run_cli
 from fake_dists import install_fake_dist
-
-from agentsgym.output import OutputPaths, read_manifest, scan_journal
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -68,7 +67,10 @@ def kill_after(args: list[str], env: dict[str, str], journal: Path, trials: int)
     """
     process = subprocess.Popen(
         [sys.executable, "-m", "agentsgym", *args],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         deadline = time.monotonic() + 90
@@ -76,7 +78,9 @@ def kill_after(args: list[str], env: dict[str, str], journal: Path, trials: int)
             if journal.exists() and len(scan_journal(journal).trials) >= trials:
                 break
             time.sleep(0.02)
-        assert process.poll() is None, f"the run ended before it was killed: {process.communicate()[1]}"
+        assert process.poll() is None, (
+            f"the run ended before it was killed: {process.communicate()[1]}"
+        )
         process.send_signal(signal.SIGKILL)
         process.wait(timeout=30)
     finally:
@@ -89,12 +93,15 @@ def kill_after(args: list[str], env: dict[str, str], journal: Path, trials: int)
 
 def load(out: Path) -> list[dict[str, Any]]:
     loaded = (
-        datasets.Dataset.from_parquet(str(out)) if out.suffix == ".parquet"
+        datasets.Dataset.from_parquet(str(out))
+        if out.suffix == ".parquet"
         else datasets.Dataset.from_json(str(out))
     ).to_list()
     for row in loaded:
         row.pop("session_id", None)
-    return sorted(loaded, key=lambda r: (r["task_index"], r["rollout_index"], r.get("segment_index") or 0))
+    return sorted(
+        loaded, key=lambda r: (r["task_index"], r["rollout_index"], r.get("segment_index") or 0)
+    )
 
 
 def ok(*args: str) -> str:
@@ -103,8 +110,18 @@ def ok(*args: str) -> str:
     return result.stdout
 
 
-ROLLOUT = ["rollout", "agentsgym/GuessTheNumber-v0", "--agent", "slow/bisect", "--num-tasks", "8",
-           "--num-rollouts", "3", "--max-concurrency", "2"]
+ROLLOUT = [
+    "rollout",
+    "agentsgym/GuessTheNumber-v0",
+    "--agent",
+    "slow/bisect",
+    "--num-tasks",
+    "8",
+    "--num-rollouts",
+    "3",
+    "--max-concurrency",
+    "2",
+]
 
 
 def test_kill_9_rollout_jsonl_then_resume(tmp_path: Path, slow_agent: dict[str, str]) -> None:
@@ -117,11 +134,15 @@ def test_kill_9_rollout_jsonl_then_resume(tmp_path: Path, slow_agent: dict[str, 
     reference = tmp_path / "reference.jsonl"
     ok(*ROLLOUT, "--out", str(reference))
     rows = load(out)
-    assert [(r["task_index"], r["rollout_index"]) for r in rows] == [(t, r) for t in range(8) for r in range(3)]
+    assert [(r["task_index"], r["rollout_index"]) for r in rows] == [
+        (t, r) for t in range(8) for r in range(3)
+    ]
     assert rows == load(reference)
 
 
-def test_kill_9_parquet_finish_output_then_resume(tmp_path: Path, slow_agent: dict[str, str]) -> None:
+def test_kill_9_parquet_finish_output_then_resume(
+    tmp_path: Path, slow_agent: dict[str, str]
+) -> None:
     out = tmp_path / "killed.parquet"
     paths = OutputPaths(out)
     written = kill_after([*ROLLOUT, "--out", str(out)], slow_agent, paths.journal, trials=3)
@@ -139,8 +160,20 @@ def test_kill_9_parquet_finish_output_then_resume(tmp_path: Path, slow_agent: di
 def test_kill_9_eval_then_resume_summarizes_every_sample(
     tmp_path: Path, slow_agent: dict[str, str]
 ) -> None:
-    args = ["eval", "agentsgym/GuessTheNumber-v0", "--agent", "slow/bisect", "--num-tasks", "8",
-            "-k", "3", "--max-concurrency", "2", "--env-config", "max_steps_per_episode=4"]
+    args = [
+        "eval",
+        "agentsgym/GuessTheNumber-v0",
+        "--agent",
+        "slow/bisect",
+        "--num-tasks",
+        "8",
+        "-k",
+        "3",
+        "--max-concurrency",
+        "2",
+        "--env-config",
+        "max_steps_per_episode=4",
+    ]
     out = tmp_path / "killed.jsonl"
     written = kill_after([*args, "--out", str(out)], slow_agent, out, trials=4)
     assert written < 24

@@ -358,9 +358,8 @@ def as_messages(prompt: Any, env: MultistepEnv) -> Messages:
                     f"{type(env).__name__}.format_prompt returned {message!r:.120}; each "
                     "message must be a dict with str 'role' and 'content'"
                 )
-            messages.append(
-                Message(role=_repair(message["role"], env), content=_repair(message["content"], env))
-            )
+            role, content = _repair(message["role"], env), _repair(message["content"], env)
+            messages.append(Message(role=role, content=content))
         return messages
     raise EpisodeError(
         f"{type(env).__name__}.format_prompt returned {prompt!r:.120}; expected a string "

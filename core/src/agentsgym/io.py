@@ -32,7 +32,8 @@ def check_output_path(path: str | Path) -> Path:
         )
     if out.is_dir():
         raise OutputError(
-            f"output {str(out)!r} is a folder; give a file path such as {str(out / 'rollouts.parquet')!r}"
+            f"output {str(out)!r} is a folder; give a file path such as "
+            f"{str(out / 'rollouts.parquet')!r}"
         )
     parent = out.parent
     try:

@@ -98,7 +98,9 @@ def eval_command(
         raise typer.BadParameter(f"the {split} split of {env_id} has no tasks")
     spec = getattr(env, "spec", None)
     plan = RunPlan(
-        jobs=[TrialJob(env, task, t, r) for t, task in enumerate(tasks) for r in range(num_rollouts)],
+        jobs=[
+            TrialJob(env, task, t, r) for t, task in enumerate(tasks) for r in range(num_rollouts)
+        ],
         agent=player,
         arguments=RunArguments(
             env_id=env_id, split=split, num_tasks=len(tasks), num_rollouts=num_rollouts,
@@ -110,7 +112,9 @@ def eval_command(
     )
     result, _ = run_into_output(
         "eval", plan, out, mode=mode, make_rows=sample_rows, max_concurrency=max_concurrency,
-        settings={"max_concurrency": max_concurrency, "max_failure_rate": max_failure_rate, **budgets},
+        settings={
+            "max_concurrency": max_concurrency, "max_failure_rate": max_failure_rate, **budgets
+        },
     )
     report = write_summary(result)
     print_report(report, result.path, OutputPaths(result.path).summary)

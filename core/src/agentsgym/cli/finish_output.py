@@ -20,14 +20,13 @@ def finish_output_command(
     with --resume afterwards; an eval run gets its summary once every sample is in."""
     result = finish_output(out)
     command = result.manifest.command
-    console.print(
-        f"{result.path}: {result.trials} of {result.planned} trials", highlight=False
-    )
+    console.print(f"{result.path}: {result.trials} of {result.planned} trials", highlight=False)
     if not result.complete:
         left = result.planned - result.trials
         console.print(
             f"[yellow]the run is not complete[/]: run its command again with --resume to play "
-            f"the other {left} trials (its journal {OutputPaths(result.path).journal.name} is kept)",
+            f"the other {left} trials (its journal "
+            f"{OutputPaths(result.path).journal.name} is kept)",
             highlight=False,
         )
     elif command == "eval":

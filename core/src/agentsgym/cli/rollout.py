@@ -87,8 +87,12 @@ def rollout(
     allow_class_paths: bool = typer.Option(
         False, "--allow-class-paths", help="let dataset rows name module:Class paths (imports code)"
     ),
-    num_tasks: int = typer.Option(8, "--num-tasks", min=1, max=MAX_TASKS, help="tasks taken from the split"),
-    num_rollouts: int = typer.Option(2, "--num-rollouts", min=1, max=MAX_ROLLOUTS, help="rollouts per task"),
+    num_tasks: int = typer.Option(
+        8, "--num-tasks", min=1, max=MAX_TASKS, help="tasks taken from the split"
+    ),
+    num_rollouts: int = typer.Option(
+        2, "--num-rollouts", min=1, max=MAX_ROLLOUTS, help="rollouts per task"
+    ),
     split: str = typer.Option("train", "--split", help="train or eval"),
     agent: str | None = typer.Option(None, "--agent", help="agent name (default: the env's)"),
     agent_option: list[str] | None = typer.Option(None, "--agent-option", help="key=value, repeatable"),
@@ -131,7 +135,9 @@ def rollout(
     result, output = run_into_output(
         "rollout", plan, out, mode=mode, make_rows=rollout_rows,
         max_concurrency=max_concurrency,
-        settings={"max_concurrency": max_concurrency, "max_failure_rate": max_failure_rate, **budgets},
+        settings={
+            "max_concurrency": max_concurrency, "max_failure_rate": max_failure_rate, **budgets
+        },
     )
     report = failure_report(result.trial_errors())
     print_summary(result, output)
@@ -197,7 +203,9 @@ def plan_rows(
     if not rows:
         raise DatasetRowError(f"rows file {str(path)!r} has no rows")
     if budgets:
-        rows = [row.model_copy(update={"env_config": {**row.env_config, **budgets}}) for row in rows]
+        rows = [
+            row.model_copy(update={"env_config": {**row.env_config, **budgets}}) for row in rows
+        ]
     options = parse_key_values(agent_options, "--agent-option")
     envs = build_envs(
         rows, tokenizer=tokenizer_option(tokenizer), allow_class_paths=allow_class_paths or None

@@ -146,7 +146,9 @@ def _play(output: RunOutput, plan: RunPlan, make_rows: RowMaker, *, max_concurre
             progress.advance(bar)
 
         if todo:
-            run_sync(arun_jobs(todo, plan.agent, max_concurrency=max_concurrency, on_trial=on_trial))
+            run_sync(
+                arun_jobs(todo, plan.agent, max_concurrency=max_concurrency, on_trial=on_trial)
+            )
 
 
 def _print_interrupted(output: RunOutput, planned: int) -> None:
@@ -179,5 +181,7 @@ def print_failures(report: FailureReport) -> None:
 def exit_on_failures(report: FailureReport, max_failure_rate: float | None) -> None:
     """Exit 1 when every trial failed or more than ``max_failure_rate`` of them did."""
     if report.fails_run(max_failure_rate):
-        console.print(f"[bold red]run failed[/]: {report.verdict(max_failure_rate)}", highlight=False)
+        console.print(
+            f"[bold red]run failed[/]: {report.verdict(max_failure_rate)}", highlight=False
+        )
         raise typer.Exit(EXIT_FAILED)

@@ -19,7 +19,12 @@ from __future__ import annotations
 
 from agentsgym.output.failures import ErrorGroup, FailureReport, error_shape, failure_report
 from agentsgym.output.finish import FinishResult, finish_output
-from agentsgym.output.journal import DEFAULT_FSYNC_INTERVAL, JournalScan, JournalWriter, scan_journal
+from agentsgym.output.journal import (
+    DEFAULT_FSYNC_INTERVAL,
+    JournalScan,
+    JournalWriter,
+    scan_journal,
+)
 from agentsgym.output.lock import LockHolder, OutputLock
 from agentsgym.output.manifest import (
     OPERATIONAL_AGENT_OPTIONS,

@@ -76,7 +76,9 @@ def failure_report(errors: Iterable[str | None], *, top: int = 3) -> FailureRepo
             continue
         shape = error_shape(error)
         counts[shape] += 1
-        examples.setdefault(shape, error if len(error) <= MAX_MESSAGE else error[:MAX_MESSAGE] + "…")
+        examples.setdefault(
+            shape, error if len(error) <= MAX_MESSAGE else error[:MAX_MESSAGE] + "…"
+        )
     return FailureReport(
         total=total,
         failed=sum(counts.values()),

@@ -62,8 +62,7 @@ class LockHolder(BaseModel):
         alive = ""
         if self.host == socket.gethostname() and not _pid_alive(self.pid):
             alive = (
-                " (that process has exited; a process it started may still hold the lock: "
-                "stop it)"
+                " (that process has exited; a process it started may still hold the lock: stop it)"
             )
         return (
             f"process {self.pid} on {self.host}, started {self.started_at}, running "

@@ -167,7 +167,8 @@ def read_manifest(path: Path) -> RunManifest:
         raise OutputError(f"cannot read the run record {str(path)!r}: {exc.strerror}") from None
     except (ValidationError, ValueError) as exc:
         raise OutputError(
-            f"the run record {str(path)!r} is not one agentsgym wrote ({str(exc).splitlines()[0]}); "
+            f"the run record {str(path)!r} is not one agentsgym wrote "
+            f"({str(exc).splitlines()[0]}); "
             "restore it, or start over with --overwrite"
         ) from None
 

@@ -52,7 +52,8 @@ def rollout_rows(job: TrialJob, episodes: list[Episode]) -> list[dict[str, Any]]
         row["group_index"] = job.task_index
     if not rows or len(rows) != expected_rows(rows[0]):
         raise RuntimeError(
-            f"trial {job.key} made {len(rows)} rows where its rows say {expected_rows(rows[0]) if rows else 1}; "
+            f"trial {job.key} made {len(rows)} rows where its rows say "
+            f"{expected_rows(rows[0]) if rows else 1}; "
             "this is an agentsgym bug (the journal could not tell a torn trial from it)"
         )
     return rows
