@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import random
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
-
 from agentsgym import MultistepEnv, RewardTerm, StepResult, hookimpl
 from agentsgym.randomness import episode_random, global_random
 from agentsgym.testing import EnvCheckError, SlowAgent, check_env, register_env
@@ -219,7 +218,7 @@ class Countdown(MultistepEnv):
 
 
 class Finishing(Countdown):
-    finished: list[str] = []
+    finished: ClassVar[list[str]] = []
 
     @hookimpl
     def finish_episode(self, session_id: str, truncated: bool) -> RewardTerm | None:
@@ -278,16 +277,16 @@ def test_mutating_task_data_is_reported() -> None:
 def test_register_env_refuses_taken_ids_and_local_classes() -> None:
     from agentsgym.errors import RegistrationError
 
-    with pytest.raises(RegistrationError, match="already registered"):
-        with register_env("agentsgym/GuessTheNumber-v0", Countdown):
-            pass
+    with pytest.raises(RegistrationError, match="already registered"), register_env(
+        "agentsgym/GuessTheNumber-v0", Countdown
+    ):
+        pass
 
     class Local(Countdown):
         pass
 
-    with pytest.raises(RegistrationError, match="module level"):
-        with register_env("count/Local-v0", Local):
-            pass
+    with pytest.raises(RegistrationError, match="module level"), register_env("count/Local-v0", Local):
+        pass
 
 
 def test_register_env_fixture(agentsgym_register_env) -> None:

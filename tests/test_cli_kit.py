@@ -13,17 +13,16 @@ from pathlib import Path
 
 import pytest
 import typer
-from typer.testing import CliRunner
-
 from agentsgym.cli import app
 from agentsgym.cli.options import CLI_TOKENIZER_DEFAULT
+from typer.testing import CliRunner
 
 runner = CliRunner()
 
 
 def cli(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "agentsgym", *args], capture_output=True, text=True,
+        [sys.executable, "-m", "agentsgym", *args], check=False, capture_output=True, text=True,
         env={**os.environ, "COLUMNS": "200", **env},
     )
 

@@ -18,7 +18,7 @@ import pytest
 from venvs import ChildVenv
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "plugin-authors.md"
-FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.M | re.S)
+FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.MULTILINE | re.DOTALL)
 FILE_MARKER = re.compile(r"^# file: (\S+)\n")
 
 

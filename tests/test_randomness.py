@@ -9,7 +9,6 @@ import threading
 import time
 
 import pytest
-
 from agentsgym.errors import DatasetRowError
 from agentsgym.randomness import episode_numpy_rng, episode_random, global_random, task_seed
 
@@ -80,13 +79,12 @@ def test_global_random_swaps_in_the_episode_state_and_restores_the_global_one() 
 def test_global_random_restores_after_an_exception_and_nests() -> None:
     outside = random.getstate()
     outer, inner = episode_random({"seed": 1}), episode_random({"seed": 2})
-    with pytest.raises(ValueError):
-        with global_random(outer):
-            a = random.random()
-            with global_random(inner):
-                b = random.random()
-            c = random.random()
-            raise ValueError("library failed")
+    with pytest.raises(ValueError), global_random(outer):
+        a = random.random()
+        with global_random(inner):
+            b = random.random()
+        c = random.random()
+        raise ValueError("library failed")
     assert random.getstate() == outside
     ref_outer, ref_inner = random.Random(1), random.Random(2)
     assert (a, c) == (ref_outer.random(), ref_outer.random())
@@ -94,9 +92,8 @@ def test_global_random_restores_after_an_exception_and_nests() -> None:
 
 
 def test_global_random_refuses_what_is_not_a_generator() -> None:
-    with pytest.raises(TypeError, match="episode_random"):
-        with global_random(42):  # type: ignore[arg-type]
-            pass
+    with pytest.raises(TypeError, match="episode_random"), global_random(42):  # type: ignore[arg-type]
+        pass
 
 
 def test_threads_drawing_through_global_random_each_get_their_own_sequence() -> None:

@@ -44,7 +44,7 @@ class ChildVenv:
         env.pop("PYTHONPATH", None)
         env.pop("VIRTUAL_ENV", None)
         return subprocess.run(
-            [str(self.python), *args], capture_output=True, text=True, cwd=cwd, env=env,
+            [str(self.python), *args], check=False, capture_output=True, text=True, cwd=cwd, env=env,
             timeout=timeout,
         )
 
@@ -59,7 +59,7 @@ class ChildVenv:
         return subprocess.run(
             [sys.executable, "-m", "pip", "--python", str(self.python), "install",
              "--no-build-isolation", "--no-input", "--quiet", *args],
-            capture_output=True, text=True, env=env, timeout=300,
+            check=False, capture_output=True, text=True, env=env, timeout=300,
         )
 
     def distributions(self) -> set[str]:

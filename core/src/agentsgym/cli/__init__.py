@@ -95,7 +95,7 @@ def _global_options(
 
 
 # Each command module registers itself on `app` when imported.
-from agentsgym.cli import (  # noqa: E402,F401
+from agentsgym.cli import (  # noqa: F401
     check,
     describe,
     evaluate,

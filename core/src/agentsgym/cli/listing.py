@@ -6,8 +6,8 @@ import json
 from typing import Any
 
 import typer
-from rich.table import Table
 from rich.markup import escape
+from rich.table import Table
 from rich.text import Text
 
 from agentsgym.cli import app, console
