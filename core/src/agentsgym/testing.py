@@ -316,6 +316,11 @@ class _Checker:
         except EnvConfigError as exc:
             return f"skipped: the env refuses max_steps_per_episode=1 ({exc})"
         batch = env.run_trial(self.task_list(), self.agent, 1)
+        if probe.failures:
+            raise AssertionError(
+                f"finish_episode raised for an episode cut after one step: {probe.failures[0]}; "
+                "an env must handle being cut at max_steps_per_episode (truncated=True)"
+            )
         failed = batch.failed
         assert not failed, (
             f"an episode cut after one step failed: {failed[0].error}; an env must handle "
