@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("openai")
+pytest.importorskip("aiohttp")
 pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 torch = pytest.importorskip("torch")

@@ -109,15 +109,9 @@ class MultistepEnv:
         return run_sync(self._aplay_one(session_id, agent, agent_state))
 
     async def _aplay_one(self, session_id: str, agent: Agent, agent_state: Any) -> Episode:
-        from concurrent.futures import ThreadPoolExecutor
-
         from agentsgym.episode import aplay_episode
 
-        executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="agentsgym-episode")
-        try:
-            return await aplay_episode(self, session_id, agent, agent_state, executor=executor)
-        finally:
-            executor.shutdown(wait=False)
+        return await aplay_episode(self, session_id, agent, agent_state)
 
     def run_trial(
         self,

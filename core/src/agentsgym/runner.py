@@ -24,7 +24,6 @@ import hashlib
 import json
 import logging
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +33,7 @@ from agentsgym.episode import aplay_episode
 from agentsgym.hook_runtime import HookRuntime
 from agentsgym.trajectory import Episode, TrajectoryBatch, TrajectoryGroup
 from agentsgym.types import EpisodeContext
+from agentsgym.worker_pool import WorkerPool
 
 if TYPE_CHECKING:
     from agentsgym.agents import Agent
@@ -89,7 +89,6 @@ async def aplay_trial(
     caller: AgentCaller,
     runtime: HookRuntime,
     *,
-    executor: ThreadPoolExecutor | None = None,
     seed: int = 0,
     on_episode: EpisodeCallback | None = None,
 ) -> list[Episode]:
@@ -116,7 +115,6 @@ async def aplay_trial(
                 agent_state,
                 context=context,
                 runtime=runtime,
-                executor=executor,
             )
             episode.task_index, episode.rollout_index, episode.episode_index = (
                 job.task_index,
@@ -164,13 +162,11 @@ async def arun_jobs(
     results: dict[tuple[int, int], list[Episode]] = {}
     if not jobs:
         return results
-    executor = ThreadPoolExecutor(
-        max_workers=max_concurrency + EXTRA_WORKER_THREADS, thread_name_prefix="agentsgym-worker"
-    )
+    pool = WorkerPool(max_concurrency + EXTRA_WORKER_THREADS)
     runtimes: dict[int, HookRuntime] = {}
     for job in jobs:
         if id(job.env) not in runtimes:
-            runtimes[id(job.env)] = HookRuntime(job.env, executor)
+            runtimes[id(job.env)] = HookRuntime(job.env, pool)
     pending = iter(jobs)
 
     async def worker() -> None:
@@ -179,7 +175,6 @@ async def arun_jobs(
                 job,
                 caller,
                 runtimes[id(job.env)],
-                executor=executor,
                 seed=seed,
                 on_episode=on_episode,
             )
@@ -195,7 +190,7 @@ async def arun_jobs(
             task.cancel()
         await asyncio.gather(*workers, return_exceptions=True)
         # Threads still running an abandoned hook keep going; nothing waits for them.
-        executor.shutdown(wait=False, cancel_futures=True)
+        pool.close()
     return results
 
 
