@@ -55,12 +55,15 @@ TrialCallback = Callable[["TrialJob", list[Episode]], None]
 
 @dataclass(frozen=True)
 class TrialJob:
-    """One trial to play: a task of an env, and which rollout of it this is."""
+    """One trial to play: a task of an env, which rollout of it this is, and who plays
+    (``agent``: ``None`` for the run's agent; rows of a mixed dataset may each have the
+    agent of their env)."""
 
     env: MultistepEnv
     task_data: dict[str, Any]
     task_index: int
     rollout_index: int
+    agent: Any = None
 
     @property
     def key(self) -> tuple[int, int]:
@@ -143,7 +146,7 @@ def _make_free_shot(episode: Episode) -> None:
 
 async def arun_jobs(
     jobs: Sequence[TrialJob],
-    agent: Agent,
+    agent: Agent | None,
     *,
     max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
     seed: int = 0,
@@ -152,16 +155,26 @@ async def arun_jobs(
 ) -> dict[tuple[int, int], list[Episode]]:
     """Play every trial, up to ``max_concurrency`` at once; episodes by job key.
 
+    A job plays with its own ``agent`` when it has one, else with ``agent``.
     ``on_episode`` is called after every finished episode and ``on_trial`` after
     every finished trial, on the event loop's thread (progress bars, streaming
     writers). An exception from a callback stops the run and is raised.
     """
     check_run_settings(1, max_concurrency)
-    caller = AgentCaller(agent)
-    follow_concurrency(agent, max_concurrency)
     results: dict[tuple[int, int], list[Episode]] = {}
     if not jobs:
         return results
+    callers: dict[int, AgentCaller] = {}
+    for job in jobs:
+        player = job.agent if job.agent is not None else agent
+        if player is None:
+            raise ValueError(
+                f"trial {job.key} of {job.env.env_id} has no agent: give one for the run or "
+                "for its env"
+            )
+        if id(player) not in callers:
+            callers[id(player)] = AgentCaller(player)
+            follow_concurrency(player, max_concurrency)
     pool = WorkerPool(max_concurrency + EXTRA_WORKER_THREADS)
     runtimes: dict[int, HookRuntime] = {}
     for job in jobs:
@@ -171,9 +184,10 @@ async def arun_jobs(
 
     async def worker() -> None:
         for job in pending:
+            player = job.agent if job.agent is not None else agent
             episodes = await aplay_trial(
                 job,
-                caller,
+                callers[id(player)],
                 runtimes[id(job.env)],
                 seed=seed,
                 on_episode=on_episode,
