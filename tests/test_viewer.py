@@ -85,8 +85,8 @@ def test_a_rollout_file_loads_every_row_with_its_fields(
         assert viewed.task_data == episode.task_data
         if episode.tokenized and episode.segments:
             assert viewed.tokens is not None
-            assert viewed.tokens.ids == episode.full_token_ids
-            assert viewed.tokens.agent_mask == episode.agent_token_mask
+            assert viewed.tokens.ids.tolist() == episode.full_token_ids
+            assert viewed.tokens.agent_mask.tolist() == episode.agent_token_mask
         else:
             assert viewed.tokens is None
     failed = [e for e in loaded.episodes if e.failed]
@@ -183,7 +183,7 @@ def test_colours_mark_agent_tokens_by_reward_sign(files: dict[str, Path]) -> Non
         assert text.plain == "".join(visible(p) for p in decoder.pieces(episode.tokens.ids))
         styles = [str(span.style) for span in text.spans]
         assert len(styles) == len(episode.tokens.ids)
-        for style, mask in zip(styles, episode.tokens.agent_mask):
+        for style, mask in zip(styles, episode.tokens.agent_mask.tolist()):
             assert style in (expected if mask else ENV_STYLES)
         # neighbouring tokens alternate shades, so boundaries show
         assert styles[0] != styles[1]

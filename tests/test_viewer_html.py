@@ -161,7 +161,9 @@ def test_the_selected_episode_shows_messages_step_rewards_and_tokens(
         "#tokens-section .tokens span", "els => els.map(e => [e.className, e.textContent])"
     )
     assert len(tokens) == len(episode.tokens.ids)
-    assert [cls == "a" for cls, _ in tokens] == [bool(m) for m in episode.tokens.agent_mask]
+    assert [cls == "a" for cls, _ in tokens] == [
+        bool(m) for m in episode.tokens.agent_mask.tolist()
+    ]
     assert "".join(text for _, text in tokens).startswith("<|im_start|>user\u21b5\nI am thinking")
 
     page.keyboard.press("j")  # keyboard: next episode in the list

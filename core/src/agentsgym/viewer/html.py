@@ -24,6 +24,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from agentsgym.viewer.errors import ViewOutputError
 from agentsgym.viewer.loading import TrajectoryFile
 from agentsgym.viewer.model import ViewedEpisode
@@ -83,10 +85,11 @@ def episode_data(episode: ViewedEpisode) -> dict[str, Any]:
         "tc": None,
     }
     if tokens is not None:
+        nonzero = np.flatnonzero(tokens.rewards).tolist()
         data["tok"] = {
-            "ids": tokens.ids,
-            "mask": "".join("1" if m else "0" for m in tokens.agent_mask),
-            "rw": [[pos, _finite(r)] for pos, r in enumerate(tokens.rewards) if r],
+            "ids": tokens.ids.tolist(),
+            "mask": (tokens.agent_mask + ord("0")).tobytes().decode("ascii"),
+            "rw": [[pos, _finite(tokens.rewards[pos].item())] for pos in nonzero],
         }
         rewards = episode.turn_token_rewards()
         if spans is not None and rewards is not None:

@@ -166,9 +166,16 @@ def _parquet_rows(path: Path) -> tuple[list[str], Iterator[tuple[int, dict[str, 
         index = 0
         try:
             for batch in parquet.iter_batches(batch_size=256, columns=wanted):
-                for row in batch.to_pylist():
+                names_here = batch.schema.names
+                tokens = {
+                    n: _list_slices(batch.column(n)) for n in TOKEN_COLUMNS if n in names_here
+                }
+                plain = batch.select([n for n in names_here if n not in tokens]).to_pylist()
+                for k, row in enumerate(plain):
                     for name in json_columns.intersection(row):
                         row[name] = _json_value(row[name])
+                    for name, values in tokens.items():
+                        row[name] = values[k]
                     yield index, row
                     index += 1
         except (pa.ArrowException, OSError) as exc:
@@ -178,6 +185,22 @@ def _parquet_rows(path: Path) -> tuple[list[str], Iterator[tuple[int, dict[str, 
             ) from None
 
     return names, rows()
+
+
+def _list_slices(column: Any) -> list[Any]:
+    """A list column as one numpy array per row (None for nulls), without Python lists."""
+    import pyarrow as pa
+
+    if not (pa.types.is_list(column.type) or pa.types.is_large_list(column.type)):
+        return list(column.to_pylist())
+    if column.values.null_count:
+        return list(column.to_pylist())
+    offsets = column.offsets.to_numpy()
+    values = column.values.to_numpy(zero_copy_only=False)
+    valid = column.is_valid().to_numpy(zero_copy_only=False)
+    return [
+        values[offsets[k] : offsets[k + 1]].copy() if valid[k] else None for k in range(len(column))
+    ]
 
 
 def _json_value(value: Any) -> Any:
@@ -298,17 +321,14 @@ def _tokens(row: dict[str, Any], index: int, path: Path, warnings: _Warnings) ->
         return None
     mask = row.get("agent_token_mask")
     rewards = row.get("per_token_rewards")
-    if mask is None or rewards is None or not len(ids) == len(mask) == len(rewards):
+    if mask is None or rewards is None:
         warnings.add_row_problem(
-            f"{path.name} row {index}: token ids, agent mask and per-token rewards are missing "
-            "or of different lengths; showing it without tokens"
+            f"{path.name} row {index}: token ids without an agent mask or per-token rewards; "
+            "showing it without tokens"
         )
         return None
     try:
-        return TokenFields(ids=ids, agent_mask=mask, rewards=rewards)
-    except ValidationError as exc:
-        warnings.add_row_problem(
-            f"{path.name} row {index}: bad token fields ({exc.errors()[0]['msg']}); "
-            "showing it without tokens"
-        )
+        return TokenFields.from_values(ids, mask, rewards)
+    except ValueError as exc:
+        warnings.add_row_problem(f"{path.name} row {index}: {exc}; showing it without tokens")
         return None

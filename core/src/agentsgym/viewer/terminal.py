@@ -156,11 +156,11 @@ def token_view(
     if tokens is None:
         return None
     text = Text()
-    pieces: Sequence[str] = (
-        decoder.pieces(tokens.ids) if decoder is not None else [f"{i} " for i in tokens.ids]
-    )
+    ids = tokens.ids.tolist()
+    pieces: Sequence[str] = decoder.pieces(ids) if decoder is not None else [f"{i} " for i in ids]
     in_agent = False
-    for pos, (piece, mask, reward) in enumerate(zip(pieces, tokens.agent_mask, tokens.rewards)):
+    triples = zip(pieces, tokens.agent_mask.tolist(), tokens.rewards.tolist())
+    for pos, (piece, mask, reward) in enumerate(triples):
         shown = visible(piece)
         if not color:
             if mask and not in_agent:
@@ -178,7 +178,7 @@ def token_view(
         text.append(shown, style)
     if in_agent:
         text.append(AGENT_CLOSE)
-    agent = sum(tokens.agent_mask)
+    agent = tokens.num_agent_tokens
     source = f"tokenizer {decoder.name}" if decoder is not None else "ids (no tokenizer)"
     title = f"tokens: {len(tokens.ids)}, {agent} by the agent \u00b7 {source}"
     return Panel(text, title=title, title_align="left", subtitle=legend(color), border_style="dim")

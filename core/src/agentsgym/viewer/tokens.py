@@ -15,6 +15,8 @@ import logging
 from collections.abc import Iterable
 from typing import Any
 
+import numpy as np
+
 from agentsgym.viewer.model import ViewedEpisode
 
 logger = logging.getLogger(__name__)
@@ -44,15 +46,13 @@ class TokenDecoder:
         return piece
 
     def pieces(self, ids: Iterable[int]) -> list[str]:
-        return [self.piece(i) for i in ids]
+        return [self.piece(int(i)) for i in ids]
 
     def vocabulary(self, episodes: Iterable[ViewedEpisode]) -> dict[int, str]:
         """The piece of every distinct id in ``episodes`` (what the HTML page embeds)."""
-        used: set[int] = set()
-        for episode in episodes:
-            if episode.tokens is not None:
-                used.update(episode.tokens.ids)
-        return {i: self.piece(i) for i in sorted(used)}
+        arrays = [e.tokens.ids for e in episodes if e.tokens is not None]
+        used = np.unique(np.concatenate(arrays)) if arrays else np.array([], dtype=np.int64)
+        return {i: self.piece(i) for i in used.tolist()}
 
     def decode(self, ids: list[int]) -> str:
         return str(
@@ -75,10 +75,10 @@ def check_tokenizer(decoder: TokenDecoder, episodes: Iterable[ViewedEpisode]) ->
         tokens = episode.tokens
         if tokens is None:
             continue
-        too_big = [i for i in tokens.ids if not 0 <= i < decoder.vocab_size]
-        if too_big:
+        too_big = tokens.ids[(tokens.ids < 0) | (tokens.ids >= decoder.vocab_size)]
+        if too_big.size:
             return (
-                f"episode #{episode.index} has token id {too_big[0]}, beyond the "
+                f"episode #{episode.index} has token id {int(too_big[0])}, beyond the "
                 f"{decoder.vocab_size} ids of tokenizer {decoder.name!r}"
             )
         probe = next(
@@ -89,7 +89,7 @@ def check_tokenizer(decoder: TokenDecoder, episodes: Iterable[ViewedEpisode]) ->
             ),
             "",
         )
-        if probe and probe not in decoder.decode(tokens.ids):
+        if probe and probe not in decoder.decode(tokens.ids.tolist()):
             return (
                 f"the token ids of episode #{episode.index} do not decode to its first message "
                 f"with tokenizer {decoder.name!r} (no {probe!r} in them)"
