@@ -21,8 +21,6 @@ import tempfile
 import time
 from pathlib import Path
 
-from rich.console import Console
-
 import agentsgym
 from agentsgym.builtin.guess_number import BisectAgent
 from agentsgym.io import write_records
@@ -34,6 +32,7 @@ from agentsgym.viewer import (
     render_episode,
     write_html,
 )
+from rich.console import Console
 
 
 def timed(fn, repeats: int = 3):  # type: ignore[no-untyped-def]
