@@ -44,7 +44,7 @@ def _global_options(
 
 
 # Each command module registers itself on `app` when imported.
-from agentsgym.cli import check, evaluate, listing, rollout, train  # noqa: E402,F401
+from agentsgym.cli import check, evaluate, listing, rollout, train, view  # noqa: E402,F401
 
 
 def main() -> None:
