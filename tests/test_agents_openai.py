@@ -9,12 +9,13 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("openai")
+pytest.importorskip("aiohttp")
 pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 torch = pytest.importorskip("torch")
 
 import agentsgym
+from agentsgym.agents import call_agent
 from agentsgym.agents.openai_agent import OpenAIAgent
 from agentsgym.errors import AgentError
 from agentsgym.testing_server import ModelPolicy, OpenAICompatServer, ScriptedPolicy
@@ -53,7 +54,7 @@ def test_server_token_ids_and_logprobs_go_into_the_trajectory(vllm_like: Any) ->
     replies: list[tuple[list[int], list[float]]] = []
 
     def recording(messages: Any, state: Any) -> Any:
-        action, state = agent.get_action(messages, state)
+        action, state = call_agent(agent, messages, state)
         replies.append((action.token_ids, action.logprobs))
         return action, state
 
@@ -100,7 +101,7 @@ def test_completions_api_sends_the_episode_token_ids_as_the_prompt(vllm_like: An
     ]
     for prompt, position in zip(prompts, positions):
         assert prompt == segment.token_ids[:position]  # token-in: exactly the episode's ids
-    assert all(s.info["token_source"] == "server" for s in episode.steps)
+    assert all(s.info["token_source"] == "sampled" for s in episode.steps)
 
 
 def test_a_server_without_token_ids_gives_text_and_the_trajectory_says_so(caplog: Any) -> None:
@@ -132,11 +133,11 @@ def test_transient_errors_are_retried_with_backoff(vllm_like: Any) -> None:
     for status in (503, 429):
         start = len(vllm_like.requests)
         vllm_like.fail_next(2, status=status)
-        action, _ = agent.get_action([{"role": "user", "content": "hi"}], None)
+        action, _ = call_agent(agent, [{"role": "user", "content": "hi"}], None)
         assert action.token_ids and len(vllm_like.requests) - start == 3
     vllm_like.fail_next(5, status=502)
     with pytest.raises(AgentError, match="HTTP 502.*4 attempts"):
-        agent.get_action([{"role": "user", "content": "hi"}], None)
+        call_agent(agent, [{"role": "user", "content": "hi"}], None)
     vllm_like.fail_next(0)
     agent.close()
 
@@ -145,7 +146,7 @@ def test_an_unreachable_server_is_a_clear_error() -> None:
     url = f"http://127.0.0.1:{closed_port()}/v1"
     agent = OpenAIAgent(base_url=url, model="m", max_retries=1, backoff=0.01)
     with pytest.raises(AgentError) as info:
-        agent.get_action([{"role": "user", "content": "hi"}], None)
+        call_agent(agent, [{"role": "user", "content": "hi"}], None)
     message = str(info.value)
     assert "cannot reach" in message and url in message and "2 attempts" in message
     assert "vllm serve" in message
@@ -155,17 +156,17 @@ def test_an_unreachable_server_is_a_clear_error() -> None:
 def test_a_bad_model_name_lists_the_served_models(vllm_like: Any) -> None:
     agent = agent_for(vllm_like, model="Qwen/Qwen2.5-0.5B")
     with pytest.raises(AgentError, match="'Qwen/Qwen2.5-0.5B' is not served") as info:
-        agent.get_action([{"role": "user", "content": "hi"}], None)
+        call_agent(agent, [{"role": "user", "content": "hi"}], None)
     assert "'tiny'" in str(info.value) and "'other-model'" in str(info.value)
     with pytest.raises(AgentError, match="serves 'tiny', 'other-model'; choose one"):
-        agent_for(vllm_like, model=None).get_action([{"role": "user", "content": "hi"}], None)
+        call_agent(agent_for(vllm_like, model=None), [{"role": "user", "content": "hi"}], None)
     agent.close()
 
 
 def test_the_only_served_model_is_used_when_none_is_named() -> None:
     with OpenAICompatServer(ScriptedPolicy(["[1]"]), models=["solo"]) as server:
         agent = OpenAIAgent(base_url=server.base_url)
-        action, _ = agent.get_action([{"role": "user", "content": "hi"}], None)
+        action, _ = call_agent(agent, [{"role": "user", "content": "hi"}], None)
         assert action.text == "[1]" and agent.model == "solo"
         assert agent.check() == ["solo"]
         agent.close()
@@ -179,16 +180,16 @@ def test_timeouts_and_api_keys(monkeypatch: Any) -> None:
             base_url=server.base_url, model="m", api_key="sekret", timeout=0.2, max_retries=0
         )
         with pytest.raises(AgentError, match="did not answer within 0.2s"):
-            slow.get_action([{"role": "user", "content": "hi"}], None)
+            call_agent(slow, [{"role": "user", "content": "hi"}], None)
         slow.close()
         server.delay = 0.0
         wrong = OpenAIAgent(base_url=server.base_url, model="m", api_key="nope", max_retries=0)
         with pytest.raises(AgentError, match="rejected the API key"):
-            wrong.get_action([{"role": "user", "content": "hi"}], None)
+            call_agent(wrong, [{"role": "user", "content": "hi"}], None)
         wrong.close()
         monkeypatch.setenv("OPENAI_API_KEY", "sekret")
         from_env = OpenAIAgent(base_url=server.base_url, model="m")
-        assert from_env.get_action([{"role": "user", "content": "hi"}], None)[0].text == "ok"
+        assert call_agent(from_env, [{"role": "user", "content": "hi"}], None)[0].text == "ok"
         from_env.close()
 
 
@@ -198,7 +199,7 @@ def test_max_concurrency_bounds_the_requests_in_flight(limit: int) -> None:
         agent = OpenAIAgent(base_url=server.base_url, model="m", max_concurrency=limit)
         threads = [
             threading.Thread(
-                target=agent.get_action, args=([{"role": "user", "content": "hi"}], None)
+                target=call_agent, args=(agent, [{"role": "user", "content": "hi"}], None)
             )
             for _ in range(6)
         ]
@@ -216,6 +217,6 @@ def test_max_concurrency_bounds_the_requests_in_flight(limit: int) -> None:
 def test_a_plain_text_caller_gets_a_reply_without_token_ids(vllm_like: Any) -> None:
     """What an env's game master does: get_action(messages, state), no tokenizer."""
     agent = agentsgym.make_agent("openai", base_url=vllm_like.base_url, model=MODEL, max_tokens=4)
-    action, state = agent.get_action([{"role": "user", "content": "Is it a cat?"}], {"k": 1})
+    action, state = call_agent(agent, [{"role": "user", "content": "Is it a cat?"}], {"k": 1})
     assert isinstance(action.text, str) and state == {"k": 1}
     agent.close()

@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import asyncio
 import random
 from typing import Any, ClassVar
 
 import pytest
 from agentsgym import MultistepEnv, RewardTerm, StepResult, hookimpl
 from agentsgym.randomness import episode_random, global_random
-from agentsgym.testing import EnvCheckError, SlowAgent, check_env, register_env
+from agentsgym.testing import (
+    AsyncSlowAgent,
+    EnvCheckError,
+    SlowAgent,
+    check_env,
+    register_env,
+    slow_agent,
+)
 
 DETERMINISM = "episodes are deterministic for the same task_data, also concurrently"
 
@@ -173,6 +181,24 @@ def test_global_random_env_passes_when_played_alone() -> None:
     assert [e.messages for e in first.episodes] == [e.messages for e in second.episodes]
 
 
+class AsyncRoller:
+    """An ``async def`` agent: check_env wraps it without blocking the event loop."""
+
+    async def get_action(self, messages, agent_state, *, context=None):
+        await asyncio.sleep(0)
+        return "roll", (agent_state or 0) + 1
+
+
+@pytest.mark.parametrize(("env_class", "passes"), [(EpisodeDice, True), (GlobalDice, False)])
+def test_the_determinism_check_works_with_an_async_agent(env_class, passes) -> None:
+    with register_env("dice/Dice-v0", env_class):
+        report = check_env("dice/Dice-v0", agent=AsyncRoller(), tokenizer=None, num_tasks=3,
+                           raise_on_failure=False)
+    result = next(c for c in report.checks if c.name == DETERMINISM)
+    assert result.passed is passes, result.detail
+    assert isinstance(slow_agent(AsyncRoller()), AsyncSlowAgent)
+
+
 def test_slow_agent_passes_context_and_token_ids_through() -> None:
     calls: list[dict[str, Any]] = []
 
@@ -190,10 +216,11 @@ def test_slow_agent_passes_context_and_token_ids_through() -> None:
     assert calls == [{"ids": [1, 2], "context": "ctx"}]
 
     class Plain:
-        def get_action(self, messages, agent_state):
-            return "plain", agent_state
+        def get_action(self, messages, agent_state, **options):
+            return "plain", (agent_state, options)
 
-    assert SlowAgent(Plain(), 0.0).get_action([], 3, context="ctx") == ("plain", 3)
+    # like the runner, context goes only to a get_action that names it
+    assert SlowAgent(Plain(), 0.0).get_action([], 3, context="ctx") == ("plain", (3, {}))
 
 
 # ----------------------------------------------------------- the other hook checks

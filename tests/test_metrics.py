@@ -169,3 +169,28 @@ def test_failed_episode_is_a_wrong_sample_without_answer() -> None:
         episode([{"correct": True, "answer": "4"}], 1.0, error="ValueError: boom")
     )
     assert not s.correct and s.answer is None and s.error == "ValueError: boom"
+
+
+def test_an_ungraded_attempt_is_counted_apart_and_never_as_correct() -> None:
+    from envs_for_tests import CountdownEnv
+
+    from agentsgym import StepResult, hookimpl
+    from agentsgym.evaluation import evaluate
+
+    class SlowGrader(CountdownEnv):
+        """Reports every attempt at task 'start=2' as not graded (a grader timeout)."""
+
+        @hookimpl
+        def step_episode(self, state, action):
+            if state["next"] == 2:
+                return StepResult(state, 0.0, True, {"correct": False, "graded": False})
+            return CountdownEnv.step_episode(self, state, action)
+
+    from envs_for_tests import CountingAgent
+
+    env = SlowGrader(env_config={})
+    samples, report = evaluate(env, CountingAgent(), [{"start": 1}, {"start": 2}], 2)
+    graded = {s.task_index: s.graded for s in samples}
+    assert graded == {0: True, 1: False}
+    assert report.num_ungraded == 2 and report.num_failed == 0
+    assert report.accuracy == 0.5  # the ungraded ones count as not correct

@@ -26,7 +26,13 @@ def test_env_datasets_use_the_row_schema() -> None:
     env = agentsgym.make("agentsgym/GuessTheNumber-v0", env_config={"high": 50})
     train, evaluation = env.get_train_dataset(), env.get_eval_dataset()
     assert train.column_names == ["env_class_path", "env_config", "task_data"]
-    assert train[0] == {"env_class_path": "agentsgym/GuessTheNumber-v0", "env_config": {"high": 50}, "task_data": {"seed": 0}}
+    row = train[0]
+    assert row["env_class_path"] == "agentsgym/GuessTheNumber-v0" and row["task_data"] == {"seed": 0}
+    # the full effective config, defaults included, so the row keeps its meaning when the
+    # package's defaults change
+    assert row["env_config"] == env.config.model_dump(mode="json")
+    assert row["env_config"]["high"] == 50 and row["env_config"]["low"] == 1
+    assert agentsgym.make(row["env_class_path"], env_config=row["env_config"]).config == env.config
     assert not {str(r) for r in train["task_data"]} & {str(r) for r in evaluation["task_data"]}
 
 

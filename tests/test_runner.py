@@ -173,14 +173,30 @@ def test_failures_are_summarised_in_one_warning(caplog: pytest.LogCaptureFixture
     assert "the env exploded" in warnings[0].getMessage()
 
 
-def test_a_cancelled_run_stops_episodes_before_their_next_agent_call() -> None:
-    import threading
+def test_cancelling_a_run_stops_its_episodes_at_once() -> None:
+    import asyncio
 
-    from agentsgym.runner import play_episode
+    class SlowAsync:
+        def __init__(self) -> None:
+            self.started = 0
+            self.finished = 0
 
-    env = countdown(None)
-    cancel = threading.Event()
-    agent = CountingAgent()
-    cancel.set()
-    episode = play_episode(env, env.new_session({"start": 3}), agent, cancel=cancel)
-    assert agent.calls == 0 and "cancelled" in episode.error
+        async def get_action(self, messages, agent_state):
+            self.started += 1
+            await asyncio.sleep(30)
+            self.finished += 1
+            return "1", agent_state
+
+    async def main(agent: SlowAsync) -> None:
+        env = countdown(None)
+        task = asyncio.ensure_future(env.arun_trial([{"start": 1}] * 6, agent, max_concurrency=3))
+        while agent.started < 3:
+            await asyncio.sleep(0.01)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    agent = SlowAsync()
+    asyncio.run(main(agent))
+    # three trials were in flight, none finished, and the queued three never started
+    assert agent.started == 3 and agent.finished == 0

@@ -104,9 +104,14 @@ class MultistepEnv:
         self, session_id: str, agent: Agent, agent_state: Any = None
     ) -> Episode:
         """Play one episode of the task registered under ``session_id``; unpadded."""
-        from agentsgym.runner import play_episode
+        from agentsgym.aio import run_sync
 
-        return play_episode(self, session_id, agent, agent_state)
+        return run_sync(self._aplay_one(session_id, agent, agent_state))
+
+    async def _aplay_one(self, session_id: str, agent: Agent, agent_state: Any) -> Episode:
+        from agentsgym.episode import aplay_episode
+
+        return await aplay_episode(self, session_id, agent, agent_state)
 
     def run_trial(
         self,
@@ -114,23 +119,52 @@ class MultistepEnv:
         agent: Agent,
         num_rollouts: int = 1,
         *,
-        max_concurrency: int = 8,
+        max_concurrency: int | None = None,
+        seed: int = 0,
         on_episode: Callable[[Episode], None] | None = None,
     ) -> TrajectoryBatch:
         """Play ``num_rollouts`` trials per task and pad each task's group.
 
-        Trials run concurrently in up to ``max_concurrency`` threads, so a slow agent
-        or model server does not serialise the batch. ``on_episode`` is called after
-        every finished episode (progress bars).
+        A plain call that works from scripts and from a notebook with a running event
+        loop; ``await env.arun_trial(...)`` is the coroutine. Trials run concurrently
+        as asyncio tasks, up to ``max_concurrency`` at once (default
+        :data:`agentsgym.runner.DEFAULT_MAX_CONCURRENCY`, 64); plain agents and env
+        hooks run in a thread pool of that size. ``seed`` is the run seed agents'
+        per-rollout seeds derive from. ``on_episode`` is called after every finished
+        episode (progress bars).
         """
-        from agentsgym.runner import run_trial
+        from agentsgym.runner import DEFAULT_MAX_CONCURRENCY, run_trial
 
         return run_trial(
             self,
             task_data_list,
             agent,
             num_rollouts,
-            max_concurrency=max_concurrency,
+            max_concurrency=max_concurrency or DEFAULT_MAX_CONCURRENCY,
+            seed=seed,
+            on_episode=on_episode,
+        )
+
+    async def arun_trial(
+        self,
+        task_data_list: list[dict[str, Any]],
+        agent: Agent,
+        num_rollouts: int = 1,
+        *,
+        max_concurrency: int | None = None,
+        seed: int = 0,
+        on_episode: Callable[[Episode], None] | None = None,
+    ) -> TrajectoryBatch:
+        """The coroutine of :meth:`run_trial`, on the caller's event loop."""
+        from agentsgym.runner import DEFAULT_MAX_CONCURRENCY, arun_trial
+
+        return await arun_trial(
+            self,
+            task_data_list,
+            agent,
+            num_rollouts,
+            max_concurrency=max_concurrency or DEFAULT_MAX_CONCURRENCY,
+            seed=seed,
             on_episode=on_episode,
         )
 
@@ -154,9 +188,11 @@ class MultistepEnv:
         )
 
     def row_env_config(self) -> dict[str, Any]:
-        """The env_config written into dataset rows: the non-default keys.
+        """The env_config written into dataset rows: the full effective config.
 
-        Rows end up in files that are shared; override this to leave out secrets
-        (API keys belong in the environment, not in a dataset).
+        Every key is written, defaults included, so a dataset keeps its meaning when a
+        package changes its defaults. Rows end up in files that are shared; override
+        this to leave out secrets (API keys belong in the environment, not in a
+        dataset).
         """
-        return self.config.model_dump(exclude_defaults=True)
+        return self.config.model_dump(mode="json")

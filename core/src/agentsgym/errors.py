@@ -80,3 +80,13 @@ class TemplateMismatchError(AgentsGymError):
 
 class TokenFidelityError(AgentsGymError):
     """An episode's token stream broke an invariant (lengths, growth, mask coverage)."""
+
+
+class EpisodeTimeoutError(EpisodeError):
+    """An env turn or a whole episode took longer than its budget.
+
+    ``hook_timeout_seconds`` bounds one env turn (the hook calls between two agent
+    actions), ``episode_timeout_seconds`` the whole episode; both are env_config keys.
+    The episode is recorded as failed; a plain hook that is still running is
+    abandoned in its worker thread and never touches another episode's state.
+    """

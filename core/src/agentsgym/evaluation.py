@@ -12,6 +12,12 @@ a sample (one rollout of one task) is scored:
   last non-``None`` one of its steps; envs should report equal answers in one
   canonical form so that votes agree (``"0.5"`` and ``"1/2"`` are different votes).
 
+* ``info["graded"] = False``: the action could not be judged (a grader timed out or
+  broke: the machine was slow, not the answer wrong). A sample with such a step that
+  is not correct anyway is *ungraded*: it counts as not correct in the figures (so
+  nothing is inflated) and is reported separately (``num_ungraded``), so a slow
+  grader is never mistaken for a wrong model.
+
 A failed episode (an exception in the env or the agent) is a wrong sample with no
 answer, so a crash never inflates the scores.
 """
@@ -27,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, Field
 
 from agentsgym import metrics
+from agentsgym.runner import DEFAULT_MAX_CONCURRENCY
 
 if TYPE_CHECKING:
     from agentsgym.agents import Agent
@@ -37,6 +44,7 @@ logger = logging.getLogger(__name__)
 
 CORRECT_KEY = "correct"
 ANSWER_KEY = "answer"
+GRADED_KEY = "graded"
 
 
 class Sample(BaseModel):
@@ -47,6 +55,9 @@ class Sample(BaseModel):
     task_data: dict[str, Any]
     answer: str | None = Field(description="canonical answer (the cons@k vote), or None")
     correct: bool
+    graded: bool = Field(
+        default=True, description="False: a step could not be judged and none was correct"
+    )
     final_reward: float
     num_turns: int
     truncated: bool = False
@@ -63,6 +74,9 @@ class EvalReport(BaseModel):
     num_rollouts: int
     num_samples: int
     num_failed: int
+    num_ungraded: int = Field(
+        default=0, description="samples a grader could not judge (timeouts); not correct"
+    )
     accuracy: float = Field(description="fraction of samples that are correct")
     pass_at_k: dict[int, float] = Field(description="unbiased pass@k per k, averaged over tasks")
     cons_at_k: float = Field(description="majority-vote accuracy over all num_rollouts samples")
@@ -89,6 +103,7 @@ def sample_from_episode(episode: Episode) -> Sample:
         task_data=dict(episode.task_data),
         answer=None if answer is None or episode.error else _vote_key(answer),
         correct=correct,
+        graded=correct or not any(info.get(GRADED_KEY) is False for info in infos),
         final_reward=episode.final_reward,
         num_turns=episode.num_turns,
         truncated=episode.truncated,
@@ -148,6 +163,7 @@ def summarize(
         num_rollouts=n,
         num_samples=len(samples),
         num_failed=sum(1 for s in samples if s.error is not None),
+        num_ungraded=sum(1 for s in samples if not s.graded),
         accuracy=metrics.accuracy([s.correct for s in samples]),
         pass_at_k={k: metrics.mean_pass_at_k(counts, k) for k in (ks or default_ks(n)) if k <= n},
         cons_at_k=statistics.fmean(
@@ -165,7 +181,7 @@ def evaluate(
     task_data_list: list[dict[str, Any]],
     num_rollouts: int,
     *,
-    max_concurrency: int = 8,
+    max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
     on_episode: Callable[[Episode], None] | None = None,
 ) -> tuple[list[Sample], EvalReport]:
     """Play ``num_rollouts`` trials of every task and score them."""

@@ -1,9 +1,11 @@
 """An agent backed by an OpenAI-compatible server (vLLM, SGLang, OpenAI, ...).
 
-Requests go through the async ``openai`` client on a private event-loop thread, so
-the runner's worker threads (which call the synchronous ``get_action``) share one
-connection pool, and a semaphore bounds the requests in flight
-(``max_concurrency``). Connection errors, timeouts, HTTP 408/409/429 and 5xx are
+The agent is natively async: ``get_action`` is a coroutine the runner awaits on its
+event loop, with one HTTP session (one connection pool, aiohttp; see
+:mod:`agentsgym.agents.openai_http` for why not the ``openai`` SDK) per event loop,
+and a semaphore bounding the requests in flight (``max_concurrency``, which follows
+the run's ``max_concurrency`` unless set explicitly). Plain code calls it through
+:func:`agentsgym.agents.call_agent`. Connection errors, timeouts, HTTP 408/409/429 and 5xx are
 retried with exponential backoff and jitter (``max_retries``). When it gives up, the
 agent raises an :class:`~agentsgym.errors.AgentError` that says what to check: the
 URL for an unreachable server, the served models for an unknown model name.
@@ -13,17 +15,22 @@ ids and logprobs the way vLLM returns them: ``logprobs=true`` plus
 ``return_token_ids=true`` (vLLM >= 0.10.2). vLLM then puts the completion ids on the
 choice (``choices[0].token_ids``, ending with the stop token it sampled), the prompt
 ids at the top level (``prompt_token_ids``) and one logprob per generated token in
-``choices[0].logprobs.content[i].logprob``. Those ids and logprobs go into the
-trajectory verbatim and the step info says ``token_source: "server"``. A server that
-returns no ids gives a text-only reply, which the runner tokenizes, and the step
-info says ``token_source: "retokenized"``. A server that rejects the extra fields
+``choices[0].logprobs.content[i].logprob``. The sampled ids and logprobs go into the
+trajectory verbatim, and the prompt ids the server conditioned on go with them: the
+runner checks them against the episode's stream (a mismatch starts a new segment
+from the server's ids), and the step says ``token_source: "server"``. A chat server
+that returns no prompt ids gives a text-only reply, since what its model conditioned
+on is unknown: the runner tokenizes it and the step says
+``token_source: "retokenized"``. A reply cut at ``max_tokens`` (finish reason
+``length``) is flagged ``AgentAction.truncated``. A server that rejects the extra fields
 (HTTP 400/422, as OpenAI's own API does) is asked again without them, once; the
 agent then stops asking.
 
 Two APIs:
 
 * ``api="chat"`` (default): ``/chat/completions`` with the messages; the server
-  renders them with *its* chat template.
+  renders them with *its* chat template. Fine for evaluation; for training it is
+  exact only with a server that returns prompt ids (vLLM >= 0.10.2).
 * ``api="completions"``: token-in/token-out against ``/completions``: the agent asks
   the runner for the episode's exact token ids (``wants_prompt_token_ids``) and
   sends them as the prompt, so the server conditions on exactly the tokens the
@@ -34,15 +41,21 @@ Two APIs:
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import random
-import threading
 import weakref
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
+from agentsgym.agents.openai_http import (
+    JSONClient,
+    ServerProtocolError,
+    ServerStatusError,
+    ServerTimeout,
+    ServerUnreachable,
+)
 from agentsgym.errors import AgentError
 from agentsgym.types import AgentAction, Messages
 
@@ -51,6 +64,16 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 Api = Literal["chat", "completions"]
 RETRY_STATUS = {408, 409, 429}
+DEFAULT_MAX_CONCURRENCY = 64
+
+
+@dataclass
+class _LoopResources:
+    """What the agent holds per event loop: a client and the loop-bound primitives."""
+
+    client: Any
+    semaphore: asyncio.Semaphore
+    model_lock: asyncio.Lock
 
 
 class OpenAIAgent:
@@ -63,7 +86,8 @@ class OpenAIAgent:
     :param temperature, top_p, max_tokens, stop: sampling parameters.
     :param timeout: seconds per request attempt.
     :param max_retries: retries after the first attempt (0: none).
-    :param max_concurrency: requests in flight at once, across all threads.
+    :param max_concurrency: requests in flight at once per event loop; default: the
+        run's ``max_concurrency`` (64 outside a run).
     :param extra_body: extra JSON fields of every request (e.g. vLLM's ``top_k``,
         ``repetition_penalty``, ``chat_template_kwargs``).
     :param api: ``"chat"`` or ``"completions"`` (token-in).
@@ -84,7 +108,7 @@ class OpenAIAgent:
         stop: Sequence[str] | None = None,
         timeout: float = 60.0,
         max_retries: int = 3,
-        max_concurrency: int = 16,
+        max_concurrency: int | None = None,
         extra_body: dict[str, Any] | None = None,
         api: Api = "chat",
         token_ids: bool = True,
@@ -92,14 +116,14 @@ class OpenAIAgent:
         max_backoff: float = 8.0,
     ) -> None:
         try:
-            import openai  # noqa: F401
+            import aiohttp  # noqa: F401
         except ImportError as exc:  # pragma: no cover - depends on the install
             raise AgentError(
-                "the openai agent needs the openai client: pip install 'agentsgym[openai]'"
+                "the openai agent needs aiohttp: pip install 'agentsgym[openai]'"
             ) from exc
         if api not in ("chat", "completions"):
             raise AgentError(f"api must be 'chat' or 'completions', got {api!r}")
-        if max_concurrency < 1 or max_retries < 0 or timeout <= 0:
+        if (max_concurrency is not None and max_concurrency < 1) or max_retries < 0 or timeout <= 0:
             raise AgentError("max_concurrency must be >= 1, max_retries >= 0 and timeout > 0")
         self.base_url = base_url.rstrip("/")
         self.model = model
@@ -110,54 +134,65 @@ class OpenAIAgent:
         self.stop = list(stop) if stop else None
         self.timeout = float(timeout)
         self.max_retries = int(max_retries)
-        self.max_concurrency = int(max_concurrency)
+        self.max_concurrency = int(max_concurrency or DEFAULT_MAX_CONCURRENCY)
+        self._concurrency_is_explicit = max_concurrency is not None
         self.extra_body = dict(extra_body or {})
         self.api: Api = api
         self.wants_prompt_token_ids = api == "completions"
         self.request_token_ids = token_ids
         self.backoff = backoff
         self.max_backoff = max_backoff
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
-        self._client: Any = None
-        self._semaphore: asyncio.Semaphore | None = None
-        self._model_lock: asyncio.Lock | None = None
-        self._start_lock = threading.Lock()
-        self._finalizer: Any = None
+        self._per_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopResources] = (
+            weakref.WeakKeyDictionary()
+        )
 
     # ------------------------------------------------------------------ agent API
-    def get_action(
+    async def get_action(
         self,
         messages: Messages,
         agent_state: Any,
         *,
         prompt_token_ids: list[int] | None = None,
     ) -> tuple[AgentAction, Any]:
-        """Ask the server for the next reply (blocking; safe from many threads)."""
-        return self._run(self.aget_action_reply(list(messages), prompt_token_ids)), agent_state
+        """Ask the server for the next reply."""
+        return await self.aget_action_reply(list(messages), prompt_token_ids), agent_state
+
+    def follow_concurrency(self, max_concurrency: int) -> None:
+        """Take the run's ``max_concurrency`` as the request limit, unless set explicitly."""
+        if self._concurrency_is_explicit or max_concurrency == self.max_concurrency:
+            return
+        self.max_concurrency = int(max_concurrency)
+        for resources in self._per_loop.values():
+            resources.semaphore = asyncio.Semaphore(self.max_concurrency)
 
     def check(self) -> list[str]:
         """Reach the server, resolve and verify the model; returns the served models."""
-        return self._run(self._check())
+        from agentsgym.aio import run_sync
+
+        return run_sync(self._check())
+
+    async def aclose(self) -> None:
+        """Close the client of the current event loop."""
+        resources = self._per_loop.pop(asyncio.get_running_loop(), None)
+        if resources is not None:
+            await resources.client.close()
 
     def close(self) -> None:
-        """Close the client and stop the event-loop thread."""
-        with self._start_lock:
-            loop, thread = self._loop, self._thread
-            self._loop = self._thread = None
-        if loop is None:
-            return
-        client = self._client
-        if client is not None:
-            try:
-                asyncio.run_coroutine_threadsafe(client.close(), loop).result(timeout=10)
-            except Exception:  # closing must never raise
-                logger.debug("closing the openai client failed", exc_info=True)
-        self._finalizer.detach()
-        _stop_loop(loop)
-        if thread is not None:
-            thread.join(timeout=10)
-        self._client = None
+        """Close every client this agent opened (from plain code)."""
+        from agentsgym.aio import run_sync, running_background_loop
+
+        for loop, resources in list(self._per_loop.items()):
+            self._per_loop.pop(loop, None)
+            if loop is running_background_loop():
+                try:
+                    run_sync(resources.client.close())
+                except Exception:  # closing must never raise
+                    logger.debug("closing the HTTP session failed", exc_info=True)
+            elif not loop.is_closed() and not loop.is_running():
+                try:
+                    loop.run_until_complete(resources.client.close())
+                except Exception:
+                    logger.debug("closing the HTTP session failed", exc_info=True)
 
     def __enter__(self) -> OpenAIAgent:
         return self
@@ -165,93 +200,114 @@ class OpenAIAgent:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def _resources(self) -> _LoopResources:
+        loop = asyncio.get_running_loop()
+        resources = self._per_loop.get(loop)
+        if resources is None:
+            resources = _LoopResources(
+                client=JSONClient(self.base_url, self.api_key, self.timeout, self.max_concurrency),
+                semaphore=asyncio.Semaphore(self.max_concurrency),
+                model_lock=asyncio.Lock(),
+            )
+            self._per_loop[loop] = resources
+        return resources
+
     # ------------------------------------------------------------------ requests
     async def aget_action_reply(
         self, messages: Messages, prompt_token_ids: list[int] | None = None
     ) -> AgentAction:
-        """The reply as an :class:`AgentAction` (runs on the agent's own loop)."""
+        """The reply as an :class:`AgentAction`."""
         await self._ensure_model()
-        assert self._semaphore is not None
-        async with self._semaphore:
+        async with self._resources().semaphore:
             if self.api == "completions" and prompt_token_ids is not None:
                 return await self._with_retries(
                     lambda: self._completion(prompt_token_ids), token_fields=True
                 )
             return await self._with_retries(lambda: self._chat(messages), token_fields=True)
 
+    async def _post(self, path: str, payload: dict[str, Any]) -> dict[str, Any]:
+        """POST a JSON body; the answer, which must hold choices."""
+        body = await self._resources().client.request("POST", path, payload)
+        choices = body.get("choices") if isinstance(body, dict) else None
+        if not choices or not isinstance(choices[0], dict):
+            raise AgentError(f"the server at {self.base_url} returned no choices: {body!r:.200}")
+        return body  # type: ignore[no-any-return]
+
     async def _chat(self, messages: Messages) -> AgentAction:
-        kwargs = self._sampling()
-        extra = dict(self.extra_body)
-        ask_ids = self.request_token_ids
-        if ask_ids:
-            kwargs["logprobs"] = True
-            extra["return_token_ids"] = True
-        response = await self._client.chat.completions.create(
-            model=self.model, messages=messages, extra_body=extra or None, **kwargs
-        )
-        if not response.choices:
-            raise AgentError(f"the server at {self.base_url} returned no choices")
-        choice = response.choices[0]
-        text = choice.message.content or ""
-        ids = _field(choice, "token_ids")
+        payload = {"model": self.model, "messages": messages, **self._sampling()}
+        if self.request_token_ids:
+            payload.update(logprobs=True, return_token_ids=True)
+        body = await self._post("/chat/completions", payload)
+        choice = body["choices"][0]
+        text = (choice.get("message") or {}).get("content") or ""
+        ids = choice.get("token_ids")
+        prompt_ids = body.get("prompt_token_ids")
+        if not _is_ids(prompt_ids):
+            # What the server's model conditioned on is unknown: its sampled ids cannot
+            # be placed after the episode's own prompt, so the runner retokenizes.
+            ids = None
         logprobs = None
-        content = getattr(choice.logprobs, "content", None) if choice.logprobs else None
-        if ids is not None and content is not None and len(content) == len(ids):
-            logprobs = [float(item.logprob) for item in content]
-        return self._action(text, ids, logprobs, choice.finish_reason)
+        content = (choice.get("logprobs") or {}).get("content")
+        if _is_ids(ids) and isinstance(content, list) and len(content) == len(ids):
+            logprobs = [float(item["logprob"]) for item in content]
+        return self._action(text, ids, logprobs, choice.get("finish_reason"), prompt_ids)
 
     async def _completion(self, prompt_token_ids: list[int]) -> AgentAction:
-        kwargs = self._sampling()
-        extra = dict(self.extra_body)
+        payload = {"model": self.model, "prompt": list(prompt_token_ids), **self._sampling()}
         if self.request_token_ids:
-            kwargs["logprobs"] = 1
-            extra["return_token_ids"] = True
-        response = await self._client.completions.create(
-            model=self.model, prompt=list(prompt_token_ids), extra_body=extra or None, **kwargs
-        )
-        if not response.choices:
-            raise AgentError(f"the server at {self.base_url} returned no choices")
-        choice = response.choices[0]
-        ids = _field(choice, "token_ids")
+            payload.update(logprobs=1, return_token_ids=True)
+        body = await self._post("/completions", payload)
+        choice = body["choices"][0]
+        ids = choice.get("token_ids")
+        prompt_ids = choice.get("prompt_token_ids")
         logprobs = None
-        token_logprobs = (
-            getattr(choice.logprobs, "token_logprobs", None) if choice.logprobs else None
-        )
-        if ids is not None and token_logprobs is not None and len(token_logprobs) == len(ids):
+        token_logprobs = (choice.get("logprobs") or {}).get("token_logprobs")
+        if _is_ids(ids) and isinstance(token_logprobs, list) and len(token_logprobs) == len(ids):
             logprobs = [float(x) if x is not None else float("nan") for x in token_logprobs]
-        return self._action(choice.text or "", ids, logprobs, choice.finish_reason)
+        return self._action(
+            choice.get("text") or "",
+            ids,
+            logprobs,
+            choice.get("finish_reason"),
+            prompt_ids if _is_ids(prompt_ids) else list(prompt_token_ids),
+        )
 
     def _sampling(self) -> dict[str, Any]:
-        kwargs: dict[str, Any] = {
-            "temperature": self.temperature,
-            "max_tokens": self.max_tokens,
-            "timeout": self.timeout,
-        }
+        fields: dict[str, Any] = {"temperature": self.temperature, "max_tokens": self.max_tokens}
         if self.top_p is not None:
-            kwargs["top_p"] = self.top_p
+            fields["top_p"] = self.top_p
         if self.stop:
-            kwargs["stop"] = self.stop
-        return kwargs
+            fields["stop"] = self.stop
+        return {**fields, **self.extra_body}
 
     def _action(
-        self, text: str, ids: Any, logprobs: list[float] | None, finish_reason: Any
+        self,
+        text: str,
+        ids: Any,
+        logprobs: list[float] | None,
+        finish_reason: Any,
+        prompt_ids: Any = None,
     ) -> AgentAction:
         info: dict[str, Any] = {"finish_reason": str(finish_reason) if finish_reason else None}
-        if isinstance(ids, list) and ids and all(isinstance(i, int) for i in ids):
-            info["token_source"] = "server"
+        truncated = str(finish_reason) == "length"
+        if _is_ids(ids):
             if logprobs is None:
                 info["logprobs"] = "missing"
-            return AgentAction(text=text, token_ids=list(ids), logprobs=logprobs, info=info)
-        info["token_source"] = "retokenized"
-        return AgentAction(text=text, info=info)
+            return AgentAction(
+                text=text,
+                token_ids=list(ids),
+                logprobs=logprobs,
+                info=info,
+                prompt_token_ids=list(prompt_ids) if _is_ids(prompt_ids) else None,
+                truncated=truncated,
+            )
+        return AgentAction(text=text, info=info, truncated=truncated)
 
     # ------------------------------------------------------------------ errors
     async def _with_retries(
         self, call: Callable[[], Awaitable[T]], *, token_fields: bool = False
     ) -> T:
         """Run ``call``, retrying transient failures; ``token_fields``: it may send vLLM fields."""
-        import openai
-
         attempt = 0
         plain_retry = False
         while True:
@@ -264,25 +320,26 @@ class OpenAIAgent:
                         self.base_url,
                     )
                 return result
-            except (openai.BadRequestError, openai.UnprocessableEntityError) as exc:
-                if (
-                    token_fields
-                    and self.request_token_ids
-                    and not plain_retry
-                    and not _mentions_model(exc)
-                ):
-                    # Maybe the server rejects the vLLM fields: ask once without them.
-                    self.request_token_ids = False
-                    plain_retry = True
-                    continue
-                if plain_retry:  # not the fields' fault after all
-                    self.request_token_ids = True
-                raise await self._status_error(exc) from None
-            except openai.APIStatusError as exc:
-                if exc.status_code not in RETRY_STATUS and exc.status_code < 500:
+            except ServerProtocolError as exc:
+                raise AgentError(f"the server at {self.base_url} answered strangely: {exc}") from None
+            except ServerStatusError as exc:
+                if exc.status in (400, 422):
+                    if (
+                        token_fields
+                        and self.request_token_ids
+                        and not plain_retry
+                        and not _mentions_model(exc)
+                    ):
+                        # Maybe the server rejects the vLLM fields: ask once without them.
+                        self.request_token_ids = False
+                        plain_retry = True
+                        continue
+                    if plain_retry:  # not the fields' fault after all
+                        self.request_token_ids = True
+                if exc.status not in RETRY_STATUS and exc.status < 500:
                     raise await self._status_error(exc) from None
                 failure: Exception = exc
-            except openai.APIConnectionError as exc:  # includes APITimeoutError
+            except (ServerUnreachable, ServerTimeout) as exc:
                 failure = exc
             if attempt >= self.max_retries:
                 raise self._gave_up(failure, attempt + 1) from None
@@ -290,7 +347,7 @@ class OpenAIAgent:
             logger.info(
                 "request to %s failed (%s); retry %d in %.2fs",
                 self.base_url,
-                type(failure).__name__,
+                failure,
                 attempt + 1,
                 delay,
             )
@@ -298,50 +355,46 @@ class OpenAIAgent:
             await asyncio.sleep(delay)
 
     def _gave_up(self, exc: Exception, attempts: int) -> AgentError:
-        import openai
-
         tries = f"{attempts} attempt{'s' if attempts > 1 else ''}"
-        if isinstance(exc, openai.APITimeoutError):
+        if isinstance(exc, ServerTimeout):
             return AgentError(
                 f"the server at {self.base_url} did not answer within {self.timeout:g}s "
                 f"({tries}). Raise timeout=..., lower max_tokens or max_concurrency, or check "
                 "that the server is not overloaded."
             )
-        if isinstance(exc, openai.APIConnectionError):
+        if isinstance(exc, ServerUnreachable):
             return AgentError(
                 f"cannot reach an OpenAI-compatible server at {self.base_url} ({tries}: "
-                f"{_cause(exc)}). Check that the server is running and listening there (e.g. "
+                f"{exc}). Check that the server is running and listening there (e.g. "
                 "`vllm serve MODEL --port 8000` serves http://localhost:8000/v1), that base_url "
                 "includes the /v1 prefix, and that no proxy or firewall blocks it."
             )
-        if isinstance(exc, openai.APIStatusError):
+        if isinstance(exc, ServerStatusError):
             return AgentError(
-                f"the server at {self.base_url} kept failing with HTTP {exc.status_code} "
-                f"({tries}): {_message(exc)}"
+                f"the server at {self.base_url} kept failing with HTTP {exc.status} "
+                f"({tries}): {exc.message}"
             )
         return AgentError(f"request to {self.base_url} failed ({tries}): {exc}")
 
-    async def _status_error(self, exc: Any) -> AgentError:
-        import openai
-
-        status = exc.status_code
-        if isinstance(exc, (openai.AuthenticationError, openai.PermissionDeniedError)):
+    async def _status_error(self, exc: ServerStatusError) -> AgentError:
+        status = exc.status
+        if status in (401, 403):
             return AgentError(
                 f"the server at {self.base_url} rejected the API key (HTTP {status}): "
-                f"{_message(exc)}. Pass api_key=... or set OPENAI_API_KEY."
+                f"{exc.message}. Pass api_key=... or set OPENAI_API_KEY."
             )
-        if isinstance(exc, openai.NotFoundError) or _mentions_model(exc):
+        if status == 404 or _mentions_model(exc):
             models = await self._served_models_or_none()
             if models is not None and self.model not in models:
                 return self._unknown_model(models)
-            if isinstance(exc, openai.NotFoundError):
+            if status == 404:
                 return AgentError(
                     f"{self.base_url} answered HTTP 404 for the {self.api} API: "
-                    f"{_message(exc)}. Check that base_url ends with /v1 and that the server "
+                    f"{exc.message}. Check that base_url ends with /v1 and that the server "
                     f"implements /{'chat/' if self.api == 'chat' else ''}completions."
                 )
         return AgentError(
-            f"the server at {self.base_url} refused the request (HTTP {status}): {_message(exc)}"
+            f"the server at {self.base_url} refused the request (HTTP {status}): {exc.message}"
         )
 
     def _unknown_model(self, models: list[str]) -> AgentError:
@@ -354,8 +407,12 @@ class OpenAIAgent:
 
     # ------------------------------------------------------------------ models
     async def _served_models(self) -> list[str]:
-        page = await self._with_retries(lambda: self._client.models.list(timeout=self.timeout))
-        return [m.id for m in page.data]
+        client = self._resources().client
+        page = await self._with_retries(lambda: client.request("GET", "/models"))
+        data = page.get("data") if isinstance(page, dict) else None
+        if not isinstance(data, list):
+            raise AgentError(f"{self.base_url}/models answered without a model list: {page!r:.200}")
+        return [str(m.get("id")) for m in data if isinstance(m, dict)]
 
     async def _served_models_or_none(self) -> list[str] | None:
         try:
@@ -366,8 +423,7 @@ class OpenAIAgent:
     async def _ensure_model(self) -> None:
         if self.model is not None:
             return
-        assert self._model_lock is not None
-        async with self._model_lock:
+        async with self._resources().model_lock:
             if self.model is not None:
                 return
             models = await self._served_models()
@@ -383,75 +439,12 @@ class OpenAIAgent:
             raise self._unknown_model(models)
         return models
 
-    # ------------------------------------------------------------------ loop
-    def _run(self, coro: Awaitable[T]) -> T:
-        loop = self._ensure_loop()
-        return asyncio.run_coroutine_threadsafe(coro, loop).result()  # type: ignore[arg-type]
-
-    def _ensure_loop(self) -> asyncio.AbstractEventLoop:
-        with self._start_lock:
-            if self._loop is not None:
-                return self._loop
-            loop = asyncio.new_event_loop()
-            thread = threading.Thread(
-                target=_run_loop, args=(loop,), name="agentsgym-openai-agent", daemon=True
-            )
-            thread.start()
-            asyncio.run_coroutine_threadsafe(self._setup(), loop).result()
-            self._loop, self._thread = loop, thread
-            # A dropped agent stops its loop thread (which holds no reference to it).
-            self._finalizer = weakref.finalize(self, _stop_loop, loop)
-            return loop
-
-    async def _setup(self) -> None:
-        import openai
-
-        self._client = openai.AsyncOpenAI(
-            base_url=self.base_url, api_key=self.api_key, max_retries=0, timeout=self.timeout
-        )
-        self._semaphore = asyncio.Semaphore(self.max_concurrency)
-        self._model_lock = asyncio.Lock()
+def _is_ids(value: Any) -> bool:
+    return isinstance(value, list) and bool(value) and all(isinstance(i, int) for i in value)
 
 
-def _stop_loop(loop: asyncio.AbstractEventLoop) -> None:
-    if not loop.is_closed():
-        with contextlib.suppress(RuntimeError):  # closed between the check and the call
-            loop.call_soon_threadsafe(loop.stop)
-
-
-def _run_loop(loop: asyncio.AbstractEventLoop) -> None:
-    asyncio.set_event_loop(loop)
-    try:
-        loop.run_forever()
-    finally:
-        loop.close()
-
-
-def _field(obj: Any, name: str) -> Any:
-    value = getattr(obj, name, None)
-    if value is None:
-        extra = getattr(obj, "model_extra", None) or {}
-        value = extra.get(name)
-    return value
-
-
-def _message(exc: Any) -> str:
-    body = getattr(exc, "body", None)
-    if isinstance(body, dict):
-        inner = body.get("error") if isinstance(body.get("error"), dict) else body
-        message = inner.get("message") if isinstance(inner, dict) else None
-        if message:
-            return str(message)
-    return str(getattr(exc, "message", exc))
-
-
-def _mentions_model(exc: Any) -> bool:
-    text = _message(exc).lower()
+def _mentions_model(exc: ServerStatusError) -> bool:
+    text = exc.message.lower()
     return "model" in text and any(
         w in text for w in ("not exist", "not found", "unknown", "does not")
     )
-
-
-def _cause(exc: BaseException) -> str:
-    cause = exc.__cause__ or exc.__context__
-    return f"{type(cause).__name__}: {cause}" if cause is not None else str(exc)

@@ -103,6 +103,7 @@ from agentsgym.cli import (  # noqa: F401
     new_env,
     rollout,
     train,
+    view,
 )
 
 

@@ -12,6 +12,7 @@ from agentsgym.cli import app, console
 from agentsgym.cli.options import parse_key_values, tokenizer_cli_option
 from agentsgym.cli.rollout import build_agent, progress_bar, tokenizer_option
 from agentsgym.evaluation import EvalReport, evaluate
+from agentsgym.runner import DEFAULT_MAX_CONCURRENCY
 from agentsgym.factory import make
 from agentsgym.io import check_output_path, write_records
 
@@ -33,7 +34,9 @@ def eval_command(
     out: Path = typer.Option(
         Path("eval_results.jsonl"), "--out", help="per-sample FILE.jsonl or FILE.parquet"
     ),
-    max_concurrency: int = typer.Option(8, "--max-concurrency", min=1),
+    max_concurrency: int = typer.Option(
+        DEFAULT_MAX_CONCURRENCY, "--max-concurrency", min=1, help="episodes in flight at once; size it to your model server (see README)"
+    ),
 ) -> None:
     """Evaluate an agent on ENV_ID: k rollouts per task, per-sample results to --out.
 
@@ -87,5 +90,11 @@ def print_report(report: EvalReport, results: Path, summary: Path) -> None:
     if report.num_failed:
         console.print(
             f"[yellow]{report.num_failed} sample(s) failed[/] and count as wrong; see {results}"
+        )
+    if report.num_ungraded:
+        console.print(
+            f"[yellow]{report.num_ungraded} sample(s) could not be graded[/] (a grader timed "
+            f"out: the machine was slow, not necessarily the answer wrong); they count as not "
+            f"correct; see `graded` in {results}"
         )
     console.print(f"per-sample results: {results}\nsummary: {summary}", highlight=False)

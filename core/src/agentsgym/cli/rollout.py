@@ -14,6 +14,7 @@ from rich.table import Table
 from agentsgym.cli import app, console
 from agentsgym.cli.options import parse_key_values, tokenizer_cli_option
 from agentsgym.dataset_runner import run_dataset
+from agentsgym.runner import DEFAULT_MAX_CONCURRENCY
 from agentsgym.factory import make
 from agentsgym.io import check_output_path, write_records
 from agentsgym.registry import get_registry
@@ -67,7 +68,9 @@ def rollout(
     env_config: list[str] | None = typer.Option(None, "--env-config", help="key=value, repeatable"),
     tokenizer: str = tokenizer_cli_option(),
     out: Path = typer.Option(Path("rollouts.parquet"), "--out", help="FILE.parquet or FILE.jsonl"),
-    max_concurrency: int = typer.Option(8, "--max-concurrency", min=1),
+    max_concurrency: int = typer.Option(
+        DEFAULT_MAX_CONCURRENCY, "--max-concurrency", min=1, help="episodes in flight at once; size it to your model server (see README)"
+    ),
 ) -> None:
     """Play episodes of ENV_ID (or of a rows file) and write one row per trajectory."""
     if split not in ("train", "eval"):

@@ -15,6 +15,7 @@ from rich.table import Table
 from agentsgym.cli import app, console
 from agentsgym.cli.options import parse_key_values
 from agentsgym.cli.rollout import build_agent, progress_bar
+from agentsgym.runner import DEFAULT_MAX_CONCURRENCY
 from agentsgym.factory import DEFAULT_TOKENIZER, load_tokenizer, make
 from agentsgym.registry import get_registry, import_object
 from agentsgym.trainers.base import RolloutSource, StepMetrics, TrainResult
@@ -79,7 +80,9 @@ def train(
     trainer_option: list[str] | None = typer.Option(
         None, "--trainer-option", help="key=value for the trainer, repeatable (e.g. beta=0.04)"
     ),
-    max_concurrency: int = typer.Option(8, "--max-concurrency", min=1, help="episodes at once"),
+    max_concurrency: int = typer.Option(
+        DEFAULT_MAX_CONCURRENCY, "--max-concurrency", min=1, help="episodes in flight at once; size it to your model server (see README)"
+    ),
 ) -> None:
     """Train on ENV_ID: play rollouts, compute the loss, step the optimizer.
 

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from agentsgym.dataset_runner import run_dataset
 from agentsgym.factory import load_tokenizer
 from agentsgym.rows import DatasetRow, parse_rows
+from agentsgym.runner import DEFAULT_MAX_CONCURRENCY
 from agentsgym.trajectory import TrajectoryBatch
 
 if TYPE_CHECKING:
@@ -119,7 +120,7 @@ class RolloutSource:
         model's tokenizer.
     :param num_rollouts: rollouts per task (the GRPO group size).
     :param tasks_per_step: tasks per training step.
-    :param max_concurrency: episodes played at once (threads).
+    :param max_concurrency: trials played at once (see agentsgym.runner).
     :param on_episode: called after every finished episode (progress bars).
 
     Env instances are built once per (env_class_path, env_config) and reused.
@@ -132,7 +133,7 @@ class RolloutSource:
         tokenizer: Any,
         num_rollouts: int = 4,
         tasks_per_step: int = 2,
-        max_concurrency: int = 8,
+        max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
         allow_class_paths: bool | Sequence[str] | None = None,
         shuffle: bool = True,
         seed: int = 0,

@@ -1,0 +1,412 @@
+"""One episode: the env's hooks, the agent, the token stream, rewards.
+
+The episode is a coroutine on the runner's event loop. Between two agent actions
+the env takes one *turn* (apply the action, shape its reward, prompt for the next
+one, tokenize), run by :class:`~agentsgym.hook_runtime.HookRuntime` within
+``hook_timeout_seconds``; the whole episode runs within
+``episode_timeout_seconds``. A failing episode (an exception in a hook or the
+agent, a timeout) is recorded on the episode with its error and never raised:
+one bad episode must not sink a batch. ``finish_episode`` runs once at the end of
+every episode, however it ended.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+from typing import TYPE_CHECKING, Any
+
+from agentsgym.agents.base import AgentCaller
+from agentsgym.errors import EpisodeError, EpisodeTimeoutError
+from agentsgym.hook_runtime import HookRuntime
+from agentsgym.rewards import assign_token_rewards
+from agentsgym.tokenization import AgentSpan, EpisodeTokenizer
+from agentsgym.trajectory import Episode, StepRecord
+from agentsgym.types import AgentAction, EpisodeContext, Message, Messages, RewardTerm, StepResult
+from agentsgym.worker_pool import WorkerPool
+
+if TYPE_CHECKING:
+    from agentsgym.env import MultistepEnv
+
+logger = logging.getLogger(__name__)
+
+
+class _Abandoned(Exception):
+    """A turn that outlived its budget came back; nothing more of it is recorded."""
+
+
+class EpisodeRun:
+    """The state of one episode being played (see the module docstring)."""
+
+    def __init__(
+        self,
+        env: MultistepEnv,
+        session_id: str,
+        caller: AgentCaller,
+        agent_state: Any,
+        *,
+        context: EpisodeContext,
+        runtime: HookRuntime,
+    ) -> None:
+        if session_id not in env.sessions:
+            raise EpisodeError(
+                f"unknown session {session_id!r}; register its task first with "
+                "env.new_session(task_data)"
+            )
+        self.env = env
+        self.caller = caller
+        self.agent_state = agent_state
+        self.context = context
+        self.runtime = runtime
+        self.episode = Episode(
+            session_id=session_id,
+            env_id=env.env_id,
+            task_data=env.sessions[session_id],
+            tokenized=env.chat is not None,
+        )
+        self.tokens = (
+            EpisodeTokenizer(env.chat, env.config.on_template_mismatch)
+            if env.chat is not None
+            else None
+        )
+        self.spans: list[AgentSpan] = []
+        self.state: Any = None
+        self.phase = "initialize_episode"
+        self.abandoned = False
+        self.finalised = False
+
+    # ------------------------------------------------------------------ playing
+    async def play(self) -> Episode:
+        config = self.env.config
+        try:
+            await asyncio.wait_for(self._play_turns(), config.episode_timeout_seconds)
+        except asyncio.TimeoutError:
+            self.abandoned = True
+            self._fail(
+                EpisodeTimeoutError(
+                    f"the episode did not finish within episode_timeout_seconds="
+                    f"{config.episode_timeout_seconds:g} (it was in {self.phase}); raise the "
+                    "budget with --env-config episode_timeout_seconds=N"
+                )
+            )
+        self.episode.agent_state = self.agent_state
+        await self._finish()
+        return self.episode
+
+    async def _play_turns(self) -> None:
+        try:
+            await self.runtime.turn(self._first_turn, self._describe)
+            for step in range(self.env.config.max_steps_per_episode):
+                self.phase = "the agent"
+                prompt_ids = (
+                    self.tokens.prompt_token_ids()
+                    if self.tokens is not None and self.caller.token_in
+                    else None
+                )
+                action, self.agent_state = await self.caller.act(
+                    self.episode.messages,
+                    self.agent_state,
+                    prompt_token_ids=prompt_ids,
+                    context=self._context(step) if self.caller.takes_context else None,
+                    pool=self.runtime.pool,
+                )
+                done = await self.runtime.turn(
+                    lambda step=step, action=action: self._step_turn(step, action),
+                    self._describe,
+                )
+                if done:
+                    return
+        except EpisodeTimeoutError as exc:
+            self.abandoned = True
+            self._fail(exc)
+        except Exception as exc:  # recorded, never raised: one bad episode must not sink a batch
+            self._fail(exc)
+
+    def _context(self, step: int) -> EpisodeContext:
+        c = self.context
+        return EpisodeContext(
+            c.session_id, c.env_id, c.task_index, c.rollout_index, c.episode_index, c.seed, step
+        )
+
+    def _fail(self, exc: BaseException) -> None:
+        if self.episode.error is None:
+            self.episode.error = f"{type(exc).__name__}: {exc}"
+            logger.debug(
+                "episode %s of %s failed: %s",
+                self.episode.session_id,
+                self.env.env_id,
+                self.episode.error,
+            )
+
+    def _describe(self) -> str:
+        return self.phase
+
+    async def _hook(self, name: str, **kwargs: Any) -> Any:
+        if self.abandoned:
+            raise _Abandoned
+        self.phase = name
+        result = await self.runtime.call(name, **kwargs)
+        if self.abandoned:
+            raise _Abandoned
+        return result
+
+    # ------------------------------------------------------------------ turns
+    async def _first_turn(self) -> None:
+        state = await self._hook(
+            "initialize_episode",
+            session_id=self.episode.session_id,
+            task_data=self.episode.task_data,
+        )
+        if state is None:
+            raise EpisodeError(
+                f"{type(self.env).__name__}: no initialize_episode implementation returned a state"
+            )
+        self.state = state
+        await self._prompt(0)
+
+    async def _prompt(self, step: int) -> None:
+        prompt = await self._hook("format_prompt", state=self.state, step=step)
+        new_messages = as_messages(prompt, self.env)
+        self.episode.messages.extend(new_messages)
+        if self.tokens is not None:
+            self.phase = "tokenizing the env turn"
+            await self.runtime.cpu(self.tokens.add_env_turn, self.episode.messages, new_messages)
+
+    async def _step_turn(self, step: int, action: AgentAction) -> bool:
+        """Apply an action; prompt for the next one unless the episode ended."""
+        if self.abandoned:
+            raise _Abandoned
+        self.episode.messages.append({"role": "assistant", "content": action.text})
+        span = None
+        if self.tokens is not None:
+            self.phase = "tokenizing the agent turn"
+            span = await self.runtime.cpu(self.tokens.add_agent_turn, action)
+        result = as_step_result(
+            await self._hook(
+                "step_episode", state=self.state, action=action.text, step=step, reply=action
+            ),
+            self.env,
+        )
+        terms = collect_terms(
+            await self._hook(
+                "reward_shaping",
+                state=self.state,
+                action=action.text,
+                step_result=result,
+                step=step,
+                reply=action,
+            )
+        )
+        info = {**action.info, **result.info} if action.info else dict(result.info)
+        source = _token_source(action, span, self.caller.token_in)
+        if source is not None:
+            info["token_source"] = source
+        if action.truncated:
+            info["reply_truncated"] = True
+        self.episode.steps.append(
+            StepRecord(
+                action=action.text,
+                reward=result.reward + sum(terms.values()),
+                done=result.done,
+                info=info,
+                reward_terms=terms,
+                num_agent_tokens=len(span.positions) if span else 0,
+                token_source=source,
+                reply_truncated=action.truncated,
+            )
+        )
+        if span is not None:
+            self.spans.append(span)
+        self.state = result.state
+        if result.done:
+            return True
+        if step + 1 >= self.env.config.max_steps_per_episode:
+            self.episode.truncated = True
+            return True
+        await self._prompt(step + 1)
+        return False
+
+    # ------------------------------------------------------------------ the end
+    async def _finish(self) -> None:
+        """finish_episode, the closing template tokens, rewards and checks."""
+        try:
+            await self.runtime.turn(self._finish_turn, lambda: "finish_episode")
+        except Exception as exc:
+            logger.warning(
+                "finish_episode of %s failed: %s: %s", self.env.env_id, type(exc).__name__, exc
+            )
+            self._fail(EpisodeError(f"finish_episode: {type(exc).__name__}: {exc}"))
+        if not self.finalised:
+            try:
+                self._finalise()
+            except Exception as exc:
+                self._fail(exc)
+
+    async def _finish_turn(self) -> None:
+        # Its own turn with its own budget: called directly, not through _hook, which
+        # stops a turn abandoned earlier in this episode.
+        episode = self.episode
+        self.phase = "finish_episode"
+        terms = collect_terms(
+            await self.runtime.call(
+                "finish_episode",
+                state=self.state,
+                truncated=episode.truncated,
+                error=episode.error,
+                session_id=episode.session_id,
+            )
+        )
+        if terms and episode.error is None and episode.steps:
+            last = episode.steps[-1]
+            for name, value in terms.items():
+                last.reward_terms[name] = last.reward_terms.get(name, 0.0) + value
+            last.reward += sum(terms.values())
+        if self.tokens is not None and episode.error is None:
+            self.phase = "tokenizing the end of the episode"
+            await self.runtime.cpu(self.tokens.finish, episode.messages)
+        await self.runtime.cpu(self._finalise)
+
+    def _finalise(self) -> None:
+        self.finalised = True
+        episode = self.episode
+        step_rewards = [s.reward for s in episode.steps]
+        episode.final_reward = float(sum(step_rewards))
+        metrics: dict[str, float] = {"turns": float(len(episode.steps))}
+        for step in episode.steps:
+            for name, value in step.reward_terms.items():
+                metrics[f"reward/{name}"] = metrics.get(f"reward/{name}", 0.0) + value
+        metrics["reward/env"] = episode.final_reward - sum(
+            v for k, v in metrics.items() if k.startswith("reward/")
+        )
+        episode.metrics = metrics
+        tokens = self.tokens
+        if tokens is None:
+            return
+        episode.segments = tokens.segments
+        episode.has_logprobs = tokens.has_logprobs and bool(self.spans)
+        episode.segment_rewards = assign_token_rewards(
+            self.env.config.reward_strategy,
+            self.spans[: len(step_rewards)],
+            step_rewards,
+            episode.final_reward,
+            [len(s) for s in tokens.segments],
+        )
+        if episode.ok:
+            try:
+                episode.check()
+            except Exception as exc:
+                episode.error = f"{type(exc).__name__}: {exc}"
+                logger.error("episode %s broke a token invariant: %s", episode.session_id, exc)
+
+
+def _token_source(action: AgentAction, span: AgentSpan | None, token_in: bool) -> str | None:
+    if span is None:
+        return None
+    source = getattr(span, "token_source", None)
+    if source is not None:
+        return str(source)
+    if action.token_ids is None:
+        return "retokenized"
+    if token_in:
+        return "sampled"
+    return "server" if action.prompt_token_ids is not None else "unchecked"
+
+
+async def aplay_episode(
+    env: MultistepEnv,
+    session_id: str,
+    agent: Any,
+    agent_state: Any = None,
+    *,
+    context: EpisodeContext | None = None,
+    runtime: HookRuntime | None = None,
+) -> Episode:
+    """Play one episode of the task registered under ``session_id``; unpadded.
+
+    Without a ``runtime`` (one env's hook runtime for a run) a small worker pool is
+    made for this episode.
+    """
+    caller = agent if isinstance(agent, AgentCaller) else AgentCaller(agent)
+    if context is None:
+        context = EpisodeContext(session_id, env.env_id, 0, 0, 0, 0)
+    pool = None
+    if runtime is None:
+        pool = WorkerPool(2, name="agentsgym-episode")
+        runtime = HookRuntime(env, pool)
+    try:
+        run = EpisodeRun(env, session_id, caller, agent_state, context=context, runtime=runtime)
+        return await run.play()
+    finally:
+        if pool is not None:
+            pool.close()
+
+
+# ---------------------------------------------------------------------- hook results
+def as_messages(prompt: Any, env: MultistepEnv) -> Messages:
+    """What format_prompt returned, checked and normalised to new messages."""
+    if isinstance(prompt, str):
+        return [{"role": "user", "content": prompt}]
+    if isinstance(prompt, list) and prompt:
+        messages: Messages = []
+        for message in prompt:
+            if not (
+                isinstance(message, dict)
+                and isinstance(message.get("role"), str)
+                and isinstance(message.get("content"), str)
+            ):
+                raise EpisodeError(
+                    f"{type(env).__name__}.format_prompt returned {message!r:.120}; each "
+                    "message must be a dict with str 'role' and 'content'"
+                )
+            messages.append(Message(role=message["role"], content=message["content"]))
+        return messages
+    raise EpisodeError(
+        f"{type(env).__name__}.format_prompt returned {prompt!r:.120}; expected a string "
+        "or a non-empty list of message dicts"
+    )
+
+
+def as_step_result(result: Any, env: MultistepEnv) -> StepResult:
+    """What step_episode returned, checked: (state, finite reward, done, dict info)."""
+    if not (isinstance(result, tuple) and len(result) == 4):
+        raise EpisodeError(
+            f"{type(env).__name__}.step_episode returned {result!r:.120}; expected "
+            "(next_state, reward, done, info)"
+        )
+    state, reward, done, info = result
+    try:
+        reward = float(reward)
+    except (TypeError, ValueError):
+        raise EpisodeError(f"step_episode returned a non-numeric reward {reward!r}") from None
+    if not math.isfinite(reward):
+        raise EpisodeError(f"step_episode returned a non-finite reward {reward!r}")
+    if info is None:
+        info = {}
+    if not isinstance(info, dict):
+        raise EpisodeError(f"step_episode returned info of type {type(info).__name__}; expected dict")
+    return StepResult(state, reward, bool(done), info)
+
+
+def collect_terms(results: list[Any]) -> dict[str, float]:
+    """Reward terms of every implementation, summed per name (lists flattened)."""
+    terms: dict[str, float] = {}
+    flat: list[Any] = []
+    for result in results:
+        flat.extend(result if isinstance(result, list) else [result])
+    for term in flat:
+        if term is None:
+            continue
+        if not (isinstance(term, tuple) and len(term) == 2 and isinstance(term[0], str)):
+            raise EpisodeError(
+                f"reward shaping returned {term!r:.120}; expected RewardTerm(name, value) or None"
+            )
+        name, value = RewardTerm(*term)
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            raise EpisodeError(f"reward term {name!r} has a non-numeric value {value!r}") from None
+        if not math.isfinite(number):
+            raise EpisodeError(f"reward term {name!r} has a non-finite value {value!r}")
+        terms[name] = terms.get(name, 0.0) + number
+    return terms
