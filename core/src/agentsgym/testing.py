@@ -50,10 +50,10 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 __all__ = [
+    "AsyncSlowAgent",
     "CheckReport",
     "CheckResult",
     "EnvCheckError",
-    "AsyncSlowAgent",
     "SlowAgent",
     "check_env",
     "register_env",
@@ -133,15 +133,26 @@ def check_env(
 class _Checker:
     """The checks of one check_env call; each records a result and never raises."""
 
-    def __init__(self, env_id: str, **settings: Any) -> None:
+    def __init__(
+        self,
+        env_id: str,
+        *,
+        agent: Any,
+        agent_options: dict[str, Any] | None,
+        env_config: dict[str, Any],
+        tokenizer: Any,
+        num_tasks: int,
+        num_rollouts: int,
+        agent_delay: float,
+    ) -> None:
         self.env_id = env_id
-        self.agent_arg = settings["agent"]
-        self.agent_options = settings["agent_options"]
-        self.env_config: dict[str, Any] = settings["env_config"]
-        self.tokenizer = settings["tokenizer"]
-        self.num_tasks: int = settings["num_tasks"]
-        self.num_rollouts: int = settings["num_rollouts"]
-        self.agent_delay: float = settings["agent_delay"]
+        self.agent_arg = agent
+        self.agent_options = agent_options
+        self.env_config = env_config
+        self.tokenizer = tokenizer
+        self.num_tasks = num_tasks
+        self.num_rollouts = num_rollouts
+        self.agent_delay = agent_delay
         self.report = CheckReport(env_id)
         self.spec: EnvSpec | None = None
         self.agent: Any = None
@@ -347,8 +358,6 @@ class _Checker:
         tasks = self.task_list(max(self.num_tasks, 2))
         rollouts = max(self.num_rollouts, 2)
         env = self.make()
-        if not callable(getattr(self.agent, "get_action", None)):
-            raise AssertionError(f"{type(self.agent).__name__} has no get_action method")
         sequential = env.run_trial(tasks, slow_agent(self.agent, 0.0), rollouts, max_concurrency=1)
         jobs = len(tasks) * rollouts
         slow = slow_agent(self.agent, self.agent_delay, rendezvous=min(jobs, 3))
@@ -453,6 +462,9 @@ class SlowAgent:
             kwargs["context"] = context
         return kwargs
 
+    def _all_arrived(self) -> bool:
+        return self._arrived >= self._expected
+
     def _arrive(self) -> bool:
         """Count this call; True when it has to wait for others."""
         if self._arrived >= self._expected:
@@ -477,9 +489,8 @@ class SlowAgent:
         context: Any = None,
     ) -> Any:
         with self._cond:
-            if self._arrive():
-                if not self._cond.wait_for(lambda: self._arrived >= self._expected, self._timeout):
-                    self._gave_up()
+            if self._arrive() and not self._cond.wait_for(self._all_arrived, self._timeout):
+                self._gave_up()
             self._cond.notify_all()
         if self.delay:
             time.sleep(self._pause(messages))
@@ -509,9 +520,7 @@ class AsyncSlowAgent(SlowAgent):
         async with cond:
             if self._arrive():
                 try:
-                    await asyncio.wait_for(
-                        cond.wait_for(lambda: self._arrived >= self._expected), self._timeout
-                    )
+                    await asyncio.wait_for(cond.wait_for(self._all_arrived), self._timeout)
                 except asyncio.TimeoutError:
                     self._gave_up()
             cond.notify_all()
