@@ -199,3 +199,15 @@ def test_new_env_never_overwrites(tmp_path: Path) -> None:
     result = cli("new-env", "acme/Maze", "--dir", str(tmp_path / "pkg"))
     assert result.returncode == 2 and "not an empty folder; nothing was written" in result.stderr
     assert sorted(p.name for p in (tmp_path / "pkg").iterdir()) == ["mine.txt"]
+
+
+def test_describe_of_an_env_whose_class_does_not_import_says_so() -> None:
+    from agentsgym.registry import EnvSpec, get_registry
+
+    # registered by a plugin, but its class's module is missing (the conftest resets it)
+    get_registry().envs["broken/Broken-v0"] = EnvSpec(
+        id="broken/Broken-v0", entry_point="agentsgym_no_such_module:Env", distribution="broken"
+    )
+    result = runner.invoke(app, ["describe", "broken/Broken-v0"], env={"COLUMNS": "200"})
+    assert result.exit_code == 1
+    assert "does not import: ModuleNotFoundError" in result.output

@@ -20,7 +20,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from agentsgym.cli import app, console
+from agentsgym.cli import app, console, err_console
 from agentsgym.cli.options import complete_env_id
 from agentsgym.registry import EnvSpec, get_registry
 
@@ -175,7 +175,18 @@ def describe(
     as_json: bool = typer.Option(False, "--json", help="print JSON instead of tables"),
 ) -> None:
     """Show one env: its docs, config keys (types, defaults), datasets and default agent."""
-    item = env_description(get_registry().resolve(env_id))
+    spec = get_registry().resolve(env_id)
+    try:
+        spec.load_class()
+    except Exception as exc:  # the plugin's code: show what broke, not a traceback
+        err_console.print(
+            f"[bold red]error:[/] {escape(spec.id)}'s class {escape(spec.entry_point)} does not "
+            f"import: {escape(f'{type(exc).__name__}: {exc}')} (from "
+            f"{escape(str(spec.distribution))}; run with --strict-plugins -vv for details)",
+            highlight=False,
+        )
+        raise typer.Exit(1) from None
+    item = env_description(spec)
     if as_json:
         typer.echo(json.dumps(item, indent=2))
         return
