@@ -9,7 +9,7 @@ import typer
 from rich.table import Table
 
 from agentsgym.cli import app, console
-from agentsgym.cli.options import parse_key_values
+from agentsgym.cli.options import parse_key_values, tokenizer_cli_option
 from agentsgym.cli.rollout import build_agent, progress_bar, tokenizer_option
 from agentsgym.evaluation import EvalReport, evaluate
 from agentsgym.runner import DEFAULT_MAX_CONCURRENCY
@@ -30,9 +30,7 @@ def eval_command(
         None, "--agent-option", help="key=value, repeatable"
     ),
     env_config: list[str] | None = typer.Option(None, "--env-config", help="key=value, repeatable"),
-    tokenizer: str = typer.Option(
-        "none", "--tokenizer", help="name or path for AutoTokenizer, or 'none' (text-only agents)"
-    ),
+    tokenizer: str = tokenizer_cli_option(),
     out: Path = typer.Option(
         Path("eval_results.jsonl"), "--out", help="per-sample FILE.jsonl or FILE.parquet"
     ),

@@ -12,10 +12,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from agentsgym.cli import app, console
-from agentsgym.cli.options import parse_key_values
+from agentsgym.cli.options import parse_key_values, tokenizer_cli_option
 from agentsgym.dataset_runner import run_dataset
 from agentsgym.runner import DEFAULT_MAX_CONCURRENCY
-from agentsgym.factory import DEFAULT_TOKENIZER, make
+from agentsgym.factory import make
 from agentsgym.io import check_output_path, write_records
 from agentsgym.registry import get_registry
 from agentsgym.rows import load_rows
@@ -66,9 +66,7 @@ def rollout(
     agent: str | None = typer.Option(None, "--agent", help="agent name (default: the env's)"),
     agent_option: list[str] | None = typer.Option(None, "--agent-option", help="key=value, repeatable"),
     env_config: list[str] | None = typer.Option(None, "--env-config", help="key=value, repeatable"),
-    tokenizer: str = typer.Option(
-        DEFAULT_TOKENIZER, "--tokenizer", help="name or path for AutoTokenizer, or 'none'"
-    ),
+    tokenizer: str = tokenizer_cli_option(),
     out: Path = typer.Option(Path("rollouts.parquet"), "--out", help="FILE.parquet or FILE.jsonl"),
     max_concurrency: int = typer.Option(
         DEFAULT_MAX_CONCURRENCY, "--max-concurrency", min=1, help="episodes in flight at once; size it to your model server (see README)"
