@@ -117,3 +117,20 @@ def test_threads_drawing_through_global_random_each_get_their_own_sequence() -> 
     for seed in range(6):
         reference = random.Random(seed)
         assert results[seed] == [reference.random() for _ in range(20)]
+
+
+def test_the_env_offers_the_helpers_as_methods() -> None:
+    from envs_for_tests import countdown
+
+    env = countdown(None)
+    task = {"seed": 11}
+    assert env.task_seed(task) == 11
+    assert env.episode_random(task).random() == env.episode_random(task).random()
+    assert env.episode_numpy_rng(task).integers(1000) == env.episode_numpy_rng(task).integers(1000)
+    import random
+
+    rng = env.episode_random(task)
+    expected = env.episode_random(task)
+    with env.global_random(rng):
+        drawn = random.random()
+    assert drawn == expected.random()

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from agentsgym.errors import RegistrationError
+from agentsgym.errors import ScaffoldError
 from agentsgym.scaffold import FILES, package_names, render_package
 from venvs import ChildVenv
 
@@ -153,6 +153,6 @@ def test_names_are_derived_from_namespace_and_name(name: str, expected: tuple[st
 
 @pytest.mark.parametrize("bad", ["Maze", "a/b/c", "acme/", "/Maze", "acme/Ma ze", "acme/Maze-v0-x",
                                  "AgentsGym/Maze"])
-def test_bad_names_raise_registration_errors(bad: str) -> None:
-    with pytest.raises(RegistrationError):
+def test_bad_names_raise_scaffold_errors(bad: str) -> None:
+    with pytest.raises(ScaffoldError):
         package_names(bad)

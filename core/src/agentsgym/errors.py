@@ -90,3 +90,7 @@ class EpisodeTimeoutError(EpisodeError):
     The episode is recorded as failed; a plain hook that is still running is
     abandoned in its worker thread and never touches another episode's state.
     """
+
+
+class ScaffoldError(AgentsGymError, ValueError):
+    """``agentsgym new-env`` cannot write the package: a bad name or a non-empty folder."""

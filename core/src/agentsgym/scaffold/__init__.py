@@ -21,7 +21,7 @@ from string import Template
 
 from pydantic import BaseModel, ConfigDict
 
-from agentsgym.errors import AgentsGymError, RegistrationError
+from agentsgym.errors import RegistrationError, ScaffoldError
 from agentsgym.registry import ENV_ID_PATTERN, validate_env_id
 
 logger = logging.getLogger(__name__)
@@ -72,12 +72,12 @@ class PackageNames(BaseModel):
 def package_names(env_name: str) -> PackageNames:
     """Names for ``NAMESPACE/Name`` (version ``-v0`` added) or ``NAMESPACE/Name-vN``.
 
-    :raises RegistrationError: the name is not a valid env id, names a variant, or
+    :raises ScaffoldError: the name is not a valid env id, names a variant, or
         uses a namespace reserved by agentsgym.
     """
     raw = env_name.strip()
     if raw.count("/") != 1:
-        raise RegistrationError(
+        raise ScaffoldError(
             f"{env_name!r} is not NAMESPACE/Name: give a namespace (your package's, e.g. "
             "'acme') and an env name, e.g. `agentsgym new-env acme/Maze`"
         )
@@ -85,21 +85,21 @@ def package_names(env_name: str) -> PackageNames:
     try:
         validate_env_id(env_id)
     except RegistrationError as exc:
-        raise RegistrationError(
+        raise ScaffoldError(
             f"{exc}. Namespace and name may use letters, digits, '_', '.' and '-', "
             "e.g. `agentsgym new-env acme/Maze`"
         ) from None
     match = ENV_ID_PATTERN.match(env_id)
     assert match is not None
     if match.group("variant"):
-        raise RegistrationError(
+        raise ScaffoldError(
             f"{env_name!r} names a variant ({match.group('variant')[1:]!r}): scaffold the base "
             f"env ({env_id[: match.start('variant')]}) and register the variant next to it in "
             "plugin.py, with its own default env_config"
         )
     namespace, name = match.group("namespace"), match.group("name")
     if namespace.lower() in RESERVED_NAMESPACES:
-        raise RegistrationError(
+        raise ScaffoldError(
             f"namespace {namespace!r} belongs to agentsgym's own envs; pick your package's "
             "namespace, e.g. your organisation or project name"
         )
@@ -147,7 +147,7 @@ def render_package(names: PackageNames) -> dict[str, str]:
         try:
             files[path] = Template(text).substitute(values)
         except (KeyError, ValueError) as exc:  # a template bug, not the user's
-            raise AgentsGymError(f"scaffold template {template} is broken: {exc!r}") from exc
+            raise ScaffoldError(f"scaffold template {template} is broken: {exc!r}") from exc
     return files
 
 
@@ -155,13 +155,13 @@ def write_package(env_name: str, directory: Path | str | None = None) -> tuple[P
     """Write the package for ``env_name`` into ``directory`` (default ``./<distribution>``).
 
     :return: the names, the package folder, and the files written.
-    :raises RegistrationError: a bad name (see :func:`package_names`).
-    :raises AgentsGymError: the folder exists and is not empty (nothing is overwritten).
+    :raises ScaffoldError: a bad name (see :func:`package_names`).
+    :raises ScaffoldError: the folder exists and is not empty (nothing is overwritten).
     """
     names = package_names(env_name)
     root = Path(directory) if directory is not None else Path(names.distribution)
     if root.exists() and (not root.is_dir() or any(root.iterdir())):
-        raise AgentsGymError(
+        raise ScaffoldError(
             f"{root} already exists and is not an empty folder; nothing was written. Choose "
             "another folder with --dir, or remove this one"
         )
