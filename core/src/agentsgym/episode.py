@@ -22,7 +22,7 @@ from agentsgym.errors import EpisodeError, EpisodeTimeoutError
 from agentsgym.hook_runtime import HookRuntime
 from agentsgym.rewards import assign_token_rewards
 from agentsgym.tokenization import AgentSpan, EpisodeTokenizer
-from agentsgym.trajectory import Episode, StepRecord
+from agentsgym.trajectory import Episode, StepRecord, TokenSegment, rewards_array
 from agentsgym.types import AgentAction, EpisodeContext, Message, Messages, RewardTerm, StepResult
 from agentsgym.worker_pool import WorkerPool
 
@@ -283,15 +283,20 @@ class EpisodeRun:
         tokens = self.tokens
         if tokens is None:
             return
-        episode.segments = tokens.segments
         episode.has_logprobs = tokens.has_logprobs and bool(self.spans)
-        episode.segment_rewards = assign_token_rewards(
-            self.env.config.reward_strategy,
-            self.spans[: len(step_rewards)],
-            step_rewards,
-            episode.final_reward,
-            [len(s) for s in tokens.segments],
-        )
+        episode.segments = [
+            TokenSegment.from_builder(b, episode.has_logprobs) for b in tokens.segments
+        ]
+        episode.segment_rewards = [
+            rewards_array(r)
+            for r in assign_token_rewards(
+                self.env.config.reward_strategy,
+                self.spans[: len(step_rewards)],
+                step_rewards,
+                episode.final_reward,
+                [len(s) for s in tokens.segments],
+            )
+        ]
         if episode.ok:
             try:
                 episode.check()

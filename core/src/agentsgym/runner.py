@@ -31,7 +31,7 @@ from agentsgym.agents.base import AgentCaller, follow_concurrency
 from agentsgym.aio import run_sync
 from agentsgym.episode import aplay_episode
 from agentsgym.hook_runtime import HookRuntime
-from agentsgym.trajectory import Episode, TrajectoryBatch, TrajectoryGroup
+from agentsgym.trajectory import Episode, TrajectoryBatch, TrajectoryGroup, zero_rewards
 from agentsgym.types import EpisodeContext
 from agentsgym.worker_pool import WorkerPool
 
@@ -141,7 +141,7 @@ def _make_free_shot(episode: Episode) -> None:
     episode.free_shot = True
     episode.metrics["raw_final_reward"] = episode.final_reward
     episode.final_reward = 0.0
-    episode.segment_rewards = [[0.0] * len(r) for r in episode.segment_rewards]
+    zero_rewards(episode)
 
 
 async def arun_jobs(

@@ -32,7 +32,9 @@ logger = logging.getLogger(__name__)
 SUFFIXES = (".parquet", ".jsonl", ".json")
 TOKEN_COLUMNS = ("full_token_ids", "agent_token_mask", "per_token_rewards")
 # Written by agentsgym but derivable, so not kept.
-IGNORED_COLUMNS = frozenset({"full_attention_mask", "num_tokens", "num_agent_tokens"})
+IGNORED_COLUMNS = frozenset(
+    {"full_attention_mask", "num_tokens", "num_agent_tokens", "step_token_sources"}
+)
 EPISODE_COLUMNS = frozenset(ViewedEpisode.model_fields) - {"index", "kind", "tokens"}
 KNOWN_COLUMNS = EPISODE_COLUMNS | frozenset(TOKEN_COLUMNS) | IGNORED_COLUMNS
 # Columns holding JSON values; a parquet may store them as JSON text.
