@@ -57,7 +57,7 @@ def agent_tokens(segment: Any) -> list[list[int]]:
         if mask and not previous:
             runs.append([])
         if mask:
-            runs[-1].append(token)
+            runs[-1].append(int(token))
         previous = mask
     return runs
 
@@ -74,15 +74,20 @@ def test_sampled_ids_and_logprobs_go_into_the_trajectory_verbatim(
         replies.setdefault(tuple(prompt), []).append((action.token_ids, action.logprobs))
     for episode in batch.episodes:
         segment = episode.segments[0]
+        ids, mask, logprobs = (
+            segment.token_ids.tolist(), segment.agent_mask.tolist(), segment.logprobs.tolist()
+        )
         runs = agent_tokens(segment)
         assert len(runs) == episode.num_turns
         start = 0
         for run in runs:
-            start = segment.agent_mask.index(1, start)
+            start = mask.index(1, start)
             # a reply generated from exactly the ids before it, kept token for token
-            reply = (run, segment.logprobs[start : start + len(run)])
-            assert reply in replies[tuple(segment.token_ids[:start])]
-            replies[tuple(segment.token_ids[:start])].remove(reply)
+            # (logprobs are stored as float32)
+            candidates = replies[tuple(ids[:start])]
+            match = next(r for r in candidates if r[0] == run)
+            assert logprobs[start : start + len(run)] == pytest.approx(match[1], rel=1e-6)
+            candidates.remove(match)
             start += len(run)
         assert episode.has_logprobs
         assert all(s.info["token_source"] == "sampled" for s in episode.steps)

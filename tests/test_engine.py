@@ -314,3 +314,25 @@ def test_step_results_from_async_hooks_are_validated_like_plain_ones() -> None:
 
     [failed] = BadAsync(env_config={}).run_trial([{"start": 1}], AsyncCounter()).failed
     assert "non-finite reward" in failed.error
+
+
+def test_rows_of_a_mixed_dataset_play_with_their_own_envs_agents() -> None:
+    rows = [
+        {"env_class_path": "agentsgym/GuessTheNumber-v0", "env_config": {}, "task_data": {"seed": 1}},
+        {"env_class_path": "tests_countdown", "env_config": {}, "task_data": {"start": 2}},
+    ]
+    countdown_agent = CountingAgent()
+    env_cache = {("tests_countdown", "{}"): countdown(None)}
+    batch = agentsgym.run_dataset(
+        rows,
+        None,
+        agents={
+            "agentsgym/GuessTheNumber-v0": agentsgym.make_agent("agentsgym/bisect"),
+            "tests_countdown": countdown_agent,
+        },
+        envs=env_cache,
+    )
+    assert not batch.failed and batch.final_rewards == [1.0, 2.0]
+    assert countdown_agent.calls == 2  # only the countdown row used it
+    with pytest.raises(ValueError, match="no agent for the rows of agentsgym/GuessTheNumber-v0"):
+        agentsgym.run_dataset(rows, None, agents={"tests_countdown": countdown_agent}, envs=env_cache)

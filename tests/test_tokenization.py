@@ -143,10 +143,11 @@ def test_think_stripping_template_splits_into_the_views_the_model_saw(qwen3) -> 
             episode.messages[: 2 + 2 * k], tokenize=False, add_generation_prompt=True
         )
         prompt = qwen3(view, add_special_tokens=False)["input_ids"]
-        assert segment.token_ids[: len(prompt)] == prompt
-        reply = segment.token_ids[len(prompt) :]
-        assert reply and segment.agent_mask[len(prompt) :] == [1] * len(reply)
-        assert sum(segment.agent_mask) == len(reply)  # earlier replies are context here
+        ids, mask = segment.token_ids.tolist(), segment.agent_mask.tolist()
+        assert ids[: len(prompt)] == prompt
+        reply = ids[len(prompt) :]
+        assert reply and mask[len(prompt) :] == [1] * len(reply)
+        assert sum(mask) == len(reply)  # earlier replies are context here
     assert episode.final_reward == pytest.approx(0.5 * 3 + 1.0)
     total = sum(sum(r) for r in episode.segment_rewards)
     assert total == pytest.approx(episode.final_reward)

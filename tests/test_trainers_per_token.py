@@ -99,7 +99,7 @@ def test_environment_tokens_carry_no_gradient_in_the_per_token_loss(
     # the mask in the loss is the episodes' own agent mask
     for row, (episode, segment) in enumerate(r for g in batch.groups for r in g.rows):
         n = len(episode.segments[segment])
-        assert agent_mask[row, :n].tolist() == episode.segments[segment].agent_mask
+        assert agent_mask[row, :n].tolist() == episode.segments[segment].agent_mask.tolist()
 
 
 def test_training_steps_change_the_weights_and_save_the_model(

@@ -62,9 +62,10 @@ def test_each_rollout_becomes_prompt_plus_completion_with_an_env_mask(
         segment = episode.segments[0]
         prompt, completion = output["prompt_ids"][index], output["completion_ids"][index]
         mask = output["env_mask"][index]
-        last = len(segment.agent_mask) - 1 - segment.agent_mask[::-1].index(1)
-        assert prompt + completion == segment.token_ids[: last + 1]
-        assert [0] * len(prompt) + mask == segment.agent_mask[: last + 1]
+        ids, agent_mask = segment.token_ids.tolist(), segment.agent_mask.tolist()
+        last = len(agent_mask) - 1 - agent_mask[::-1].index(1)
+        assert prompt + completion == ids[: last + 1]
+        assert [0] * len(prompt) + mask == agent_mask[: last + 1]
         assert mask[0] == 1 and mask[-1] == 1  # starts at the first reply, ends at the last
         assert reward == episode.final_reward
     assert any(not g.trials[0][-1].ok for g in batch.groups), "the scripted failure happened"

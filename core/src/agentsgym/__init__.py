@@ -17,6 +17,7 @@ __all__ = [
     "EnvConfig",
     "EnvSpec",
     "Episode",
+    "EpisodeContext",
     "FunctionAgent",
     "MultistepEnv",
     "RewardTerm",
@@ -44,6 +45,7 @@ _LAZY = {
     "AgentAction": "agentsgym.types",
     "RewardTerm": "agentsgym.types",
     "StepResult": "agentsgym.types",
+    "EpisodeContext": "agentsgym.types",
     "EnvConfig": "agentsgym.config",
     "EnvSpec": "agentsgym.registry",
     "resolve": "agentsgym.registry",
@@ -84,4 +86,4 @@ if TYPE_CHECKING:
     from agentsgym.registry import EnvSpec, make_agent, make_trainer, resolve
     from agentsgym.rows import parse_rows, rows_to_dataset
     from agentsgym.trajectory import Episode, TrajectoryBatch, TrajectoryGroup
-    from agentsgym.types import AgentAction, RewardTerm, StepResult
+    from agentsgym.types import AgentAction, EpisodeContext, RewardTerm, StepResult

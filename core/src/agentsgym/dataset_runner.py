@@ -50,9 +50,10 @@ def build_envs(
 
 async def arun_dataset(
     rows: Iterable[Mapping[str, Any] | DatasetRow],
-    agent: Agent,
+    agent: Agent | None,
     num_rollouts: int = 1,
     *,
+    agents: Mapping[str, Agent] | None = None,
     tokenizer: Any = None,
     allow_class_paths: bool | Sequence[str] | None = None,
     max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
@@ -65,8 +66,17 @@ async def arun_dataset(
     check_run_settings(num_rollouts, max_concurrency)
     parsed = parse_rows(rows)
     envs = build_envs(parsed, tokenizer=tokenizer, allow_class_paths=allow_class_paths, envs=envs)
+    agents = dict(agents or {})
+    missing = sorted({r.env_class_path for r in parsed if r.env_class_path not in agents})
+    if agent is None and missing:
+        raise ValueError(
+            f"no agent for the rows of {', '.join(missing)}: give agent= for every env, or "
+            "agents={env_id: agent} for each of them"
+        )
     jobs = [
-        TrialJob(envs[row.env_key()], row.task_data, index, rollout)
+        TrialJob(
+            envs[row.env_key()], row.task_data, index, rollout, agents.get(row.env_class_path)
+        )
         for index, row in enumerate(parsed)
         for rollout in range(num_rollouts)
     ]
@@ -93,9 +103,10 @@ async def arun_dataset(
 
 def run_dataset(
     rows: Iterable[Mapping[str, Any] | DatasetRow],
-    agent: Agent,
+    agent: Agent | None,
     num_rollouts: int = 1,
     *,
+    agents: Mapping[str, Agent] | None = None,
     tokenizer: Any = None,
     allow_class_paths: bool | Sequence[str] | None = None,
     max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
@@ -110,6 +121,9 @@ def run_dataset(
     env is built before any episode is played, so a typo fails fast. The trials of
     all rows share one pool of ``max_concurrency`` slots, whatever env they use.
 
+    :param agent: plays every row whose env has no agent in ``agents``.
+    :param agents: an agent per env (by the rows' ``env_class_path``), for mixed
+        datasets whose envs need different players.
     :param envs: a cache of env instances by :meth:`DatasetRow.env_key`, filled and
         reused across calls (training loops play the same envs every step).
     """
@@ -118,6 +132,7 @@ def run_dataset(
             rows,
             agent,
             num_rollouts,
+            agents=agents,
             tokenizer=tokenizer,
             allow_class_paths=allow_class_paths,
             max_concurrency=max_concurrency,

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import logging
+import random
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from agentsgym.config import EnvConfig
@@ -14,6 +16,7 @@ from agentsgym.tokenization import ChatTokenizer
 
 if TYPE_CHECKING:
     import datasets
+    import numpy as np
 
     from agentsgym.agents import Agent
     from agentsgym.registry import EnvSpec
@@ -109,15 +112,9 @@ class MultistepEnv:
         return run_sync(self._aplay_one(session_id, agent, agent_state))
 
     async def _aplay_one(self, session_id: str, agent: Agent, agent_state: Any) -> Episode:
-        from concurrent.futures import ThreadPoolExecutor
-
         from agentsgym.episode import aplay_episode
 
-        executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="agentsgym-episode")
-        try:
-            return await aplay_episode(self, session_id, agent, agent_state, executor=executor)
-        finally:
-            executor.shutdown(wait=False)
+        return await aplay_episode(self, session_id, agent, agent_state)
 
     def run_trial(
         self,
@@ -173,6 +170,38 @@ class MultistepEnv:
             seed=seed,
             on_episode=on_episode,
         )
+
+    # --------------------------------------------------------------- randomness
+    @staticmethod
+    def task_seed(task_data: Mapping[str, Any]) -> int:
+        """The task's seed: ``task_data["seed"]``, or one derived from its content."""
+        from agentsgym.randomness import task_seed
+
+        return task_seed(task_data)
+
+    @staticmethod
+    def episode_random(task_data: Mapping[str, Any]) -> random.Random:
+        """A ``random.Random`` of the episode's own, seeded from its task (keep it in the
+        state); never the global one, which concurrent episodes share."""
+        from agentsgym.randomness import episode_random
+
+        return episode_random(task_data)
+
+    @staticmethod
+    def episode_numpy_rng(task_data: Mapping[str, Any]) -> np.random.Generator:
+        """A numpy ``Generator`` of the episode's own, seeded from its task."""
+        from agentsgym.randomness import episode_numpy_rng
+
+        return episode_numpy_rng(task_data)
+
+    @staticmethod
+    def global_random(rng: random.Random) -> AbstractContextManager[random.Random]:
+        """``with env.global_random(state.rng):`` around calls into a library that draws
+        from the global ``random`` (TextArena): the global state is the episode's own
+        for the block, under a process-wide lock (see :mod:`agentsgym.randomness`)."""
+        from agentsgym.randomness import global_random
+
+        return global_random(rng)
 
     # --------------------------------------------------------------- datasets
     def get_train_dataset(self) -> datasets.Dataset:

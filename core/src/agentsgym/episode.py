@@ -15,8 +15,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-from concurrent.futures import Executor
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from agentsgym.agents.base import AgentCaller
@@ -25,8 +23,9 @@ from agentsgym.hook_runtime import HookRuntime
 from agentsgym.rewards import assign_token_rewards
 from agentsgym.surrogates import repair_text
 from agentsgym.tokenization import AgentSpan, EpisodeTokenizer
-from agentsgym.trajectory import Episode, StepRecord
+from agentsgym.trajectory import Episode, StepRecord, TokenSegment, rewards_array
 from agentsgym.types import AgentAction, EpisodeContext, Message, Messages, RewardTerm, StepResult
+from agentsgym.worker_pool import WorkerPool
 
 if TYPE_CHECKING:
     from agentsgym.env import MultistepEnv
@@ -50,7 +49,6 @@ class EpisodeRun:
         *,
         context: EpisodeContext,
         runtime: HookRuntime,
-        executor: Executor | None,
     ) -> None:
         if session_id not in env.sessions:
             raise EpisodeError(
@@ -62,7 +60,6 @@ class EpisodeRun:
         self.agent_state = agent_state
         self.context = context
         self.runtime = runtime
-        self.executor = executor
         self.episode = Episode(
             session_id=session_id,
             env_id=env.env_id,
@@ -112,8 +109,8 @@ class EpisodeRun:
                     self.episode.messages,
                     self.agent_state,
                     prompt_token_ids=prompt_ids,
-                    context=replace(self.context, step=step),
-                    executor=self.executor,
+                    context=self._context(step) if self.caller.takes_context else None,
+                    pool=self.runtime.pool,
                 )
                 done = await self.runtime.turn(
                     lambda step=step, action=action: self._step_turn(step, action),
@@ -126,6 +123,12 @@ class EpisodeRun:
             self._fail(exc)
         except Exception as exc:  # recorded, never raised: one bad episode must not sink a batch
             self._fail(exc)
+
+    def _context(self, step: int) -> EpisodeContext:
+        c = self.context
+        return EpisodeContext(
+            c.session_id, c.env_id, c.task_index, c.rollout_index, c.episode_index, c.seed, step
+        )
 
     def _fail(self, exc: BaseException) -> None:
         if self.episode.error is None:
@@ -281,15 +284,20 @@ class EpisodeRun:
         tokens = self.tokens
         if tokens is None:
             return
-        episode.segments = tokens.segments
         episode.has_logprobs = tokens.has_logprobs and bool(self.spans)
-        episode.segment_rewards = assign_token_rewards(
-            self.env.config.reward_strategy,
-            self.spans[: len(step_rewards)],
-            step_rewards,
-            episode.final_reward,
-            [len(s) for s in tokens.segments],
-        )
+        episode.segments = [
+            TokenSegment.from_builder(b, episode.has_logprobs) for b in tokens.segments
+        ]
+        episode.segment_rewards = [
+            rewards_array(r)
+            for r in assign_token_rewards(
+                self.env.config.reward_strategy,
+                self.spans[: len(step_rewards)],
+                step_rewards,
+                episode.final_reward,
+                [len(s) for s in tokens.segments],
+            )
+        ]
         if episode.ok:
             try:
                 episode.check()
@@ -319,22 +327,25 @@ async def aplay_episode(
     *,
     context: EpisodeContext | None = None,
     runtime: HookRuntime | None = None,
-    executor: Executor | None = None,
 ) -> Episode:
-    """Play one episode of the task registered under ``session_id``; unpadded."""
+    """Play one episode of the task registered under ``session_id``; unpadded.
+
+    Without a ``runtime`` (one env's hook runtime for a run) a small worker pool is
+    made for this episode.
+    """
     caller = agent if isinstance(agent, AgentCaller) else AgentCaller(agent)
     if context is None:
         context = EpisodeContext(session_id, env.env_id, 0, 0, 0, 0)
-    run = EpisodeRun(
-        env,
-        session_id,
-        caller,
-        agent_state,
-        context=context,
-        runtime=runtime or HookRuntime(env, executor),  # type: ignore[arg-type]
-        executor=executor,
-    )
-    return await run.play()
+    pool = None
+    if runtime is None:
+        pool = WorkerPool(2, name="agentsgym-episode")
+        runtime = HookRuntime(env, pool)
+    try:
+        run = EpisodeRun(env, session_id, caller, agent_state, context=context, runtime=runtime)
+        return await run.play()
+    finally:
+        if pool is not None:
+            pool.close()
 
 
 # ---------------------------------------------------------------------- hook results

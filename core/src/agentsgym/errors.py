@@ -92,6 +92,10 @@ class EpisodeTimeoutError(EpisodeError):
     """
 
 
+class ScaffoldError(AgentsGymError, ValueError):
+    """``agentsgym new-env`` cannot write the package: a bad name or a non-empty folder."""
+
+
 class OutputError(AgentsGymError):
     """An output file (``--out``) that cannot be written, read back or finished."""
 

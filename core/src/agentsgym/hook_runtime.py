@@ -22,11 +22,11 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections.abc import Callable, Coroutine
-from concurrent.futures import Executor
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from agentsgym.aio import drive
 from agentsgym.errors import EpisodeTimeoutError
+from agentsgym.worker_pool import WorkerPool
 
 if TYPE_CHECKING:
     from agentsgym.env import MultistepEnv
@@ -66,9 +66,9 @@ async def _resolve(result: Any) -> Any:
 class HookRuntime:
     """Calls the episode hooks of one env during one run."""
 
-    def __init__(self, env: MultistepEnv, executor: Executor) -> None:
+    def __init__(self, env: MultistepEnv, pool: WorkerPool) -> None:
         self.env = env
-        self.executor = executor
+        self.pool = pool
         self.is_async = has_async_hooks(env)
 
     async def call(self, name: str, **kwargs: Any) -> Any:
@@ -80,8 +80,7 @@ class HookRuntime:
         """CPU work inside a turn: inline in a plain turn (already off the loop)."""
         if not self.is_async:
             return fn(*args, **kwargs)
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self.executor, lambda: fn(*args, **kwargs))
+        return await self.pool.run(lambda: fn(*args, **kwargs))
 
     async def turn(
         self, make: Callable[[], Coroutine[Any, Any, T]], describe: Callable[[], str]
@@ -93,13 +92,10 @@ class HookRuntime:
         what was running, for the timeout message.
         """
         budget = self.env.config.hook_timeout_seconds
-        if self.is_async:
-            work: Any = make()
-        else:
-            loop = asyncio.get_running_loop()
-            work = loop.run_in_executor(self.executor, lambda: drive(make()))
         try:
-            return await asyncio.wait_for(work, budget)
+            if self.is_async:
+                return await asyncio.wait_for(make(), budget)
+            return await self.pool.run(lambda: drive(make()), timeout=budget)
         except asyncio.TimeoutError:
             raise EpisodeTimeoutError(
                 f"{describe()} of {self.env.env_id} did not return within "

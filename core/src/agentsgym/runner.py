@@ -24,7 +24,6 @@ import hashlib
 import json
 import logging
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -32,8 +31,9 @@ from agentsgym.agents.base import AgentCaller, follow_concurrency
 from agentsgym.aio import run_sync
 from agentsgym.episode import aplay_episode
 from agentsgym.hook_runtime import HookRuntime
-from agentsgym.trajectory import Episode, TrajectoryBatch, TrajectoryGroup
+from agentsgym.trajectory import Episode, TrajectoryBatch, TrajectoryGroup, zero_rewards
 from agentsgym.types import EpisodeContext
+from agentsgym.worker_pool import WorkerPool
 
 if TYPE_CHECKING:
     from agentsgym.agents import Agent
@@ -55,12 +55,15 @@ TrialCallback = Callable[["TrialJob", list[Episode]], None]
 
 @dataclass(frozen=True)
 class TrialJob:
-    """One trial to play: a task of an env, and which rollout of it this is."""
+    """One trial to play: a task of an env, which rollout of it this is, and who plays
+    (``agent``: ``None`` for the run's agent; rows of a mixed dataset may each have the
+    agent of their env)."""
 
     env: MultistepEnv
     task_data: dict[str, Any]
     task_index: int
     rollout_index: int
+    agent: Any = None
 
     @property
     def key(self) -> tuple[int, int]:
@@ -89,7 +92,6 @@ async def aplay_trial(
     caller: AgentCaller,
     runtime: HookRuntime,
     *,
-    executor: ThreadPoolExecutor | None = None,
     seed: int = 0,
     on_episode: EpisodeCallback | None = None,
 ) -> list[Episode]:
@@ -116,7 +118,6 @@ async def aplay_trial(
                 agent_state,
                 context=context,
                 runtime=runtime,
-                executor=executor,
             )
             episode.task_index, episode.rollout_index, episode.episode_index = (
                 job.task_index,
@@ -140,12 +141,12 @@ def _make_free_shot(episode: Episode) -> None:
     episode.free_shot = True
     episode.metrics["raw_final_reward"] = episode.final_reward
     episode.final_reward = 0.0
-    episode.segment_rewards = [[0.0] * len(r) for r in episode.segment_rewards]
+    zero_rewards(episode)
 
 
 async def arun_jobs(
     jobs: Sequence[TrialJob],
-    agent: Agent,
+    agent: Agent | None,
     *,
     max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
     seed: int = 0,
@@ -154,32 +155,40 @@ async def arun_jobs(
 ) -> dict[tuple[int, int], list[Episode]]:
     """Play every trial, up to ``max_concurrency`` at once; episodes by job key.
 
+    A job plays with its own ``agent`` when it has one, else with ``agent``.
     ``on_episode`` is called after every finished episode and ``on_trial`` after
     every finished trial, on the event loop's thread (progress bars, streaming
     writers). An exception from a callback stops the run and is raised.
     """
     check_run_settings(1, max_concurrency)
-    caller = AgentCaller(agent)
-    follow_concurrency(agent, max_concurrency)
     results: dict[tuple[int, int], list[Episode]] = {}
     if not jobs:
         return results
-    executor = ThreadPoolExecutor(
-        max_workers=max_concurrency + EXTRA_WORKER_THREADS, thread_name_prefix="agentsgym-worker"
-    )
+    callers: dict[int, AgentCaller] = {}
+    for job in jobs:
+        player = job.agent if job.agent is not None else agent
+        if player is None:
+            raise ValueError(
+                f"trial {job.key} of {job.env.env_id} has no agent: give one for the run or "
+                "for its env"
+            )
+        if id(player) not in callers:
+            callers[id(player)] = AgentCaller(player)
+            follow_concurrency(player, max_concurrency)
+    pool = WorkerPool(max_concurrency + EXTRA_WORKER_THREADS)
     runtimes: dict[int, HookRuntime] = {}
     for job in jobs:
         if id(job.env) not in runtimes:
-            runtimes[id(job.env)] = HookRuntime(job.env, executor)
+            runtimes[id(job.env)] = HookRuntime(job.env, pool)
     pending = iter(jobs)
 
     async def worker() -> None:
         for job in pending:
+            player = job.agent if job.agent is not None else agent
             episodes = await aplay_trial(
                 job,
-                caller,
+                callers[id(player)],
                 runtimes[id(job.env)],
-                executor=executor,
                 seed=seed,
                 on_episode=on_episode,
             )
@@ -195,7 +204,7 @@ async def arun_jobs(
             task.cancel()
         await asyncio.gather(*workers, return_exceptions=True)
         # Threads still running an abandoned hook keep going; nothing waits for them.
-        executor.shutdown(wait=False, cancel_futures=True)
+        pool.close()
     return results
 
 

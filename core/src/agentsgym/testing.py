@@ -5,31 +5,60 @@
     def test_my_env_follows_the_contract():
         check_env("myns/MyEnv-v0")
 
-It builds the env with and without a tokenizer, plays a few trials with the env's
-default agent (or the one given), and checks the row schema of its datasets, the
-token-fidelity invariants, padding, determinism under a seed, and that bad config
-keys are rejected. ``agentsgym check-env ENV_ID`` runs the same checks.
+It builds the env with and without a tokenizer, checks that bad config keys are
+rejected and that its datasets follow the row schema, plays trials with the env's
+default agent (or the one given), and checks the token-fidelity invariants, padding,
+JSON step infos, the end-of-episode hook, truncation at ``max_steps_per_episode``,
+that episodes leave ``task_data`` alone, and determinism: the same task played
+sequentially and concurrently, by a slow agent, gives the same episodes. ``agentsgym
+check-env ENV_ID`` runs the same checks.
+
+:func:`register_env` (and the pytest fixture ``agentsgym_register_env``) registers an
+env class for the duration of a test, without installing a package.
 """
 
 from __future__ import annotations
 
+import asyncio
+import copy
+import inspect
 import json
 import logging
 import math
+import sys
 import tempfile
-from collections.abc import Callable
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentsgym.agents import ScriptedAgent
-from agentsgym.errors import EnvConfigError
+from agentsgym.errors import EnvConfigError, RegistrationError
 from agentsgym.factory import DEFAULT_TOKENIZER, load_tokenizer, make
-from agentsgym.registry import get_registry
+from agentsgym.hookspecs import hookimpl
+from agentsgym.registry import EnvSpec, get_registry, validate_env_id
 from agentsgym.rows import parse_rows
-from agentsgym.trajectory import TrajectoryBatch
+from agentsgym.trajectory import Episode, TrajectoryBatch
+
+if TYPE_CHECKING:
+    from agentsgym.env import MultistepEnv
 
 logger = logging.getLogger(__name__)
+
+__all__ = [
+    "AsyncSlowAgent",
+    "CheckReport",
+    "CheckResult",
+    "EnvCheckError",
+    "SlowAgent",
+    "check_env",
+    "register_env",
+    "slow_agent",
+]
 
 
 class EnvCheckError(AssertionError):
@@ -38,6 +67,8 @@ class EnvCheckError(AssertionError):
 
 @dataclass
 class CheckResult:
+    """One check: its name, whether it passed, and what it found."""
+
     name: str
     passed: bool
     detail: str = ""
@@ -45,6 +76,8 @@ class CheckResult:
 
 @dataclass
 class CheckReport:
+    """Every check check_env ran on one env."""
+
     env_id: str
     checks: list[CheckResult] = field(default_factory=list)
 
@@ -57,6 +90,7 @@ class CheckReport:
         return [c for c in self.checks if not c.passed]
 
 
+# ----------------------------------------------------------------- the check
 def check_env(
     env_id: str,
     *,
@@ -66,48 +100,123 @@ def check_env(
     tokenizer: Any = DEFAULT_TOKENIZER,
     num_tasks: int = 2,
     num_rollouts: int = 2,
+    agent_delay: float = 0.002,
     raise_on_failure: bool = True,
 ) -> CheckReport:
     """Check that ``env_id`` follows the agentsgym env contract.
 
     :param agent: an agent object, a registered agent name, or ``None`` for the
-        env's default agent (a scripted agent when it has none).
+        env's default agent (a scripted agent when it has none). It must reply
+        deterministically: the determinism check plays every task twice with it.
+    :param agent_options: options for a named agent.
+    :param env_config: layered over the id's registered defaults.
     :param tokenizer: used for the token checks (default: the bundled tokenizer).
+    :param num_tasks: tasks taken from the train split (else the eval split).
+    :param num_rollouts: rollouts per task.
+    :param agent_delay: seconds the determinism check's slow agent sleeps per reply,
+        so that concurrent episodes interleave.
     :raises EnvCheckError: when ``raise_on_failure`` and any check fails.
     """
-    report = CheckReport(env_id)
-    tokenizer = load_tokenizer(tokenizer)
-    state: dict[str, Any] = {}
+    checker = _Checker(
+        env_id,
+        agent=agent,
+        agent_options=agent_options,
+        env_config=dict(env_config or {}),
+        tokenizer=load_tokenizer(tokenizer),
+        num_tasks=max(1, num_tasks),
+        num_rollouts=max(1, num_rollouts),
+        agent_delay=agent_delay,
+    )
+    return _finish(checker.run(), raise_on_failure)
 
-    def run(name: str, fn: Callable[[], str | None]) -> None:
+
+class _Checker:
+    """The checks of one check_env call; each records a result and never raises."""
+
+    def __init__(
+        self,
+        env_id: str,
+        *,
+        agent: Any,
+        agent_options: dict[str, Any] | None,
+        env_config: dict[str, Any],
+        tokenizer: Any,
+        num_tasks: int,
+        num_rollouts: int,
+        agent_delay: float,
+    ) -> None:
+        self.env_id = env_id
+        self.agent_arg = agent
+        self.agent_options = agent_options
+        self.env_config = env_config
+        self.tokenizer = tokenizer
+        self.num_tasks = num_tasks
+        self.num_rollouts = num_rollouts
+        self.agent_delay = agent_delay
+        self.report = CheckReport(env_id)
+        self.spec: EnvSpec | None = None
+        self.agent: Any = None
+        self.tasks: dict[str, list[dict[str, Any]]] = {}
+        self.batches: list[TrajectoryBatch] = []
+        self.finish_probe = FinishProbe()
+
+    def run(self) -> CheckReport:
+        self.check("env id resolves to a MultistepEnv subclass", self.resolves)
+        if not self.report.passed:
+            return self.report
+        self.check("env builds with and without a tokenizer", self.builds)
+        if not self.report.passed:
+            return self.report
+        self.check("unknown env_config keys are rejected", self.rejects_unknown_config)
+        self.check("datasets follow the row schema and survive parquet", self.datasets)
+        self.check("episodes play without a tokenizer", self.plays_without_tokenizer)
+        self.check("token streams keep the fidelity invariants", self.plays_with_tokenizer)
+        self.check("step infos are JSON-serialisable", self.infos_are_json)
+        self.check("episodes leave task_data unchanged", self.task_data_unchanged)
+        self.check("finish_episode runs once per episode", self.finish_runs_once)
+        self.check("episodes cut at max_steps_per_episode are truncated", self.truncation)
+        self.check(
+            "episodes are deterministic for the same task_data, also concurrently",
+            self.deterministic,
+        )
+        return self.report
+
+    def check(self, name: str, fn: Callable[[], str | None]) -> None:
         try:
             detail = fn() or ""
-            report.checks.append(CheckResult(name, True, detail))
-        except Exception as exc:  # every check reports, one failure does not hide others
+            self.report.checks.append(CheckResult(name, True, detail))
+        except Exception as exc:  # every check reports; one failure does not hide others
             logger.debug("check %s failed", name, exc_info=True)
-            report.checks.append(CheckResult(name, False, f"{type(exc).__name__}: {exc}"))
+            self.report.checks.append(CheckResult(name, False, f"{type(exc).__name__}: {exc}"))
 
-    def resolves() -> str:
-        spec = get_registry().resolve(env_id)
-        state["spec"] = spec
-        spec.load_class()
-        return f"{spec.entry_point} from {spec.distribution}"
+    # ------------------------------------------------------------ building
+    def make(self, *, tokenizer: Any = None, plugins: tuple[object, ...] = (), **config: Any) -> MultistepEnv:
+        return make(
+            self.env_id, tokenizer=tokenizer, env_config={**self.env_config, **config},
+            plugins=plugins,
+        )
 
-    def builds() -> None:
-        state["env"] = make(env_id, tokenizer=tokenizer, env_config=env_config)
-        state["plain_env"] = make(env_id, tokenizer=None, env_config=env_config)
-        state["agent"] = _agent(state["spec"].default_agent, agent, agent_options)
+    def resolves(self) -> str:
+        self.spec = get_registry().resolve(self.env_id)
+        self.spec.load_class()
+        return f"{self.spec.entry_point} from {self.spec.distribution}"
 
-    def rejects_unknown_config() -> None:
+    def builds(self) -> None:
+        self.make(tokenizer=self.tokenizer)
+        self.make(tokenizer=None)
+        assert self.spec is not None
+        self.agent = _agent(self.spec.default_agent, self.agent_arg, self.agent_options)
+
+    def rejects_unknown_config(self) -> None:
         try:
-            make(env_id, env_config={**(env_config or {}), "agentsgym_check_unknown_key": 1})
+            self.make(agentsgym_check_unknown_key=1)
         except EnvConfigError:
             return
         raise AssertionError("an unknown env_config key was accepted; configs must forbid extras")
 
-    def datasets_follow_schema() -> str:
-        env = state["env"]
-        tasks: dict[str, list[dict[str, Any]]] = {}
+    def datasets(self) -> str:
+        env = self.make()
+        assert self.spec is not None
         for split, getter in (("train", env.get_train_dataset), ("eval", env.get_eval_dataset)):
             try:
                 dataset = getter()
@@ -116,7 +225,7 @@ def check_env(
             rows = parse_rows(dataset)
             assert rows, f"{split} dataset is empty"
             for row in rows[:50]:
-                assert get_registry().resolve(row.env_class_path).id == state["spec"].id or \
+                assert get_registry().resolve(row.env_class_path).id == self.spec.id or \
                     row.env_class_path == env.env_id, f"{split} row names {row.env_class_path!r}"
                 make(row.env_class_path, env_config=row.env_config)
             with tempfile.TemporaryDirectory() as tmp:
@@ -126,57 +235,149 @@ def check_env(
 
                 again = datasets.Dataset.from_parquet(str(path))
                 assert again.to_list() == dataset.to_list(), "parquet round trip changed rows"
-            tasks[split] = [row.task_data for row in rows]
-        state["tasks"] = tasks
-        if "train" in tasks and "eval" in tasks:
-            train = {json.dumps(t, sort_keys=True) for t in tasks["train"]}
-            overlap = [t for t in tasks["eval"] if json.dumps(t, sort_keys=True) in train]
+            self.tasks[split] = [row.task_data for row in rows]
+        if "train" in self.tasks and "eval" in self.tasks:
+            train = {json.dumps(t, sort_keys=True) for t in self.tasks["train"]}
+            overlap = [t for t in self.tasks["eval"] if json.dumps(t, sort_keys=True) in train]
             assert not overlap, f"{len(overlap)} eval tasks also in train, e.g. {overlap[0]}"
-        return ", ".join(f"{k}: {len(v)} rows" for k, v in tasks.items()) or "no datasets"
+        return ", ".join(f"{k}: {len(v)} rows" for k, v in self.tasks.items()) or "no datasets"
 
-    def task_list() -> list[dict[str, Any]]:
-        tasks = state.get("tasks", {})
-        found = tasks.get("train") or tasks.get("eval")
+    def task_list(self, count: int | None = None) -> list[dict[str, Any]]:
+        found = self.tasks.get("train") or self.tasks.get("eval")
         if not found:
             raise AssertionError("the env ships no dataset; cannot pick tasks to play")
-        return found[:num_tasks]
+        return copy.deepcopy(found[: count or self.num_tasks])
 
-    def plays_without_tokenizer() -> str:
-        batch = state["plain_env"].run_trial(task_list(), state["agent"], num_rollouts)
-        _assert_played(batch, state["plain_env"].config.max_steps_per_episode)
+    # ------------------------------------------------------------ playing
+    def play(self, env: MultistepEnv, tasks: list[dict[str, Any]]) -> TrajectoryBatch:
+        batch = env.run_trial(tasks, self.agent, self.num_rollouts)
+        self.batches.append(batch)
+        return batch
+
+    def plays_without_tokenizer(self) -> str:
+        env = self.make(plugins=(self.finish_probe,))
+        batch = self.play(env, self.task_list())
+        _assert_played(batch, env.config.max_steps_per_episode)
         return f"mean reward {sum(batch.final_rewards) / max(len(batch), 1):.3g}"
 
-    def plays_with_tokenizer() -> str:
-        env = state["env"]
-        batch = env.run_trial(task_list(), state["agent"], num_rollouts)
+    def plays_with_tokenizer(self) -> str:
+        if self.tokenizer is None:
+            return "skipped: check_env was given no tokenizer"
+        env = self.make(tokenizer=self.tokenizer, plugins=(self.finish_probe,))
+        batch = self.play(env, self.task_list())
         _assert_played(batch, env.config.max_steps_per_episode)
         _assert_tokens(batch, env)
-        state["batch"] = batch
         return f"{len(batch)} rows"
 
-    def deterministic_under_seed() -> None:
-        env = state["plain_env"]
-        task = task_list()[0]
-        first = env.run_trial([task], state["agent"], 1, max_concurrency=1).episodes
-        second = env.run_trial([task], state["agent"], 1, max_concurrency=1).episodes
-        assert first and second, "no episode completed"
-        assert first[0].messages == second[0].messages, (
-            "the same task_data played twice by a deterministic agent gave different "
-            "conversations; a seed in task_data must make the episode deterministic"
+    def played(self) -> list[Episode]:
+        episodes = [e for batch in self.batches for e in batch.all_episodes]
+        if not episodes:
+            raise AssertionError("no episode was played (see the checks above)")
+        return episodes
+
+    def infos_are_json(self) -> str:
+        episodes = self.played()
+        for episode in episodes:
+            for index, step in enumerate(episode.steps):
+                problem = _json_problem(step.info)
+                if problem:
+                    raise AssertionError(
+                        f"step {index} of an episode of task {episode.task_data}: info{problem}; "
+                        "step infos are written to dataset files: keep them to str, int, "
+                        "float, bool, None, lists and dicts"
+                    )
+        return f"{sum(len(e.steps) for e in episodes)} steps"
+
+    def task_data_unchanged(self) -> None:
+        tasks = self.task_list()
+        before = json.dumps(tasks, sort_keys=True)
+        env = self.make()
+        env.run_trial(tasks, self.agent, 1)
+        assert json.dumps(tasks, sort_keys=True) == before, (
+            "playing an episode changed its task_data; task_data is shared by every "
+            "rollout of a task: copy what the state needs (initialize_episode)"
         )
 
-    run("env id resolves to a MultistepEnv subclass", resolves)
-    if not report.passed:
-        return _finish(report, raise_on_failure)
-    run("env builds with and without a tokenizer", builds)
-    if not report.passed:
-        return _finish(report, raise_on_failure)
-    run("unknown env_config keys are rejected", rejects_unknown_config)
-    run("datasets follow the row schema and survive parquet", datasets_follow_schema)
-    run("episodes play without a tokenizer", plays_without_tokenizer)
-    run("token streams keep the fidelity invariants", plays_with_tokenizer)
-    run("episodes are deterministic for the same task_data", deterministic_under_seed)
-    return _finish(report, raise_on_failure)
+    def finish_runs_once(self) -> str:
+        episodes = self.played()
+        probe = self.finish_probe
+        if probe.failures:
+            raise AssertionError(f"finish_episode raised: {probe.failures[0]}")
+        failed = [e.error for e in episodes if e.error and "finish_episode" in e.error]
+        if failed:
+            raise AssertionError(f"finish_episode failed: {failed[0]}")
+        expected = Counter(e.session_id for e in episodes)
+        seen = Counter(call.session_id for call in probe.calls)
+        if seen != expected:
+            session = next(s for s in expected | seen if expected[s] != seen[s])
+            raise AssertionError(
+                f"session {session} played {expected[session]} episode(s) but finish_episode "
+                f"ran {seen[session]} time(s); it must run exactly once per episode"
+            )
+        by_session: dict[str, list[bool]] = {}
+        for call in probe.calls:
+            by_session.setdefault(call.session_id, []).append(call.truncated)
+        for episode in episodes:
+            if episode.truncated and True not in by_session.get(episode.session_id, []):
+                raise AssertionError("finish_episode was not told truncated=True for a cut episode")
+        implemented = _implements(self.spec, "finish_episode")
+        return f"{len(probe.calls)} calls" + ("" if implemented else " (the env does not implement it)")
+
+    def truncation(self) -> str:
+        probe = FinishProbe()
+        try:
+            env = self.make(plugins=(probe,), max_steps_per_episode=1)
+        except EnvConfigError as exc:
+            return f"skipped: the env refuses max_steps_per_episode=1 ({exc})"
+        batch = env.run_trial(self.task_list(), self.agent, 1)
+        if probe.failures:
+            raise AssertionError(
+                f"finish_episode raised for an episode cut after one step: {probe.failures[0]}; "
+                "an env must handle being cut at max_steps_per_episode (truncated=True)"
+            )
+        failed = batch.failed
+        assert not failed, (
+            f"an episode cut after one step failed: {failed[0].error}; an env must handle "
+            "being cut at max_steps_per_episode (finish_episode gets truncated=True)"
+        )
+        cut = 0
+        for episode in batch.all_episodes:
+            done = bool(episode.steps) and episode.steps[-1].done
+            assert episode.num_turns == 1, f"an episode took {episode.num_turns} turns, limit 1"
+            assert episode.truncated == (not done), (
+                f"episode done={done} but truncated={episode.truncated}"
+            )
+            cut += episode.truncated
+        truncated_calls = [c for c in probe.calls if c.truncated]
+        assert len(truncated_calls) == cut, (
+            f"{cut} episodes were cut but finish_episode saw truncated=True {len(truncated_calls)} times"
+        )
+        return f"{cut} of {len(batch.all_episodes)} episodes cut after one step"
+
+    def deterministic(self) -> str:
+        tasks = self.task_list(max(self.num_tasks, 2))
+        rollouts = max(self.num_rollouts, 2)
+        env = self.make()
+        sequential = env.run_trial(tasks, slow_agent(self.agent, 0.0), rollouts, max_concurrency=1)
+        jobs = len(tasks) * rollouts
+        slow = slow_agent(self.agent, self.agent_delay, rendezvous=min(jobs, 3))
+        concurrent = env.run_trial(tasks, slow, rollouts, max_concurrency=jobs)
+        first = {_key(e): e for e in sequential.all_episodes}
+        second = {_key(e): e for e in concurrent.all_episodes}
+        assert first, "no episode was played"
+        for key in sorted(first.keys() | second.keys()):
+            difference = _difference(first.get(key), second.get(key))
+            if difference:
+                task, rollout, index = key
+                raise AssertionError(
+                    f"task {task} rollout {rollout} episode {index}: {difference}. Played once "
+                    f"alone and once with {jobs} episodes at once (a deterministic agent that "
+                    "sleeps between replies), the same task_data gave different episodes. Draw "
+                    "randomness from agentsgym.randomness.episode_random(task_data) kept in the "
+                    "state (never the global random module, or wrap a library that uses it in "
+                    "global_random), and keep per-episode data in the state, not on self"
+                )
+        return f"{len(first)} episodes, up to {jobs} at once"
 
 
 def _finish(report: CheckReport, raise_on_failure: bool) -> CheckReport:
@@ -184,6 +385,215 @@ def _finish(report: CheckReport, raise_on_failure: bool) -> CheckReport:
         lines = "\n".join(f"  - {c.name}: {c.detail}" for c in report.failures)
         raise EnvCheckError(f"{report.env_id} fails check_env:\n{lines}")
     return report
+
+
+# ------------------------------------------------------------ helpers of the checks
+@dataclass(frozen=True)
+class FinishCall:
+    """One observed call of the finish_episode hook."""
+
+    session_id: str
+    truncated: bool
+    error: str | None
+
+
+class FinishProbe:
+    """A plugin for an env's hook relay that records every finish_episode call.
+
+    It wraps the hook (``wrapper=True``), so it sees each call once however many
+    implementations run, and an exception raised by any of them.
+    """
+
+    def __init__(self) -> None:
+        self.calls: list[FinishCall] = []
+        self.failures: list[str] = []
+        self._lock = threading.Lock()
+
+    @hookimpl(wrapper=True)
+    def finish_episode(self, session_id: str, truncated: bool, error: str | None) -> Any:
+        with self._lock:
+            self.calls.append(FinishCall(session_id, bool(truncated), error))
+        try:
+            return (yield)
+        except Exception as exc:
+            with self._lock:
+                self.failures.append(f"{type(exc).__name__}: {exc}")
+            raise
+
+
+class SlowAgent:
+    """Wraps a deterministic agent: sleeps a few milliseconds before every reply.
+
+    check_env plays with it so that concurrent episodes interleave the way they do
+    against a model server. With ``rendezvous=n``, the first ``n`` calls wait for
+    each other (at most ``rendezvous_timeout`` seconds), so at least ``n`` episodes
+    are between their first prompt and their first step at the same time, however
+    slow the machine is: an env that shares random or per-episode state between them
+    is caught for certain, not by luck of timing. :func:`slow_agent` picks this class
+    or :class:`AsyncSlowAgent` to match the wrapped agent.
+    """
+
+    def __init__(
+        self,
+        agent: Any,
+        delay: float = 0.002,
+        *,
+        rendezvous: int = 0,
+        rendezvous_timeout: float = 10.0,
+    ) -> None:
+        self.agent = agent
+        self.delay = delay
+        self.wants_prompt_token_ids = bool(getattr(agent, "wants_prompt_token_ids", False))
+        self._takes_context = "context" in _parameters(agent.get_action)
+        self._expected = rendezvous
+        self._timeout = rendezvous_timeout
+        self._arrived = 0
+        self._cond = threading.Condition()
+
+    def _pause(self, messages: list[dict[str, str]]) -> float:
+        # 1-3 delays, varying with the conversation, so interleavings vary too.
+        return self.delay * (1 + len(messages) % 3)
+
+    def _kwargs(self, prompt_token_ids: list[int] | None, context: Any) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {}
+        if self.wants_prompt_token_ids:
+            kwargs["prompt_token_ids"] = prompt_token_ids
+        if context is not None and self._takes_context:
+            kwargs["context"] = context
+        return kwargs
+
+    def _all_arrived(self) -> bool:
+        return self._arrived >= self._expected
+
+    def _arrive(self) -> bool:
+        """Count this call; True when it has to wait for others."""
+        if self._arrived >= self._expected:
+            return False
+        self._arrived += 1
+        return self._arrived < self._expected
+
+    def _gave_up(self) -> None:
+        logger.warning(
+            "check_env: %d episodes never ran at once within %.0fs; the runner may be limited "
+            "to fewer concurrent episodes, so the concurrency check is weaker",
+            self._expected, self._timeout,
+        )
+        self._expected = 0
+
+    def get_action(
+        self,
+        messages: list[dict[str, str]],
+        agent_state: Any,
+        *,
+        prompt_token_ids: list[int] | None = None,
+        context: Any = None,
+    ) -> Any:
+        with self._cond:
+            if self._arrive() and not self._cond.wait_for(self._all_arrived, self._timeout):
+                self._gave_up()
+            self._cond.notify_all()
+        if self.delay:
+            time.sleep(self._pause(messages))
+        kwargs = self._kwargs(prompt_token_ids, context)
+        return self.agent.get_action(messages, agent_state, **kwargs)
+
+
+class AsyncSlowAgent(SlowAgent):
+    """:class:`SlowAgent` for an ``async def get_action`` agent: waits without blocking
+    the runner's event loop."""
+
+    def __init__(self, agent: Any, delay: float = 0.002, **kwargs: Any) -> None:
+        super().__init__(agent, delay, **kwargs)
+        self._async_cond: asyncio.Condition | None = None
+
+    async def get_action(  # type: ignore[override]
+        self,
+        messages: list[dict[str, str]],
+        agent_state: Any,
+        *,
+        prompt_token_ids: list[int] | None = None,
+        context: Any = None,
+    ) -> Any:
+        if self._async_cond is None:
+            self._async_cond = asyncio.Condition()
+        cond = self._async_cond
+        async with cond:
+            if self._arrive():
+                try:
+                    await asyncio.wait_for(cond.wait_for(self._all_arrived), self._timeout)
+                except asyncio.TimeoutError:
+                    self._gave_up()
+            cond.notify_all()
+        if self.delay:
+            await asyncio.sleep(self._pause(messages))
+        kwargs = self._kwargs(prompt_token_ids, context)
+        return await self.agent.get_action(messages, agent_state, **kwargs)
+
+
+def slow_agent(agent: Any, delay: float = 0.002, **kwargs: Any) -> SlowAgent:
+    """A :class:`SlowAgent` around a plain agent, an :class:`AsyncSlowAgent` around an
+    async one."""
+    if inspect.iscoroutinefunction(getattr(agent, "get_action", None)):
+        return AsyncSlowAgent(agent, delay, **kwargs)
+    return SlowAgent(agent, delay, **kwargs)
+
+
+def _parameters(fn: Callable[..., Any]) -> set[str]:
+    """The named parameters of ``fn`` (the runner passes ``context`` only by name)."""
+    try:
+        parameters = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return set()
+    return {p.name for p in parameters if p.kind is not inspect.Parameter.VAR_KEYWORD}
+
+
+def _key(episode: Episode) -> tuple[int, int, int]:
+    return episode.task_index, episode.rollout_index, episode.episode_index
+
+
+def _difference(first: Episode | None, second: Episode | None) -> str:
+    if first is None or second is None:
+        return "played in one run only"
+    if first.error != second.error:
+        return f"errors differ: {first.error!r} vs {second.error!r}"
+    for index, (a, b) in enumerate(zip(first.messages, second.messages)):
+        if a != b:
+            return f"message {index} differs: {a['content']!r:.100} vs {b['content']!r:.100}"
+    if len(first.messages) != len(second.messages):
+        return f"{len(first.messages)} vs {len(second.messages)} messages"
+    rewards = ([s.reward for s in first.steps], [s.reward for s in second.steps])
+    if rewards[0] != rewards[1]:
+        return f"step rewards differ: {rewards[0]} vs {rewards[1]}"
+    return ""
+
+
+def _json_problem(value: Any, path: str = "") -> str:
+    """Where ``value`` stops being JSON (``"['board']: a set"``), or ``""``."""
+    if value is None or isinstance(value, (str, bool, int)):
+        return ""
+    if isinstance(value, float):
+        return "" if math.isfinite(value) else f"{path}: the non-finite float {value!r}"
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                return f"{path}: the non-string key {key!r}"
+            problem = _json_problem(item, f"{path}[{key!r}]")
+            if problem:
+                return problem
+        return ""
+    if isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            problem = _json_problem(item, f"{path}[{index}]")
+            if problem:
+                return problem
+        return ""
+    return f"{path}: a {type(value).__name__} ({value!r:.60})"
+
+
+def _implements(spec: EnvSpec | None, hook: str) -> bool:
+    if spec is None:
+        return False
+    return hasattr(spec.load_class(), hook)
 
 
 def _agent(default: str | None, agent: Any, options: dict[str, Any] | None) -> Any:
@@ -205,7 +615,6 @@ def _assert_played(batch: TrajectoryBatch, max_steps: int) -> None:
             f"episode took {episode.num_turns} turns; max_steps_per_episode is {max_steps}"
         )
         assert math.isfinite(episode.final_reward), "non-finite final reward"
-        json.dumps([s.info for s in episode.steps])
 
 
 def _assert_tokens(batch: TrajectoryBatch, env: Any) -> None:
@@ -238,3 +647,60 @@ def _assert_tokens(batch: TrajectoryBatch, env: Any) -> None:
 
 def _has_special_text(env: Any, messages: list[dict[str, str]]) -> bool:
     return any(s in m["content"] for m in messages for s in env.chat.special_texts)
+
+
+# ------------------------------------------------------------ registering test envs
+@contextmanager
+def register_env(
+    env_id: str,
+    env_class: type[MultistepEnv] | str,
+    *,
+    description: str = "",
+    default_agent: str | None = None,
+    **default_env_config: Any,
+) -> Iterator[EnvSpec]:
+    """Register an env under ``env_id`` for the ``with`` block, without a package.
+
+    For tests of env classes and wrapper plugins that are not installed::
+
+        with register_env("test/MyEnv-v0", MyEnv, default_agent="scripted"):
+            check_env("test/MyEnv-v0")
+
+    :param env_class: the class, or its ``"package.module:Class"`` path.
+    :raises RegistrationError: the id is malformed or already registered.
+    """
+    validate_env_id(env_id)
+    if isinstance(env_class, str):
+        entry_point = env_class
+    else:
+        if "<locals>" in env_class.__qualname__:
+            raise RegistrationError(
+                f"{env_class.__qualname__} is defined inside a function; define test envs at "
+                "module level so that the registry can import them by path"
+            )
+        module = sys.modules.get(env_class.__module__)
+        if module is None:  # a class from a file imported by path (pytest's importlib mode)
+            module = inspect.getmodule(env_class)
+            sys.modules[env_class.__module__] = module  # type: ignore[assignment]
+        entry_point = f"{env_class.__module__}:{env_class.__qualname__}"
+    registry = get_registry()
+    if env_id in registry.envs:
+        raise RegistrationError(
+            f"env id {env_id!r} is already registered by {registry.envs[env_id].distribution!r}; "
+            "pick another id for the test env"
+        )
+    spec = EnvSpec(
+        id=env_id,
+        entry_point=entry_point,
+        description=description,
+        default_agent=default_agent,
+        default_env_config=default_env_config,
+        distribution=None,
+        plugin="agentsgym.testing",
+    )
+    spec.load_class()
+    registry.envs[env_id] = spec
+    try:
+        yield spec
+    finally:
+        registry.envs.pop(env_id, None)

@@ -62,6 +62,8 @@ class ScriptedPolicy:
     template's end-of-turn token as completion ids (logprobs 0.0).
     """
 
+    run_inline = True  # cheap: answered on the server's loop, no thread hop
+
     def __init__(
         self,
         replies: Sequence[str] | Callable[[Messages], str] = ("[50]",),
@@ -360,14 +362,17 @@ class OpenAICompatServer:
             try:
                 if self.delay:
                     await asyncio.sleep(self.delay)
-                if kind == "chat":
-                    reply = await run_in_threadpool(self.policy.chat, body["messages"], body)
+                answer = self.policy.chat if kind == "chat" else self.policy.complete
+                argument = body["messages"] if kind == "chat" else body["prompt"]
+                if getattr(self.policy, "run_inline", False):
+                    reply = answer(argument, body)
                 else:
-                    reply = await run_in_threadpool(self.policy.complete, body["prompt"], body)
+                    reply = await run_in_threadpool(answer, argument, body)
             finally:
                 with self._lock:
                     self.in_flight -= 1
-            return self._response(kind, body, reply)
+            # A JSONResponse of plain dicts skips FastAPI's jsonable_encoder walk.
+            return JSONResponse(self._response(kind, body, reply))
 
         @app.post("/v1/chat/completions")
         async def chat(request: Request) -> Any:

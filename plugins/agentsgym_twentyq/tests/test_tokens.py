@@ -44,7 +44,7 @@ def _check_episode(env: Any, episode: Any) -> None:
     assert len(ids) == len(mask) == len(rewards)
     # rewards only on agent tokens, summing to the episode reward
     assert all(r == 0.0 for r, m in zip(rewards, mask) if m == 0)
-    assert math.isclose(sum(rewards), episode.final_reward, abs_tol=1e-9)
+    assert math.isclose(sum(rewards), episode.final_reward, abs_tol=1e-6)  # float32 per token
     # the agent tokens are exactly the replies, each closed by the template's <|im_end|>
     replies = [m["content"] for m in episode.messages if m["role"] == "assistant"]
     agent_text = tok.decode([i for i, m in zip(ids, mask) if m])

@@ -6,12 +6,14 @@ import asyncio
 import functools
 import inspect
 from collections.abc import Callable
-from concurrent.futures import Executor
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from agentsgym.errors import AgentError
 from agentsgym.surrogates import repair_text
 from agentsgym.types import AgentAction, EpisodeContext, Messages
+
+if TYPE_CHECKING:
+    from agentsgym.worker_pool import WorkerPool
 
 REPAIRED_SURROGATES_KEY = "repaired_surrogates"
 """Step info key set when a reply held surrogate code points that were repaired."""
@@ -137,18 +139,21 @@ class AgentCaller:
         *,
         prompt_token_ids: list[int] | None = None,
         context: EpisodeContext | None = None,
-        executor: Executor | None = None,
+        pool: WorkerPool | None = None,
     ) -> tuple[AgentAction, Any]:
-        """The agent's reply; plain agents run in ``executor`` unless inline."""
+        """The agent's reply; plain agents run in ``pool`` (default: asyncio's
+        executor) unless inline."""
         kwargs = self._kwargs(prompt_token_ids, context)
         if self.is_async:
             result = await self.agent.get_action(list(messages), agent_state, **kwargs)
         elif self.run_inline:
             result = self.agent.get_action(list(messages), agent_state, **kwargs)
         else:
-            loop = asyncio.get_running_loop()
             call = functools.partial(self.agent.get_action, list(messages), agent_state, **kwargs)
-            result = await loop.run_in_executor(executor, call)
+            if pool is not None:
+                result = await pool.run(call)
+            else:
+                result = await asyncio.get_running_loop().run_in_executor(None, call)
         return as_action(self.agent, result)
 
     def act_sync(

@@ -1,10 +1,11 @@
 """An agent backed by an OpenAI-compatible server (vLLM, SGLang, OpenAI, ...).
 
 The agent is natively async: ``get_action`` is a coroutine the runner awaits on its
-event loop, with one ``openai.AsyncOpenAI`` client (one connection pool) per event
-loop, and a semaphore bounding the requests in flight (``max_concurrency``, which
-follows the run's ``max_concurrency`` unless set explicitly). Plain code calls it
-through :func:`agentsgym.agents.call_agent`. Connection errors, timeouts, HTTP 408/409/429 and 5xx are
+event loop, with one HTTP session (one connection pool, aiohttp; see
+:mod:`agentsgym.agents.openai_http` for why not the ``openai`` SDK) per event loop,
+and a semaphore bounding the requests in flight (``max_concurrency``, which follows
+the run's ``max_concurrency`` unless set explicitly). Plain code calls it through
+:func:`agentsgym.agents.call_agent`. Connection errors, timeouts, HTTP 408/409/429 and 5xx are
 retried with exponential backoff and jitter (``max_retries``). When it gives up, the
 agent raises an :class:`~agentsgym.errors.AgentError` that says what to check: the
 URL for an unreachable server, the served models for an unknown model name.
@@ -48,6 +49,13 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
+from agentsgym.agents.openai_http import (
+    JSONClient,
+    ServerProtocolError,
+    ServerStatusError,
+    ServerTimeout,
+    ServerUnreachable,
+)
 from agentsgym.errors import AgentError
 from agentsgym.types import AgentAction, Messages
 
@@ -108,10 +116,10 @@ class OpenAIAgent:
         max_backoff: float = 8.0,
     ) -> None:
         try:
-            import openai  # noqa: F401
+            import aiohttp  # noqa: F401
         except ImportError as exc:  # pragma: no cover - depends on the install
             raise AgentError(
-                "the openai agent needs the openai client: pip install 'agentsgym[openai]'"
+                "the openai agent needs aiohttp: pip install 'agentsgym[openai]'"
             ) from exc
         if api not in ("chat", "completions"):
             raise AgentError(f"api must be 'chat' or 'completions', got {api!r}")
@@ -179,8 +187,12 @@ class OpenAIAgent:
                 try:
                     run_sync(resources.client.close())
                 except Exception:  # closing must never raise
-                    logger.debug("closing the openai client failed", exc_info=True)
-            # A client of another (finished) loop is dropped; its pool closes with it.
+                    logger.debug("closing the HTTP session failed", exc_info=True)
+            elif not loop.is_closed() and not loop.is_running():
+                try:
+                    loop.run_until_complete(resources.client.close())
+                except Exception:
+                    logger.debug("closing the HTTP session failed", exc_info=True)
 
     def __enter__(self) -> OpenAIAgent:
         return self
@@ -192,24 +204,13 @@ class OpenAIAgent:
         loop = asyncio.get_running_loop()
         resources = self._per_loop.get(loop)
         if resources is None:
-            import openai
-
             resources = _LoopResources(
-                client=openai.AsyncOpenAI(
-                    base_url=self.base_url,
-                    api_key=self.api_key,
-                    max_retries=0,
-                    timeout=self.timeout,
-                ),
+                client=JSONClient(self.base_url, self.api_key, self.timeout, self.max_concurrency),
                 semaphore=asyncio.Semaphore(self.max_concurrency),
                 model_lock=asyncio.Lock(),
             )
             self._per_loop[loop] = resources
         return resources
-
-    @property
-    def _client(self) -> Any:
-        return self._resources().client
 
     # ------------------------------------------------------------------ requests
     async def aget_action_reply(
@@ -224,71 +225,60 @@ class OpenAIAgent:
                 )
             return await self._with_retries(lambda: self._chat(messages), token_fields=True)
 
+    async def _post(self, path: str, payload: dict[str, Any]) -> dict[str, Any]:
+        """POST a JSON body; the answer, which must hold choices."""
+        body = await self._resources().client.request("POST", path, payload)
+        choices = body.get("choices") if isinstance(body, dict) else None
+        if not choices or not isinstance(choices[0], dict):
+            raise AgentError(f"the server at {self.base_url} returned no choices: {body!r:.200}")
+        return body  # type: ignore[no-any-return]
+
     async def _chat(self, messages: Messages) -> AgentAction:
-        kwargs = self._sampling()
-        extra = dict(self.extra_body)
-        ask_ids = self.request_token_ids
-        if ask_ids:
-            kwargs["logprobs"] = True
-            extra["return_token_ids"] = True
-        response = await self._client.chat.completions.create(
-            model=self.model, messages=messages, extra_body=extra or None, **kwargs
-        )
-        if not response.choices:
-            raise AgentError(f"the server at {self.base_url} returned no choices")
-        choice = response.choices[0]
-        text = choice.message.content or ""
-        ids = _field(choice, "token_ids")
-        prompt_ids = _field(response, "prompt_token_ids")
+        payload = {"model": self.model, "messages": messages, **self._sampling()}
+        if self.request_token_ids:
+            payload.update(logprobs=True, return_token_ids=True)
+        body = await self._post("/chat/completions", payload)
+        choice = body["choices"][0]
+        text = (choice.get("message") or {}).get("content") or ""
+        ids = choice.get("token_ids")
+        prompt_ids = body.get("prompt_token_ids")
         if not _is_ids(prompt_ids):
             # What the server's model conditioned on is unknown: its sampled ids cannot
             # be placed after the episode's own prompt, so the runner retokenizes.
             ids = None
         logprobs = None
-        content = getattr(choice.logprobs, "content", None) if choice.logprobs else None
-        if ids is not None and content is not None and len(content) == len(ids):
-            logprobs = [float(item.logprob) for item in content]
-        return self._action(text, ids, logprobs, choice.finish_reason, prompt_ids)
+        content = (choice.get("logprobs") or {}).get("content")
+        if _is_ids(ids) and isinstance(content, list) and len(content) == len(ids):
+            logprobs = [float(item["logprob"]) for item in content]
+        return self._action(text, ids, logprobs, choice.get("finish_reason"), prompt_ids)
 
     async def _completion(self, prompt_token_ids: list[int]) -> AgentAction:
-        kwargs = self._sampling()
-        extra = dict(self.extra_body)
+        payload = {"model": self.model, "prompt": list(prompt_token_ids), **self._sampling()}
         if self.request_token_ids:
-            kwargs["logprobs"] = 1
-            extra["return_token_ids"] = True
-        response = await self._client.completions.create(
-            model=self.model, prompt=list(prompt_token_ids), extra_body=extra or None, **kwargs
-        )
-        if not response.choices:
-            raise AgentError(f"the server at {self.base_url} returned no choices")
-        choice = response.choices[0]
-        ids = _field(choice, "token_ids")
-        prompt_ids = _field(choice, "prompt_token_ids")
+            payload.update(logprobs=1, return_token_ids=True)
+        body = await self._post("/completions", payload)
+        choice = body["choices"][0]
+        ids = choice.get("token_ids")
+        prompt_ids = choice.get("prompt_token_ids")
         logprobs = None
-        token_logprobs = (
-            getattr(choice.logprobs, "token_logprobs", None) if choice.logprobs else None
-        )
-        if ids is not None and token_logprobs is not None and len(token_logprobs) == len(ids):
+        token_logprobs = (choice.get("logprobs") or {}).get("token_logprobs")
+        if _is_ids(ids) and isinstance(token_logprobs, list) and len(token_logprobs) == len(ids):
             logprobs = [float(x) if x is not None else float("nan") for x in token_logprobs]
         return self._action(
-            choice.text or "",
+            choice.get("text") or "",
             ids,
             logprobs,
-            choice.finish_reason,
+            choice.get("finish_reason"),
             prompt_ids if _is_ids(prompt_ids) else list(prompt_token_ids),
         )
 
     def _sampling(self) -> dict[str, Any]:
-        kwargs: dict[str, Any] = {
-            "temperature": self.temperature,
-            "max_tokens": self.max_tokens,
-            "timeout": self.timeout,
-        }
+        fields: dict[str, Any] = {"temperature": self.temperature, "max_tokens": self.max_tokens}
         if self.top_p is not None:
-            kwargs["top_p"] = self.top_p
+            fields["top_p"] = self.top_p
         if self.stop:
-            kwargs["stop"] = self.stop
-        return kwargs
+            fields["stop"] = self.stop
+        return {**fields, **self.extra_body}
 
     def _action(
         self,
@@ -318,8 +308,6 @@ class OpenAIAgent:
         self, call: Callable[[], Awaitable[T]], *, token_fields: bool = False
     ) -> T:
         """Run ``call``, retrying transient failures; ``token_fields``: it may send vLLM fields."""
-        import openai
-
         attempt = 0
         plain_retry = False
         while True:
@@ -332,25 +320,26 @@ class OpenAIAgent:
                         self.base_url,
                     )
                 return result
-            except (openai.BadRequestError, openai.UnprocessableEntityError) as exc:
-                if (
-                    token_fields
-                    and self.request_token_ids
-                    and not plain_retry
-                    and not _mentions_model(exc)
-                ):
-                    # Maybe the server rejects the vLLM fields: ask once without them.
-                    self.request_token_ids = False
-                    plain_retry = True
-                    continue
-                if plain_retry:  # not the fields' fault after all
-                    self.request_token_ids = True
-                raise await self._status_error(exc) from None
-            except openai.APIStatusError as exc:
-                if exc.status_code not in RETRY_STATUS and exc.status_code < 500:
+            except ServerProtocolError as exc:
+                raise AgentError(f"the server at {self.base_url} answered strangely: {exc}") from None
+            except ServerStatusError as exc:
+                if exc.status in (400, 422):
+                    if (
+                        token_fields
+                        and self.request_token_ids
+                        and not plain_retry
+                        and not _mentions_model(exc)
+                    ):
+                        # Maybe the server rejects the vLLM fields: ask once without them.
+                        self.request_token_ids = False
+                        plain_retry = True
+                        continue
+                    if plain_retry:  # not the fields' fault after all
+                        self.request_token_ids = True
+                if exc.status not in RETRY_STATUS and exc.status < 500:
                     raise await self._status_error(exc) from None
                 failure: Exception = exc
-            except openai.APIConnectionError as exc:  # includes APITimeoutError
+            except (ServerUnreachable, ServerTimeout) as exc:
                 failure = exc
             if attempt >= self.max_retries:
                 raise self._gave_up(failure, attempt + 1) from None
@@ -358,7 +347,7 @@ class OpenAIAgent:
             logger.info(
                 "request to %s failed (%s); retry %d in %.2fs",
                 self.base_url,
-                type(failure).__name__,
+                failure,
                 attempt + 1,
                 delay,
             )
@@ -366,50 +355,46 @@ class OpenAIAgent:
             await asyncio.sleep(delay)
 
     def _gave_up(self, exc: Exception, attempts: int) -> AgentError:
-        import openai
-
         tries = f"{attempts} attempt{'s' if attempts > 1 else ''}"
-        if isinstance(exc, openai.APITimeoutError):
+        if isinstance(exc, ServerTimeout):
             return AgentError(
                 f"the server at {self.base_url} did not answer within {self.timeout:g}s "
                 f"({tries}). Raise timeout=..., lower max_tokens or max_concurrency, or check "
                 "that the server is not overloaded."
             )
-        if isinstance(exc, openai.APIConnectionError):
+        if isinstance(exc, ServerUnreachable):
             return AgentError(
                 f"cannot reach an OpenAI-compatible server at {self.base_url} ({tries}: "
-                f"{_cause(exc)}). Check that the server is running and listening there (e.g. "
+                f"{exc}). Check that the server is running and listening there (e.g. "
                 "`vllm serve MODEL --port 8000` serves http://localhost:8000/v1), that base_url "
                 "includes the /v1 prefix, and that no proxy or firewall blocks it."
             )
-        if isinstance(exc, openai.APIStatusError):
+        if isinstance(exc, ServerStatusError):
             return AgentError(
-                f"the server at {self.base_url} kept failing with HTTP {exc.status_code} "
-                f"({tries}): {_message(exc)}"
+                f"the server at {self.base_url} kept failing with HTTP {exc.status} "
+                f"({tries}): {exc.message}"
             )
         return AgentError(f"request to {self.base_url} failed ({tries}): {exc}")
 
-    async def _status_error(self, exc: Any) -> AgentError:
-        import openai
-
-        status = exc.status_code
-        if isinstance(exc, (openai.AuthenticationError, openai.PermissionDeniedError)):
+    async def _status_error(self, exc: ServerStatusError) -> AgentError:
+        status = exc.status
+        if status in (401, 403):
             return AgentError(
                 f"the server at {self.base_url} rejected the API key (HTTP {status}): "
-                f"{_message(exc)}. Pass api_key=... or set OPENAI_API_KEY."
+                f"{exc.message}. Pass api_key=... or set OPENAI_API_KEY."
             )
-        if isinstance(exc, openai.NotFoundError) or _mentions_model(exc):
+        if status == 404 or _mentions_model(exc):
             models = await self._served_models_or_none()
             if models is not None and self.model not in models:
                 return self._unknown_model(models)
-            if isinstance(exc, openai.NotFoundError):
+            if status == 404:
                 return AgentError(
                     f"{self.base_url} answered HTTP 404 for the {self.api} API: "
-                    f"{_message(exc)}. Check that base_url ends with /v1 and that the server "
+                    f"{exc.message}. Check that base_url ends with /v1 and that the server "
                     f"implements /{'chat/' if self.api == 'chat' else ''}completions."
                 )
         return AgentError(
-            f"the server at {self.base_url} refused the request (HTTP {status}): {_message(exc)}"
+            f"the server at {self.base_url} refused the request (HTTP {status}): {exc.message}"
         )
 
     def _unknown_model(self, models: list[str]) -> AgentError:
@@ -422,8 +407,12 @@ class OpenAIAgent:
 
     # ------------------------------------------------------------------ models
     async def _served_models(self) -> list[str]:
-        page = await self._with_retries(lambda: self._client.models.list(timeout=self.timeout))
-        return [m.id for m in page.data]
+        client = self._resources().client
+        page = await self._with_retries(lambda: client.request("GET", "/models"))
+        data = page.get("data") if isinstance(page, dict) else None
+        if not isinstance(data, list):
+            raise AgentError(f"{self.base_url}/models answered without a model list: {page!r:.200}")
+        return [str(m.get("id")) for m in data if isinstance(m, dict)]
 
     async def _served_models_or_none(self) -> list[str] | None:
         try:
@@ -450,35 +439,12 @@ class OpenAIAgent:
             raise self._unknown_model(models)
         return models
 
-def _field(obj: Any, name: str) -> Any:
-    value = getattr(obj, name, None)
-    if value is None:
-        extra = getattr(obj, "model_extra", None) or {}
-        value = extra.get(name)
-    return value
-
-
 def _is_ids(value: Any) -> bool:
     return isinstance(value, list) and bool(value) and all(isinstance(i, int) for i in value)
 
 
-def _message(exc: Any) -> str:
-    body = getattr(exc, "body", None)
-    if isinstance(body, dict):
-        inner = body.get("error") if isinstance(body.get("error"), dict) else body
-        message = inner.get("message") if isinstance(inner, dict) else None
-        if message:
-            return str(message)
-    return str(getattr(exc, "message", exc))
-
-
-def _mentions_model(exc: Any) -> bool:
-    text = _message(exc).lower()
+def _mentions_model(exc: ServerStatusError) -> bool:
+    text = exc.message.lower()
     return "model" in text and any(
         w in text for w in ("not exist", "not found", "unknown", "does not")
     )
-
-
-def _cause(exc: BaseException) -> str:
-    cause = exc.__cause__ or exc.__context__
-    return f"{type(cause).__name__}: {cause}" if cause is not None else str(exc)

@@ -17,6 +17,8 @@ class ScriptedAgent:
     single env message so far), so the same script plays every episode of a trial.
     """
 
+    run_inline = True  # instant: the runner calls it on its loop, no thread hop
+
     def __init__(self, replies: Sequence[str] | str = ("I don't know.",)) -> None:
         if isinstance(replies, str):
             replies = [replies]

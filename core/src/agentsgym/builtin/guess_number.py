@@ -101,6 +101,8 @@ class GuessTheNumberEnv(MultistepEnv):
 class BisectAgent:
     """Plays GuessTheNumber by bisection, reading the hints from the conversation."""
 
+    run_inline = True  # instant: the runner calls it on its loop, no thread hop
+
     def __init__(self, low: int = 1, high: int = 100) -> None:
         self.low, self.high = low, high
 

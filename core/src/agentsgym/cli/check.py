@@ -3,20 +3,20 @@
 from __future__ import annotations
 
 import typer
+from rich.markup import escape
 
 from agentsgym.cli import app, console
-from agentsgym.cli.options import parse_key_values
+from agentsgym.cli.options import complete_env_id, parse_key_values, tokenizer_cli_option
 from agentsgym.cli.rollout import tokenizer_option
-from agentsgym.factory import DEFAULT_TOKENIZER
 
 
 @app.command("check-env")
 def check_env_command(
-    env_id: str = typer.Argument(..., help="registered env id"),
+    env_id: str = typer.Argument(..., help="registered env id", autocompletion=complete_env_id),
     agent: str | None = typer.Option(None, "--agent", help="agent to play with (default: the env's)"),
     agent_option: list[str] | None = typer.Option(None, "--agent-option", help="key=value, repeatable"),
     env_config: list[str] | None = typer.Option(None, "--env-config", help="key=value, repeatable"),
-    tokenizer: str = typer.Option(DEFAULT_TOKENIZER, "--tokenizer"),
+    tokenizer: str = tokenizer_cli_option(),
 ) -> None:
     """Check that an env follows the agentsgym contract (what env authors run in CI)."""
     from agentsgym.testing import check_env
@@ -31,7 +31,10 @@ def check_env_command(
     )
     for check in report.checks:
         mark = "[green]ok[/]  " if check.passed else "[red]FAIL[/]"
-        console.print(f"{mark} {check.name}" + ("" if check.passed else f": {check.detail}"), highlight=False)
+        detail = f" [dim]({escape(check.detail)})[/]" if check.passed and check.detail else ""
+        if not check.passed:
+            detail = f": {escape(check.detail)}"
+        console.print(f"{mark} {escape(check.name)}{detail}", highlight=False)
     if not report.passed:
         raise typer.Exit(1)
-    console.print(f"[bold green]{env_id} passes check_env[/] ({len(report.checks)} checks)")
+    console.print(f"[bold green]{escape(env_id)} passes check_env[/] ({len(report.checks)} checks)")

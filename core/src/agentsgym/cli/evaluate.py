@@ -26,6 +26,7 @@ from agentsgym.cli.options import (
     parse_key_values,
     resume_option,
     time_budgets,
+    tokenizer_cli_option,
 )
 from agentsgym.cli.rollout import resolve_agent_name, tokenizer_option
 from agentsgym.cli.running import (
@@ -61,9 +62,7 @@ def eval_command(
         None, "--agent-option", help="key=value, repeatable"
     ),
     env_config: list[str] | None = typer.Option(None, "--env-config", help="key=value, repeatable"),
-    tokenizer: str = typer.Option(
-        "none", "--tokenizer", help="name or path for AutoTokenizer, or 'none' (text-only agents)"
-    ),
+    tokenizer: str = tokenizer_cli_option(),
     out: Path = typer.Option(
         Path("eval_results.jsonl"), "--out", help="per-sample FILE.jsonl or FILE.parquet"
     ),

@@ -1,4 +1,4 @@
-"""``agentsgym list-envs`` / ``list-agents`` / ``list-trainers``."""
+"""``agentsgym list-envs`` / ``list-agents`` / ``list-trainers``, and ``--version``."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
@@ -14,7 +15,14 @@ from agentsgym.registry import ComponentSpec, get_registry
 
 
 def env_listing(verbose: bool = False) -> list[dict[str, Any]]:
-    """What ``list-envs --json`` prints: one object per env, then broken plugins."""
+    """What ``list-envs --json`` prints: one object per env, then broken plugins.
+
+    ``verbose`` adds each plugin's hooks and each env's config keys (type, default,
+    constraints, description), which imports the env classes; an env whose class
+    does not import gets ``config_error`` instead.
+    """
+    from agentsgym.cli.describe import config_keys
+
     registry = get_registry()
     plugins = {p.name: p for p in registry.host.plugins}
     items: list[dict[str, Any]] = []
@@ -28,8 +36,12 @@ def env_listing(verbose: bool = False) -> list[dict[str, Any]]:
             "plugin": spec.plugin,
             "default_agent": spec.default_agent,
         }
-        if verbose and spec.plugin in plugins:
-            item["hooks"] = plugins[spec.plugin].hooks
+        if verbose:
+            item["hooks"] = plugins[spec.plugin].hooks if spec.plugin in plugins else []
+            try:
+                item["config"] = [key.model_dump() for key in config_keys(spec)]
+            except Exception as exc:  # one broken env must not hide the others
+                item["config_error"] = f"{type(exc).__name__}: {exc}"
         items.append(item)
     for plugin in registry.host.plugins:
         if not plugin.ok:
@@ -48,7 +60,10 @@ def env_listing(verbose: bool = False) -> list[dict[str, Any]]:
 @app.command("list-envs")
 def list_envs(
     as_json: bool = typer.Option(False, "--json", help="print a JSON list instead of a table"),
-    verbose: bool = typer.Option(False, "--verbose", help="also list each plugin's hooks"),
+    verbose: bool = typer.Option(
+        False, "--verbose", help="also show each env's config keys (type, default, description) "
+        "and its plugin's hooks"
+    ),
 ) -> None:
     """List every registered env, and every plugin that failed to load."""
     items = env_listing(verbose=verbose)
@@ -60,8 +75,6 @@ def list_envs(
     table = Table(title="agentsgym environments")
     table.add_column("id / distribution", no_wrap=True)
     table.add_column("description / entry point", overflow="fold")
-    if verbose:
-        table.add_column("hooks", overflow="fold")
     broken = []
     for item in items:
         if "error" in item:
@@ -71,17 +84,58 @@ def list_envs(
         who.append(f"\n{item['distribution']} {item['version'] or ''}".rstrip(), style="cyan")
         about = Text(item["description"] or "")
         about.append(f"\n{item['entry_point']}", style="dim")
-        row: list[Text | str] = [who, about]
-        if verbose:
-            row.append(", ".join(item.get("hooks", [])))
-        table.add_row(*row)
+        table.add_row(who, about)
     console.print(table)
+    if verbose:
+        _print_configs([item for item in items if "error" not in item])
     for item in broken:
         console.print(
             f"[bold red]plugin {item['plugin']!r} ({item['distribution']}) failed to load:[/] "
             f"{item['error']}",
             highlight=False,
         )
+
+
+def _print_configs(items: list[dict[str, Any]]) -> None:
+    """One table of config keys per env (too wide for a column of the main table)."""
+    from agentsgym.cli.describe import config_table
+
+    for item in items:
+        hooks = ", ".join(item.get("hooks", [])) or "none"
+        if "config_error" in item:
+            console.print(
+                f"[bold]{escape(item['id'])}[/]: [red]config not shown[/]: "
+                f"{escape(item['config_error'])}",
+                highlight=False,
+            )
+            continue
+        console.print(config_table(item["config"], title=f"{item['id']} env_config"))
+        console.print(f"[dim]plugin hooks: {escape(hooks)}[/]", highlight=False)
+
+
+def plugin_versions() -> list[str]:
+    """``--version`` lines: agentsgym, then each loaded plugin's distribution and version."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    from agentsgym.plugins import load_plugins
+
+    try:
+        own = version("agentsgym")
+    except PackageNotFoundError:  # a source checkout that was never installed
+        own = "(not installed)"
+    lines = [f"agentsgym {own}"]
+    seen: set[tuple[str | None, str]] = set()
+    for plugin in load_plugins().plugins:
+        if plugin.builtin or (plugin.distribution, plugin.name) in seen:
+            continue
+        seen.add((plugin.distribution, plugin.name))
+        line = f"{plugin.distribution or '(no distribution)'} {plugin.version or '?'} (plugin {plugin.name})"
+        if not plugin.ok:
+            line += f": failed to load: {plugin.error}"
+        lines.append(line)
+    if len(lines) == 1:
+        lines.append("no env plugins installed")
+    return lines
 
 
 def _component_table(title: str, specs: dict[str, ComponentSpec], as_json: bool) -> None:

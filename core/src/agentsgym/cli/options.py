@@ -1,5 +1,6 @@
-"""Options shared by several commands: ``key=value`` parsing, agent building with
-checked options, time budgets, and the output/failure flags of long runs."""
+"""Options shared by several commands: ``key=value`` parsing, the tokenizer default,
+agent building with checked options, time budgets, and the output/failure flags of
+long runs."""
 
 from __future__ import annotations
 
@@ -12,12 +13,33 @@ from typing import Any
 import typer
 
 from agentsgym.errors import AgentError, AgentsGymError
+from agentsgym.factory import DEFAULT_TOKENIZER
 from agentsgym.registry import ComponentSpec, import_object
 
 MAX_ROLLOUTS = 10_000
 """Upper bound of --num-rollouts (a run holds every (task, rollout) job in memory)."""
 MAX_TASKS = 10_000_000
 MAX_CONCURRENCY = 100_000
+
+CLI_TOKENIZER_DEFAULT = DEFAULT_TOKENIZER
+"""The ``--tokenizer`` default of every command that plays episodes (rollout, eval,
+check-env): the bundled ``agentsgym/tiny-chatml``. It is offline (no download, no
+model server), it is what the scripted agents and the ``tiny`` model use, and it
+gives every command token-exact rows and the token-fidelity checks out of the box,
+which is what agentsgym is for. ``none`` plays text only; a model's own tokenizer is
+needed when that model plays (token ids must be the model's)."""
+
+TOKENIZER_HELP = (
+    "tokenizer of the token fields: the bundled agentsgym/tiny-chatml (default: offline, "
+    "what scripted agents and --model tiny use, so every env gives token-exact rows and "
+    "token checks out of the box); when a model plays, its own tokenizer (a local folder "
+    "or model name for AutoTokenizer: token ids must be the model's); or 'none' for text only"
+)
+
+
+def tokenizer_cli_option() -> Any:
+    """The ``--tokenizer`` option, with the one default every command shares."""
+    return typer.Option(CLI_TOKENIZER_DEFAULT, "--tokenizer", help=TOKENIZER_HELP)
 
 
 def parse_key_values(pairs: list[str] | None, what: str) -> dict[str, Any]:
@@ -36,6 +58,17 @@ def parse_key_values(pairs: list[str] | None, what: str) -> dict[str, Any]:
             value = raw
         result[key.strip()] = value
     return result
+
+
+def complete_env_id(incomplete: str) -> list[str]:
+    """Shell completion of an env id argument: the registered ids starting with it."""
+    try:
+        from agentsgym.registry import get_registry
+
+        ids = sorted(get_registry().envs)
+    except Exception:  # completion must never print a traceback into the shell
+        return []
+    return [env_id for env_id in ids if env_id.startswith(incomplete)]
 
 
 # ---------------------------------------------------------------------- components

@@ -28,6 +28,7 @@ from agentsgym.cli.options import (
     resume_option,
     sha256_of,
     time_budgets,
+    tokenizer_cli_option,
 )
 from agentsgym.cli.running import (
     RunPlan,
@@ -39,7 +40,7 @@ from agentsgym.cli.running import (
 )
 from agentsgym.dataset_runner import build_envs
 from agentsgym.errors import AgentsGymError, DatasetRowError
-from agentsgym.factory import DEFAULT_TOKENIZER, make
+from agentsgym.factory import make
 from agentsgym.io import check_output_path
 from agentsgym.output import FinishResult, RunArguments, RunOutput, choose_mode, failure_report
 from agentsgym.output.records import rollout_rows
@@ -97,9 +98,7 @@ def rollout(
     agent: str | None = typer.Option(None, "--agent", help="agent name (default: the env's)"),
     agent_option: list[str] | None = typer.Option(None, "--agent-option", help="key=value, repeatable"),
     env_config: list[str] | None = typer.Option(None, "--env-config", help="key=value, repeatable"),
-    tokenizer: str = typer.Option(
-        DEFAULT_TOKENIZER, "--tokenizer", help="name or path for AutoTokenizer, or 'none'"
-    ),
+    tokenizer: str = tokenizer_cli_option(),
     out: Path = typer.Option(Path("rollouts.parquet"), "--out", help="FILE.parquet or FILE.jsonl"),
     max_concurrency: int = typer.Option(
         DEFAULT_MAX_CONCURRENCY, "--max-concurrency", min=1, max=MAX_CONCURRENCY,

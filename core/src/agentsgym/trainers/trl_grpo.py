@@ -54,6 +54,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from agentsgym.trainers.base import (
     RolloutSource,
     StepCallback,
@@ -75,14 +77,14 @@ REWARD_FIELD = "agentsgym_final_reward"
 def episode_completion(episode: Episode) -> tuple[list[int], list[int], list[int], list[float]]:
     """(prompt_ids, completion_ids, env_mask, logprobs) of a finished episode."""
     segment = episode.segments[-1]
-    mask = segment.agent_mask
-    first = mask.index(1)
-    last = len(mask) - 1 - mask[::-1].index(1)
+    agent = np.flatnonzero(segment.agent_mask)
+    first, last = int(agent[0]), int(agent[-1])
+    ids = segment.token_ids.tolist()
     return (
-        list(segment.token_ids[:first]),
-        list(segment.token_ids[first : last + 1]),
-        list(mask[first : last + 1]),
-        list(segment.logprobs[first : last + 1]),
+        ids[:first],
+        ids[first : last + 1],
+        segment.agent_mask[first : last + 1].tolist(),
+        segment.logprobs_or_zeros()[first : last + 1].tolist(),
     )
 
 

@@ -1,0 +1,249 @@
+"""``agentsgym describe ENV_ID``: one env's docs, config keys, datasets and default agent.
+
+The config keys come from the env's pydantic config class (type, default,
+constraints, description), so an env documents its settings by declaring them;
+``list-envs --verbose`` shows the same keys for every env.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import types
+from typing import Any, Literal, Union, get_args, get_origin
+
+import typer
+from pydantic import BaseModel
+from pydantic.fields import FieldInfo
+from pydantic_core import PydanticUndefined, to_jsonable_python
+from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
+
+from agentsgym.cli import app, console, err_console
+from agentsgym.cli.options import complete_env_id
+from agentsgym.registry import EnvSpec, get_registry
+
+EPISODE_HOOKS = ("initialize_episode", "format_prompt", "step_episode", "reward_shaping", "finish_episode")
+
+
+class ConfigKey(BaseModel):
+    """One env_config key as users see it."""
+
+    key: str
+    type: str
+    default: Any = None
+    required: bool = False
+    registered: bool = False
+    """The env id registers its own default for this key (``register(..., key=value)``)."""
+    constraints: list[str] = []
+    description: str = ""
+
+
+def config_keys(spec: EnvSpec) -> list[ConfigKey]:
+    """The env_config keys of ``spec``'s config class, with the id's effective defaults."""
+    config_class = spec.load_class().config_class
+    keys = []
+    for name, info in config_class.model_fields.items():
+        registered = name in spec.default_env_config
+        if registered:
+            default, required = spec.default_env_config[name], False
+        elif info.is_required():
+            default, required = None, True
+        else:
+            default, required = info.get_default(call_default_factory=True), False
+        keys.append(
+            ConfigKey(
+                key=name,
+                type=type_name(info.annotation),
+                default=_jsonable(default),
+                required=required,
+                registered=registered,
+                constraints=_constraints(info),
+                description=info.description or _inherited_description(config_class, name),
+            )
+        )
+    return keys
+
+
+def _inherited_description(config_class: type[BaseModel], name: str) -> str:
+    """The description of ``name`` in a base config, when a subclass redefines the key
+    (``max_steps_per_episode: int = 8``) without one."""
+    for base in config_class.__mro__[1:]:
+        fields = getattr(base, "model_fields", None)
+        if isinstance(fields, dict) and name in fields and fields[name].description:
+            return fields[name].description
+    return ""
+
+
+def type_name(annotation: Any) -> str:
+    """``int``, ``float | None``, ``'spread' | 'last_token'``, ``dict[str, Any]``."""
+    if annotation is None or annotation is type(None):
+        return "None"
+    origin = get_origin(annotation)
+    if origin is Literal:
+        return " | ".join(repr(a) for a in get_args(annotation))
+    if origin in (Union, types.UnionType):
+        return " | ".join(type_name(a) for a in get_args(annotation))
+    if origin is not None:
+        args = ", ".join(type_name(a) for a in get_args(annotation))
+        base = getattr(origin, "__name__", str(origin))
+        return f"{base}[{args}]" if args else base
+    if annotation is Any:
+        return "Any"
+    if isinstance(annotation, type):
+        return annotation.__name__
+    return str(annotation).replace("typing.", "")
+
+
+_CONSTRAINT_SYMBOLS = {"ge": ">=", "gt": ">", "le": "<=", "lt": "<", "min_length": "min length",
+                       "max_length": "max length", "multiple_of": "multiple of"}
+
+
+def _constraints(info: FieldInfo) -> list[str]:
+    found = []
+    for item in info.metadata:
+        for attr, symbol in _CONSTRAINT_SYMBOLS.items():
+            value = getattr(item, attr, None)
+            if value is not None:
+                found.append(f"{symbol} {value}")
+    return found
+
+
+def _jsonable(value: Any) -> Any:
+    if value is PydanticUndefined:
+        return None
+    try:
+        return to_jsonable_python(value)
+    except Exception:  # an exotic default: show it as text rather than fail the listing
+        return repr(value)
+
+
+def env_description(spec: EnvSpec, *, with_datasets: bool = True) -> dict[str, Any]:
+    """What ``describe --json`` prints for one env."""
+    registry = get_registry()
+    cls = spec.load_class()
+    own_doc = cls.__dict__.get("__doc__")  # not MultistepEnv's, when the env has none
+    agent = registry.agents.get(spec.default_agent or "")
+    item: dict[str, Any] = {
+        "id": spec.id,
+        "description": spec.description,
+        "distribution": spec.distribution,
+        "version": spec.version,
+        "entry_point": spec.entry_point,
+        "docs": inspect.cleandoc(own_doc) if own_doc else "",
+        "default_agent": spec.default_agent,
+        "default_agent_description": agent.description if agent else None,
+        "registered_env_config": _jsonable(spec.default_env_config),
+        "config": [k.model_dump() for k in config_keys(spec)],
+        "hooks": [h for h in EPISODE_HOOKS if hasattr(cls, h)],
+    }
+    if with_datasets:
+        item["datasets"] = _datasets(spec)
+    return item
+
+
+def _datasets(spec: EnvSpec) -> dict[str, Any]:
+    from agentsgym.factory import make
+
+    try:
+        env = make(spec.id)
+    except Exception as exc:
+        return {"error": f"the env does not build: {type(exc).__name__}: {exc}"}
+    found: dict[str, Any] = {}
+    for split, getter in (("train", env.get_train_dataset), ("eval", env.get_eval_dataset)):
+        try:
+            dataset = getter()
+        except NotImplementedError:
+            found[split] = None
+            continue
+        except Exception as exc:
+            found[split] = {"error": f"{type(exc).__name__}: {exc}"}
+            continue
+        sample = dataset[0]["task_data"] if len(dataset) else None
+        if isinstance(sample, str):  # JSON column read back as text
+            sample = json.loads(sample)
+        found[split] = {"size": len(dataset), "sample_task": sample}
+    return found
+
+
+@app.command("describe")
+def describe(
+    env_id: str = typer.Argument(
+        ..., help="registered env id (see `agentsgym list-envs`)", autocompletion=complete_env_id
+    ),
+    as_json: bool = typer.Option(False, "--json", help="print JSON instead of tables"),
+) -> None:
+    """Show one env: its docs, config keys (types, defaults), datasets and default agent."""
+    spec = get_registry().resolve(env_id)
+    try:
+        spec.load_class()
+    except Exception as exc:  # the plugin's code: show what broke, not a traceback
+        err_console.print(
+            f"[bold red]error:[/] {escape(spec.id)}'s class {escape(spec.entry_point)} does not "
+            f"import: {escape(f'{type(exc).__name__}: {exc}')} (from "
+            f"{escape(str(spec.distribution))}; run with --strict-plugins -vv for details)",
+            highlight=False,
+        )
+        raise typer.Exit(1) from None
+    item = env_description(spec)
+    if as_json:
+        typer.echo(json.dumps(item, indent=2))
+        return
+    version = f" {item['version']}" if item["version"] else ""
+    console.print(f"[bold]{escape(item['id'])}[/]  {escape(item['description'])}", highlight=False)
+    console.print(
+        f"[cyan]{escape(item['distribution'] or '?')}{escape(version)}[/]  "
+        f"[dim]{escape(item['entry_point'])}[/]",
+        highlight=False,
+    )
+    if item["docs"]:
+        console.print()
+        console.print(escape(item["docs"]), highlight=False)
+    console.print()
+    console.print(config_table(item["config"], title="env_config (--env-config key=value)"))
+    if item["registered_env_config"]:
+        registered = ", ".join(f"{k}={json.dumps(v)}" for k, v in item["registered_env_config"].items())
+        console.print(f"registered for this id: {escape(registered)}", highlight=False)
+    console.print(datasets_table(item["datasets"]))
+    agent = item["default_agent"] or "none (give --agent)"
+    about = f": {item['default_agent_description']}" if item["default_agent_description"] else ""
+    console.print(f"default agent: [bold]{escape(agent)}[/]{escape(about)}", highlight=False)
+    console.print(f"episode hooks: {', '.join(item['hooks'])}", highlight=False)
+
+
+def config_table(keys: list[dict[str, Any]], *, title: str | None = None) -> Table:
+    """A rich table of config keys: key and type, default, description."""
+    table = Table(title=title, title_justify="left")
+    table.add_column("key / type", no_wrap=True)
+    table.add_column("default", overflow="fold", max_width=16)
+    table.add_column("description", overflow="fold", ratio=1)
+    for key in keys:
+        kind = key["type"] + (f" ({', '.join(key['constraints'])})" if key["constraints"] else "")
+        default = "(required)" if key["required"] else json.dumps(key["default"])
+        if key["registered"]:
+            default += " *"
+        name = Text(key["key"], style="bold")
+        name.append(f"\n{kind}", style="dim")
+        table.add_row(name, default, key["description"])
+    if any(key["registered"] for key in keys):
+        table.caption = "* registered default of this id"
+    return table
+
+
+def datasets_table(found: dict[str, Any]) -> Table:
+    table = Table(title="datasets", title_justify="left")
+    table.add_column("split", no_wrap=True)
+    table.add_column("tasks", justify="right")
+    table.add_column("sample task_data", overflow="fold")
+    if "error" in found:
+        table.add_row("-", "-", escape(found["error"]))
+        return table
+    for split, info in found.items():
+        if info is None:
+            table.add_row(split, "-", "(none)")
+        elif "error" in info:
+            table.add_row(split, "-", escape(f"error: {info['error']}"))
+        else:
+            table.add_row(split, str(info["size"]), escape(json.dumps(info["sample_task"])))
+    return table

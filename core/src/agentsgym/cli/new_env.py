@@ -1,0 +1,45 @@
+"""``agentsgym new-env NAMESPACE/Name``: write a complete env package to start from."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.markup import escape
+
+from agentsgym.cli import app, console
+
+
+@app.command("new-env")
+def new_env(
+    name: str = typer.Argument(
+        ..., metavar="NAMESPACE/Name",
+        help="the env to create, e.g. acme/Maze (registered as acme/Maze-v0)",
+    ),
+    directory: Path | None = typer.Option(
+        None, "--dir", help="folder to write the package into (default: ./agentsgym-NAMESPACE)"
+    ),
+) -> None:
+    """Write an installable env package: pyproject, env with every hook, agent, datasets, tests.
+
+    It passes `agentsgym check-env` and its own tests as written; replace the example
+    game in its env.py and keep the shapes.
+    """
+    from agentsgym.scaffold import write_package
+
+    names, root, written = write_package(name, directory)
+    console.print(
+        f"[bold green]wrote {names.distribution}[/] ({len(written)} files) into "
+        f"{escape(str(root))}: env [bold]{escape(names.env_id)}[/], default agent "
+        f"{escape(names.agent_name)}",
+        highlight=False,
+    )
+    for path in written:
+        console.print(f"  {escape(str(path.relative_to(root)))}", highlight=False)
+    console.print(
+        "next:\n"
+        f"  pip install -e '{escape(str(root))}[test]'\n"
+        f"  agentsgym check-env {escape(names.env_id)}\n"
+        f"  pytest {escape(str(root / 'tests'))}",
+        highlight=False,
+    )

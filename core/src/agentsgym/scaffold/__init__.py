@@ -1,0 +1,176 @@
+"""``agentsgym new-env``: write a complete, installable env package from templates.
+
+The package it writes installs with pip, registers ``NAMESPACE/Name-v0`` through the
+``agentsgym`` entry point, ships a scripted agent as the env's default agent and
+seeded, disjoint train/eval datasets, and passes ``agentsgym check-env`` and its own
+tests as written. Its env module has every episode hook stubbed with a working
+example game, so an author replaces the game and keeps the shapes.
+
+The templates are package data (``scaffold/templates/*.tmpl``), filled in with
+:class:`string.Template` (``${name}`` placeholders; ``$$`` is a literal ``$``).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from importlib import resources
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from string import Template
+
+from pydantic import BaseModel, ConfigDict
+
+from agentsgym.errors import RegistrationError, ScaffoldError
+from agentsgym.registry import ENV_ID_PATTERN, validate_env_id
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["PackageNames", "package_names", "render_package", "write_package"]
+
+RESERVED_NAMESPACES = frozenset({"agentsgym"})
+
+# output path (with ${package}) -> template file
+FILES: dict[str, str] = {
+    "pyproject.toml": "pyproject.toml.tmpl",
+    "README.md": "README.md.tmpl",
+    ".gitignore": "gitignore.tmpl",
+    "src/${package}/__init__.py": "package_init.py.tmpl",
+    "src/${package}/plugin.py": "plugin.py.tmpl",
+    "src/${package}/env.py": "env.py.tmpl",
+    "src/${package}/agent.py": "agent.py.tmpl",
+    "src/${package}/tasks.py": "tasks.py.tmpl",
+    "tests/test_contract.py": "test_contract.py.tmpl",
+    "tests/test_env.py": "test_env.py.tmpl",
+}
+
+
+class PackageNames(BaseModel):
+    """Every name the templates use, derived from ``NAMESPACE/Name``."""
+
+    model_config = ConfigDict(frozen=True)
+
+    env_id: str
+    namespace: str
+    name: str
+    distribution: str
+    package: str
+    entry_point_name: str
+    class_prefix: str
+    env_class: str
+    config_class: str
+    state_class: str
+    agent_class: str
+    agent_name: str
+    snake_name: str
+    agentsgym_requirement: str
+
+    def template_values(self) -> dict[str, str]:
+        return self.model_dump()
+
+
+def package_names(env_name: str) -> PackageNames:
+    """Names for ``NAMESPACE/Name`` (version ``-v0`` added) or ``NAMESPACE/Name-vN``.
+
+    :raises ScaffoldError: the name is not a valid env id, names a variant, or
+        uses a namespace reserved by agentsgym.
+    """
+    raw = env_name.strip()
+    if raw.count("/") != 1:
+        raise ScaffoldError(
+            f"{env_name!r} is not NAMESPACE/Name: give a namespace (your package's, e.g. "
+            "'acme') and an env name, e.g. `agentsgym new-env acme/Maze`"
+        )
+    env_id = raw if re.search(r"-v\d+(-[A-Za-z0-9_.-]+)?$", raw) else f"{raw}-v0"
+    try:
+        validate_env_id(env_id)
+    except RegistrationError as exc:
+        raise ScaffoldError(
+            f"{exc}. Namespace and name may use letters, digits, '_', '.' and '-', "
+            "e.g. `agentsgym new-env acme/Maze`"
+        ) from None
+    match = ENV_ID_PATTERN.match(env_id)
+    assert match is not None
+    if match.group("variant"):
+        raise ScaffoldError(
+            f"{env_name!r} names a variant ({match.group('variant')[1:]!r}): scaffold the base "
+            f"env ({env_id[: match.start('variant')]}) and register the variant next to it in "
+            "plugin.py, with its own default env_config"
+        )
+    namespace, name = match.group("namespace"), match.group("name")
+    if namespace.lower() in RESERVED_NAMESPACES:
+        raise ScaffoldError(
+            f"namespace {namespace!r} belongs to agentsgym's own envs; pick your package's "
+            "namespace, e.g. your organisation or project name"
+        )
+    words = [w for w in re.split(r"[^A-Za-z0-9]+", name) if w]
+    prefix = "".join(w[0].upper() + w[1:] for w in words)
+    if not prefix or prefix[0].isdigit():
+        prefix = f"Env{prefix}"
+    slug = re.sub(r"[^a-z0-9]+", "_", namespace.lower()).strip("_") or "env"
+    snake = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", prefix).lower()
+    return PackageNames(
+        env_id=env_id,
+        namespace=namespace,
+        name=name,
+        distribution=f"agentsgym-{slug.replace('_', '-')}",
+        package=f"agentsgym_{slug}",
+        entry_point_name=slug,
+        class_prefix=prefix,
+        env_class=f"{prefix}Env",
+        config_class=f"{prefix}Config",
+        state_class=f"{prefix}State",
+        agent_class=f"{prefix}Agent",
+        agent_name=f"{namespace}/{snake.replace('_', '-')}-scripted",
+        snake_name=snake,
+        agentsgym_requirement=_requirement(),
+    )
+
+
+def _requirement() -> str:
+    """``agentsgym>=X.Y``: the minor version the package was scaffolded against."""
+    try:
+        major, minor = version("agentsgym").split(".")[:2]
+    except (PackageNotFoundError, ValueError):
+        return "agentsgym"
+    return f"agentsgym>={major}.{minor}"
+
+
+def render_package(names: PackageNames) -> dict[str, str]:
+    """The package's files: relative path -> content."""
+    values = names.template_values()
+    templates = resources.files(__package__).joinpath("templates")
+    files: dict[str, str] = {}
+    for target, template in FILES.items():
+        text = templates.joinpath(template).read_text(encoding="utf-8")
+        path = Template(target).substitute(values)
+        try:
+            files[path] = Template(text).substitute(values)
+        except (KeyError, ValueError) as exc:  # a template bug, not the user's
+            raise ScaffoldError(f"scaffold template {template} is broken: {exc!r}") from exc
+    return files
+
+
+def write_package(env_name: str, directory: Path | str | None = None) -> tuple[PackageNames, Path, list[Path]]:
+    """Write the package for ``env_name`` into ``directory`` (default ``./<distribution>``).
+
+    :return: the names, the package folder, and the files written.
+    :raises ScaffoldError: a bad name (see :func:`package_names`).
+    :raises ScaffoldError: the folder exists and is not empty (nothing is overwritten).
+    """
+    names = package_names(env_name)
+    root = Path(directory) if directory is not None else Path(names.distribution)
+    if root.exists() and (not root.is_dir() or any(root.iterdir())):
+        raise ScaffoldError(
+            f"{root} already exists and is not an empty folder; nothing was written. Choose "
+            "another folder with --dir, or remove this one"
+        )
+    files = render_package(names)
+    written = []
+    for relative, content in files.items():
+        path = root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(content, encoding="utf-8")
+        written.append(path)
+    logger.info("wrote %d files of %s into %s", len(written), names.distribution, root)
+    return names, root, written

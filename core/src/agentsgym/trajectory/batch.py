@@ -1,0 +1,256 @@
+"""TrajectoryGroup and TrajectoryBatch: padded rollouts, ready for a trainer.
+
+Layout. Rows are flat: one per scored episode (the last episode of each trial that
+completed), or one per view of an episode that a chat template which is not
+prefix-preserving split into several segments. ``group_indices[i]`` is the task
+(group) of row ``i``; rows of one group are consecutive. Each group is padded to its
+own longest row; :meth:`TrajectoryBatch.to_torch` and
+:meth:`TrajectoryBatch.padded_arrays` pad further, to the batch's longest row. Failed
+episodes are kept on their group (``group.failed``), never in the rows.
+
+Padding: ids take the group's ``pad_token_id`` (the tokenizer's pad token, else its
+EOS token, else 0: Llama-3.2 has no pad token and pads with ``<|eot_id|>``; the
+attention mask tells padding apart), masks 0, rewards and logprobs 0.0.
+
+``padded_*`` properties return lists of lists (the shape the seed plans and many
+users' code expect); ``padded_arrays()`` gives 2-D numpy arrays without building
+Python lists, and ``to_torch()`` is built from them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from agentsgym.errors import TokenizerRequiredError
+from agentsgym.trajectory.episode import Episode, segment_fields
+from agentsgym.trajectory.records import records_to_dataset
+from agentsgym.trajectory.segment import FLOAT_DTYPE
+from agentsgym.types import Messages
+
+if TYPE_CHECKING:
+    import datasets
+    import torch
+
+PADDED_FIELDS = ("input_ids", "attention_mask", "agent_token_mask", "per_token_rewards", "sampled_logprobs")
+
+
+def pad_rows(episodes_rows: list[tuple[Episode, int]], width: int, pad_id: int) -> dict[str, np.ndarray]:
+    """The padded 2-D arrays of some (episode, segment) rows, ``width`` columns wide.
+
+    ids as int64 (what embedding layers take), masks as int64 (what attention masks
+    take), rewards and logprobs as float32.
+    """
+    rows = len(episodes_rows)
+    arrays = {
+        "input_ids": np.full((rows, width), pad_id, dtype=np.int64),
+        "attention_mask": np.zeros((rows, width), dtype=np.int64),
+        "agent_token_mask": np.zeros((rows, width), dtype=np.int64),
+        "per_token_rewards": np.zeros((rows, width), dtype=FLOAT_DTYPE),
+        "sampled_logprobs": np.zeros((rows, width), dtype=FLOAT_DTYPE),
+    }
+    for row, (episode, index) in enumerate(episodes_rows):
+        segment = episode.segments[index]
+        n = len(segment)
+        arrays["input_ids"][row, :n] = segment.token_ids
+        arrays["attention_mask"][row, :n] = 1
+        arrays["agent_token_mask"][row, :n] = segment.agent_mask
+        arrays["per_token_rewards"][row, :n] = episode.segment_rewards[index]
+        logprobs = segment.logprobs
+        if logprobs is not None:
+            arrays["sampled_logprobs"][row, :n] = logprobs
+    return arrays
+
+
+@dataclass
+class TrajectoryGroup:
+    """The rollouts of one task, padded to the group's longest row."""
+
+    task_index: int
+    task_data: dict[str, Any]
+    env_id: str
+    trials: list[list[Episode]]
+    pad_token_id: int | None
+    tokenized: bool
+
+    @cached_property
+    def episodes(self) -> list[Episode]:
+        """The scored (final) episode of every trial that completed."""
+        return [trial[-1] for trial in self.trials if trial and all(e.ok for e in trial)]
+
+    @cached_property
+    def failed(self) -> list[Episode]:
+        return [e for trial in self.trials for e in trial if not e.ok]
+
+    @cached_property
+    def rows(self) -> list[tuple[Episode, int]]:
+        """(episode, segment index) of every padded row; one per episode unless split."""
+        if not self.tokenized:
+            return [(e, 0) for e in self.episodes]
+        return [(e, i) for e in self.episodes for i in range(len(e.segments))]
+
+    @cached_property
+    def padded_length(self) -> int:
+        self._require_tokens()
+        return max((len(e.segments[i]) for e, i in self.rows), default=0)
+
+    def _require_tokens(self) -> None:
+        if not self.tokenized:
+            raise TokenizerRequiredError(
+                "these rollouts were played without a tokenizer, so they have no token "
+                "fields; a trainer needs them: build the env with a tokenizer"
+            )
+
+    def padded_arrays(self, width: int | None = None) -> dict[str, np.ndarray]:
+        """The group's rows as 2-D numpy arrays (see :func:`pad_rows`)."""
+        self._require_tokens()
+        pad = self.pad_token_id if self.pad_token_id is not None else 0
+        return pad_rows(self.rows, self.padded_length if width is None else width, pad)
+
+    def _padded(self, name: str) -> list[list[Any]]:
+        return self.padded_arrays()[name].tolist()  # type: ignore[no-any-return]
+
+    @property
+    def padded_full_token_ids(self) -> list[list[int]]:
+        return self._padded("input_ids")
+
+    @property
+    def padded_full_attention_mask(self) -> list[list[int]]:
+        return self._padded("attention_mask")
+
+    @property
+    def padded_agent_token_mask(self) -> list[list[int]]:
+        return self._padded("agent_token_mask")
+
+    @property
+    def padded_per_token_rewards(self) -> list[list[float]]:
+        return self._padded("per_token_rewards")
+
+    @property
+    def padded_sampled_logprobs(self) -> list[list[float]]:
+        return self._padded("sampled_logprobs")
+
+
+class TrajectoryBatch:
+    """Groups of padded rollouts, row-aligned across every field (see the module
+    docstring for the layout)."""
+
+    def __init__(self, groups: list[TrajectoryGroup]) -> None:
+        self.groups = groups
+
+    def __len__(self) -> int:
+        return sum(len(g.rows) for g in self.groups)
+
+    def _rows(self) -> list[tuple[int, Episode, int]]:
+        return [(gi, e, si) for gi, g in enumerate(self.groups) for e, si in g.rows]
+
+    def _concat(self, name: str) -> list[Any]:
+        return [row for g in self.groups for row in getattr(g, name)]
+
+    @property
+    def tokenized(self) -> bool:
+        return all(g.tokenized for g in self.groups)
+
+    @property
+    def padded_full_token_ids(self) -> list[list[int]]:
+        return self._concat("padded_full_token_ids")
+
+    @property
+    def padded_full_attention_mask(self) -> list[list[int]]:
+        return self._concat("padded_full_attention_mask")
+
+    @property
+    def padded_agent_token_mask(self) -> list[list[int]]:
+        return self._concat("padded_agent_token_mask")
+
+    @property
+    def padded_per_token_rewards(self) -> list[list[float]]:
+        return self._concat("padded_per_token_rewards")
+
+    @property
+    def padded_sampled_logprobs(self) -> list[list[float]]:
+        return self._concat("padded_sampled_logprobs")
+
+    @property
+    def final_rewards(self) -> list[float]:
+        return [e.final_reward for _, e, _ in self._rows()]
+
+    @property
+    def session_ids(self) -> list[str]:
+        return [e.session_id for _, e, _ in self._rows()]
+
+    @property
+    def group_indices(self) -> list[int]:
+        return [gi for gi, _, _ in self._rows()]
+
+    @property
+    def segment_indices(self) -> list[int]:
+        return [si for _, _, si in self._rows()]
+
+    @property
+    def final_completion_messages(self) -> list[Messages]:
+        return [e.messages for _, e, _ in self._rows()]
+
+    @property
+    def episodes(self) -> list[Episode]:
+        """The scored episode behind each row."""
+        return [e for _, e, _ in self._rows()]
+
+    @property
+    def all_episodes(self) -> list[Episode]:
+        """Every episode played, including free shots and failures, for logging."""
+        return [e for g in self.groups for trial in g.trials for e in trial]
+
+    @property
+    def failed(self) -> list[Episode]:
+        return [e for g in self.groups for e in g.failed]
+
+    def padded_arrays(self) -> dict[str, np.ndarray]:
+        """Every row as 2-D numpy arrays, padded to the batch's longest row, plus
+        ``final_rewards`` and ``group_indices``."""
+        for group in self.groups:
+            group._require_tokens()
+        width = max((g.padded_length for g in self.groups), default=0)
+        pad_id = next((g.pad_token_id for g in self.groups if g.pad_token_id is not None), 0)
+        rows = [(e, si) for _, e, si in self._rows()]
+        arrays = pad_rows(rows, width, pad_id)
+        arrays["final_rewards"] = np.asarray([e.final_reward for e, _ in rows], dtype=FLOAT_DTYPE)
+        arrays["group_indices"] = np.asarray(self.group_indices, dtype=np.int64)
+        return arrays
+
+    def to_torch(self) -> dict[str, torch.Tensor]:
+        """Tensors of :meth:`padded_arrays` (shared memory, no copy)."""
+        import torch
+
+        return {name: torch.from_numpy(array) for name, array in self.padded_arrays().items()}
+
+    def to_records(self, *, include_failed: bool = True) -> list[dict[str, Any]]:
+        """One flat record per row (scored episodes), then the failed episodes."""
+        records = []
+        for gi, episode, si in self._rows():
+            record = episode.to_record()
+            record["group_index"] = gi
+            record["segment_index"] = si
+            if self.tokenized and si:
+                record.update(segment_fields(episode, si))
+            records.append(record)
+        if include_failed:
+            for gi, group in enumerate(self.groups):
+                for episode in group.failed:
+                    record = episode.to_record()
+                    record["group_index"] = gi
+                    record["segment_index"] = 0
+                    records.append(record)
+        return records
+
+    def to_dataset(self, *, include_failed: bool = True) -> datasets.Dataset:
+        """A ``datasets.Dataset`` of :meth:`to_records` (unpadded token fields)."""
+        return records_to_dataset(self.to_records(include_failed=include_failed))
+
+
+def zero_rewards(episode: Episode) -> None:
+    """Zero an episode's per-token rewards (free shots), keeping their shapes."""
+    episode.segment_rewards = [np.zeros(len(r), dtype=FLOAT_DTYPE) for r in episode.segment_rewards]

@@ -1,0 +1,215 @@
+"""StepRecord and Episode: one played episode, unpadded, with compact token fields."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from agentsgym.errors import TokenFidelityError, TokenizerRequiredError
+from agentsgym.trajectory.segment import TokenSegment
+from agentsgym.types import Messages
+
+REWARD_TOLERANCE = 1e-4
+"""Relative tolerance of the reward-conservation check: per-token rewards are float32
+(7 significant digits); summed in float64 they meet the float64 final reward far
+closer than this."""
+
+
+@dataclass
+class StepRecord:
+    """One agent action and what the env made of it."""
+
+    action: str
+    reward: float
+    done: bool
+    info: dict[str, Any] = field(default_factory=dict)
+    reward_terms: dict[str, float] = field(default_factory=dict)
+    num_agent_tokens: int = 0
+    token_source: str | None = None
+    """Where the action's token ids came from: ``"sampled"`` (ids the model generated
+    from the episode's own prompt ids), ``"server"`` (ids a server generated, its
+    reported prompt ids checked against the stream), ``"unchecked"`` (ids without
+    the prompt they were sampled from), ``"retokenized"`` (text only: the reply was
+    tokenized by the runner), or ``None`` without a tokenizer."""
+    reply_truncated: bool = False
+    """The reply was cut at the agent's generation length limit."""
+
+
+@dataclass
+class Episode:
+    """One played episode, unpadded.
+
+    Token fields live in ``segments`` (one :class:`TokenSegment` of numpy arrays per
+    view the model saw; one unless a chat template that is not prefix-preserving
+    split the episode) and ``segment_rewards`` (one float32 array per segment). The
+    single-view properties (``full_token_ids``, ``agent_token_mask``,
+    ``per_token_rewards``, ...) return plain lists, for code that compares them with
+    lists or serialises them; read the arrays from ``segments`` to avoid the copy.
+    """
+
+    session_id: str
+    env_id: str
+    task_data: dict[str, Any]
+    messages: Messages = field(default_factory=list)
+    steps: list[StepRecord] = field(default_factory=list)
+    final_reward: float = 0.0
+    metrics: dict[str, float] = field(default_factory=dict)
+    truncated: bool = False
+    error: str | None = None
+    free_shot: bool = False
+    task_index: int = 0
+    rollout_index: int = 0
+    episode_index: int = 0
+    segments: list[TokenSegment] = field(default_factory=list)
+    segment_rewards: list[np.ndarray] = field(default_factory=list)
+    tokenized: bool = False
+    has_logprobs: bool = False
+    agent_state: Any = field(default=None, repr=False)
+
+    @property
+    def num_turns(self) -> int:
+        return len(self.steps)
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    # ------------------------------------------------------------ token fields
+    def _single_segment(self) -> TokenSegment:
+        if not self.tokenized:
+            raise TokenizerRequiredError(
+                "this episode was played without a tokenizer, so it has no token fields; "
+                "build the env with a tokenizer (agentsgym.make(id, tokenizer=...))"
+            )
+        if len(self.segments) != 1:
+            raise TokenFidelityError(
+                f"episode {self.session_id} was split into {len(self.segments)} segments "
+                "because the chat template is not prefix-preserving; read episode.segments"
+            )
+        return self.segments[0]
+
+    @property
+    def full_token_ids(self) -> list[int]:
+        return self._single_segment().token_ids.tolist()  # type: ignore[no-any-return]
+
+    @property
+    def full_attention_mask(self) -> list[int]:
+        return [1] * len(self._single_segment())
+
+    @property
+    def agent_token_mask(self) -> list[int]:
+        return self._single_segment().agent_mask.tolist()  # type: ignore[no-any-return]
+
+    @property
+    def per_token_rewards(self) -> list[float]:
+        self._single_segment()
+        return self.segment_rewards[0].tolist()  # type: ignore[no-any-return]
+
+    @property
+    def sampled_logprobs(self) -> list[float] | None:
+        segment = self._single_segment()
+        if not self.has_logprobs or segment.logprobs is None:
+            return None
+        return segment.logprobs.tolist()  # type: ignore[no-any-return]
+
+    @property
+    def num_tokens(self) -> int:
+        return sum(len(s) for s in self.segments)
+
+    @property
+    def num_agent_tokens(self) -> int:
+        return sum(s.num_agent_tokens for s in self.segments)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the token fields (ids, masks, logprobs, rewards)."""
+        return sum(s.nbytes for s in self.segments) + sum(r.nbytes for r in self.segment_rewards)
+
+    def check(self) -> None:
+        """Token-fidelity invariants; raises TokenFidelityError when one breaks.
+
+        Lengths agree, the mask is 0/1, rewards sit on agent tokens only, the mask
+        covers exactly the tokens the agent produced, and no reward is lost: the
+        per-token rewards of all segments add up to the final reward.
+        """
+        if not self.tokenized:
+            return
+        if len(self.segment_rewards) != len(self.segments):
+            raise TokenFidelityError(f"{self.session_id}: rewards for a missing segment")
+        for index, (segment, rewards) in enumerate(zip(self.segments, self.segment_rewards)):
+            if len(rewards) != len(segment):
+                raise TokenFidelityError(
+                    f"{self.session_id} segment {index}: {len(segment)} tokens but "
+                    f"{len(rewards)} rewards"
+                )
+            mask = segment.agent_mask
+            if mask.size and int(mask.max()) > 1:
+                raise TokenFidelityError(f"{self.session_id}: agent mask value {int(mask.max())}")
+            stray = np.flatnonzero((mask == 0) & (rewards != 0.0))
+            if stray.size:
+                pos = int(stray[0])
+                raise TokenFidelityError(
+                    f"{self.session_id} segment {index}: env token {pos} carries reward "
+                    f"{float(rewards[pos])}"
+                )
+        generated = sum(s.num_agent_tokens for s in self.steps)
+        if generated != self.num_agent_tokens:
+            raise TokenFidelityError(
+                f"{self.session_id}: agent mask covers {self.num_agent_tokens} tokens but the "
+                f"agent produced {generated}"
+            )
+        on_tokens = math.fsum(float(r.sum(dtype=np.float64)) for r in self.segment_rewards)
+        scale = max(1.0, abs(self.final_reward), math.fsum(abs(s.reward) for s in self.steps))
+        if abs(on_tokens - self.final_reward) > REWARD_TOLERANCE * scale:
+            raise TokenFidelityError(
+                f"{self.session_id}: a step reward was lost: the per-token rewards add up to "
+                f"{on_tokens:.6g} but the episode earned {self.final_reward:.6g}"
+                + (" and has no agent token to carry it" if not self.num_agent_tokens else "")
+            )
+
+    def to_record(self) -> dict[str, Any]:
+        """A flat, JSON-friendly row (unpadded token fields of the first segment)."""
+        record: dict[str, Any] = {
+            "session_id": self.session_id,
+            "env_id": self.env_id,
+            "task_index": self.task_index,
+            "rollout_index": self.rollout_index,
+            "episode_index": self.episode_index,
+            "task_data": self.task_data,
+            "final_reward": self.final_reward,
+            "num_turns": self.num_turns,
+            "truncated": self.truncated,
+            "free_shot": self.free_shot,
+            "error": self.error,
+            "metrics": self.metrics,
+            "messages": self.messages,
+            "step_infos": [s.info for s in self.steps],
+            "step_rewards": [s.reward for s in self.steps],
+            "step_reward_terms": [dict(s.reward_terms) for s in self.steps],
+            "step_token_sources": [s.token_source for s in self.steps],
+            "num_segments": len(self.segments),
+            "full_token_ids": None,
+            "full_attention_mask": None,
+            "agent_token_mask": None,
+            "per_token_rewards": None,
+            "num_tokens": None,
+            "num_agent_tokens": None,
+        }
+        if self.tokenized and self.segments:
+            record.update(segment_fields(self, 0))
+            record.update(num_tokens=self.num_tokens, num_agent_tokens=self.num_agent_tokens)
+        return record
+
+
+def segment_fields(episode: Episode, index: int) -> dict[str, Any]:
+    """The record fields of one segment, as lists (JSON, datasets)."""
+    segment = episode.segments[index]
+    return {
+        "full_token_ids": segment.token_ids.tolist(),
+        "full_attention_mask": [1] * len(segment),
+        "agent_token_mask": segment.agent_mask.tolist(),
+        "per_token_rewards": episode.segment_rewards[index].tolist(),
+    }

@@ -1,0 +1,336 @@
+/* agentsgym view: the episode list, filters and one episode's view.
+ *
+ * The data is the JSON in <script id="agentsgym-data">. Only the selected episode is
+ * drawn, and the list and the token view are drawn in chunks, so that a file of
+ * thousands of episodes stays responsive. Episode text is always inserted with
+ * textContent, never parsed as HTML.
+ * The filter rules mirror agentsgym/viewer/filtering.py (EpisodeFilter.matches). */
+(function () {
+  "use strict";
+  var DATA = JSON.parse(document.getElementById("agentsgym-data").textContent);
+  var EPISODES = DATA.episodes;
+  var LIST_CHUNK = 300;
+  var TOKEN_CHUNK = 4000;
+  var COLORS = { zero: [80, 120, 220], pos: [26, 150, 60], neg: [210, 50, 50] };
+  var byIndex = {};
+  EPISODES.forEach(function (e, pos) { byIndex[e.i] = pos; });
+
+  var $ = function (id) { return document.getElementById(id); };
+  var state = { shown: [], limit: LIST_CHUNK, selected: null };
+
+  function el(tag, cls, text) {
+    var node = document.createElement(tag);
+    if (cls) node.className = cls;
+    if (text !== undefined && text !== null) node.textContent = String(text);
+    return node;
+  }
+
+  function fmtReward(x) {
+    if (x === null || x === undefined) return "";
+    var s = Number(x.toPrecision(4)).toString();
+    return x >= 0 ? "+" + s : s;
+  }
+
+  function rewardSpan(x) {
+    return el("span", "reward" + (x > 0 ? " pos" : x < 0 ? " neg" : ""), fmtReward(x));
+  }
+
+  function haystack(e) {
+    if (e._hay === undefined) {
+      var parts = [e.env || "", e.sid || "", e.err === null ? "" : e.err, e.tj];
+      e.msgs.forEach(function (m) { parts.push(m[1]); });
+      e._hay = parts.join("\n").toLowerCase();
+    }
+    return e._hay;
+  }
+
+  function readFilters() {
+    var min = $("f-min").value.trim(), max = $("f-max").value.trim();
+    return {
+      env: $("f-env").value || null,
+      min: min === "" || isNaN(Number(min)) ? null : Number(min),
+      max: max === "" || isNaN(Number(max)) ? null : Number(max),
+      failed: $("f-failed").checked,
+      search: $("f-search").value
+    };
+  }
+
+  function matches(e, f) {
+    if (f.env !== null && e.env !== f.env) return false;
+    if (f.min !== null && e.r < f.min) return false;
+    if (f.max !== null && e.r > f.max) return false;
+    if (f.failed && e.err === null) return false;
+    if (f.search && haystack(e).indexOf(f.search.toLowerCase()) < 0) return false;
+    return true;
+  }
+
+  function tags(e, parent) {
+    if (e.err !== null) parent.appendChild(el("span", "tag failed", "failed"));
+    if (e.trunc) parent.appendChild(el("span", "tag truncated", "truncated"));
+    if (e.free) parent.appendChild(el("span", "tag", "free shot"));
+    if (e.correct === true) parent.appendChild(el("span", "tag correct", "correct"));
+    if (e.correct === false) parent.appendChild(el("span", "tag wrong", "wrong"));
+  }
+
+  function place(e) {
+    var parts = [];
+    if (e.task !== null) parts.push("task " + e.task);
+    if (e.rollout !== null) parts.push("rollout " + e.rollout);
+    if (e.ep) parts.push("episode " + e.ep);
+    if (e.nseg > 1) parts.push("segment " + (e.seg + 1) + "/" + e.nseg);
+    return parts.join(" \u00b7 ");
+  }
+
+  // ------------------------------------------------------------------ the list
+  function applyFilters() {
+    var f = readFilters();
+    state.shown = [];
+    for (var k = 0; k < EPISODES.length; k++) if (matches(EPISODES[k], f)) state.shown.push(k);
+    state.limit = LIST_CHUNK;
+    $("count").textContent = state.shown.length + " of " + EPISODES.length + " episodes";
+    drawList();
+  }
+
+  function drawList() {
+    var list = $("list");
+    list.textContent = "";
+    if (!state.shown.length) {
+      list.appendChild(el("div", "none", "No episode matches these filters."));
+      return;
+    }
+    var frag = document.createDocumentFragment();
+    var upto = Math.min(state.limit, state.shown.length);
+    for (var k = 0; k < upto; k++) frag.appendChild(listItem(EPISODES[state.shown[k]]));
+    list.appendChild(frag);
+    if (upto < state.shown.length) {
+      var more = el("button", "more", "show " + Math.min(LIST_CHUNK, state.shown.length - upto) +
+        " more (" + (state.shown.length - upto) + " not listed)");
+      more.type = "button";
+      more.onclick = function () { state.limit += LIST_CHUNK; drawList(); };
+      list.appendChild(more);
+    }
+  }
+
+  function listItem(e) {
+    var item = el("div", "item" + (state.selected === e.i ? " selected" : ""));
+    item.dataset.i = e.i;
+    item.tabIndex = 0;
+    var top = el("div", "top");
+    top.appendChild(el("span", "env", "#" + e.i + " " + (e.env || "(env unknown)")));
+    top.appendChild(rewardSpan(e.r));
+    item.appendChild(top);
+    var sub = el("div", "sub", place(e) + " \u00b7 " + e.turns + " turns");
+    tags(e, sub);
+    item.appendChild(sub);
+    item.onclick = function () { select(e.i); };
+    return item;
+  }
+
+  // ------------------------------------------------------------------ one episode
+  function select(index) {
+    if (byIndex[index] === undefined) return;
+    state.selected = index;
+    var items = $("list").querySelectorAll(".item");
+    for (var k = 0; k < items.length; k++) {
+      items[k].classList.toggle("selected", Number(items[k].dataset.i) === index);
+    }
+    drawEpisode(EPISODES[byIndex[index]]);
+    if (history.replaceState) history.replaceState(null, "", "#ep=" + index);
+  }
+
+  function drawEpisode(e) {
+    var detail = $("detail");
+    detail.textContent = "";
+    detail.scrollTop = 0;
+    var title = el("h2", null, "#" + e.i + "  " + (e.env || "(env unknown)") + "  ");
+    title.appendChild(el("span", "muted", place(e)));
+    tags(e, title);
+    detail.appendChild(title);
+
+    var meta = el("dl", "meta");
+    function row(name, value, cls) {
+      meta.appendChild(el("dt", null, name));
+      var dd = el("dd", cls || null);
+      if (value instanceof Node) dd.appendChild(value); else dd.textContent = value;
+      meta.appendChild(dd);
+    }
+    row("final reward", rewardSpan(e.r));
+    row("turns", e.turns);
+    row("truncated", e.trunc ? "yes" : "no");
+    if (e.err !== null) row("error", e.err, "error");
+    var terms = Object.keys(e.terms);
+    if (terms.length) row("reward by source", termsNode(e.terms));
+    if (DATA.kind === "eval") row("answer", e.answer === null ? "none" : e.answer);
+    if (e.graded === false) row("graded", "no (a grader could not judge it)");
+    if (e.sid) row("session", e.sid);
+    row("task", e.tj);
+    detail.appendChild(meta);
+
+    var turn = 0;
+    e.msgs.forEach(function (m) {
+      var role = m[0];
+      var box = el("div", "msg " + role);
+      box.appendChild(el("div", "role", role));
+      box.appendChild(el("div", "content", m[1]));
+      if (role === "assistant") {
+        box.appendChild(stepNode(e, turn));
+        turn += 1;
+      }
+      detail.appendChild(box);
+    });
+    if (!e.msgs.length) {
+      detail.appendChild(el("p", "muted", "No messages: the episode failed before its first prompt."));
+    }
+    if (e.tok) detail.appendChild(tokenSection(e));
+  }
+
+  function termsNode(terms) {
+    var span = el("span");
+    Object.keys(terms).forEach(function (name, k) {
+      if (k) span.appendChild(document.createTextNode(", "));
+      span.appendChild(document.createTextNode(name + " "));
+      span.appendChild(rewardSpan(terms[name]));
+    });
+    return span;
+  }
+
+  function stepNode(e, turn) {
+    var step = e.steps[turn];
+    if (!step) return el("div", "step missing", "no step recorded (the episode failed at this turn)");
+    var div = el("div", "step");
+    div.appendChild(el("b", null, "step " + turn));
+    if (step[0] !== null) {
+      div.appendChild(document.createTextNode("  reward "));
+      div.appendChild(rewardSpan(step[0]));
+    }
+    if (Object.keys(step[1]).length) {
+      div.appendChild(document.createTextNode("  terms "));
+      div.appendChild(termsNode(step[1]));
+    }
+    if (e.tr) {
+      div.appendChild(document.createTextNode("  reward on its " + e.tc[turn] + " tokens "));
+      div.appendChild(rewardSpan(e.tr[turn]));
+    }
+    if (Object.keys(step[2]).length) {
+      div.appendChild(document.createTextNode("  info "));
+      div.appendChild(el("span", "info", JSON.stringify(step[2])));
+    }
+    return div;
+  }
+
+  // ------------------------------------------------------------------ tokens
+  function tokenSection(e) {
+    var tok = e.tok;
+    var section = el("div");
+    section.id = "tokens-section";
+    var agent = 0;
+    for (var k = 0; k < tok.mask.length; k++) if (tok.mask.charCodeAt(k) === 49) agent++;
+    section.appendChild(el("h3", null, "Tokens: " + tok.ids.length + ", " + agent + " by the agent \u00b7 " +
+      (DATA.decoded ? "tokenizer " + DATA.tokenizer : "ids (no tokenizer)")));
+    var legend = el("div", "legend");
+    [["env / template", "var(--env-b)"], ["agent, reward 0", rgba(COLORS.zero, 0.55)],
+     ["agent, reward > 0", rgba(COLORS.pos, 0.55)], ["agent, reward < 0", rgba(COLORS.neg, 0.55)]]
+      .forEach(function (pair) {
+        var s = el("span", null, pair[0]);
+        s.style.background = pair[1];
+        legend.appendChild(s);
+      });
+    section.appendChild(legend);
+    var box = el("div", "tokens" + (DATA.decoded ? "" : " ids"));
+    section.appendChild(box);
+    var rewards = {};
+    var peak = 0;
+    tok.rw.forEach(function (p) { rewards[p[0]] = p[1]; peak = Math.max(peak, Math.abs(p[1])); });
+    var drawn = 0;
+    function more() {
+      var end = Math.min(drawn + TOKEN_CHUNK, tok.ids.length);
+      var frag = document.createDocumentFragment();
+      for (var pos = drawn; pos < end; pos++) frag.appendChild(tokenSpan(tok, pos, rewards, peak));
+      box.appendChild(frag);
+      drawn = end;
+      if (button) {
+        if (drawn >= tok.ids.length) button.remove();
+        else button.textContent = "show more tokens (" + (tok.ids.length - drawn) + " left)";
+      }
+    }
+    var button = null;
+    if (tok.ids.length > TOKEN_CHUNK) {
+      button = el("button", "tokens-more");
+      button.type = "button";
+      button.onclick = more;
+      section.appendChild(button);
+    }
+    more();
+    return section;
+  }
+
+  function rgba(c, a) { return "rgba(" + c[0] + "," + c[1] + "," + c[2] + "," + a.toFixed(3) + ")"; }
+
+  function tokenSpan(tok, pos, rewards, peak) {
+    var id = tok.ids[pos];
+    var agent = tok.mask.charCodeAt(pos) === 49;
+    var reward = rewards[pos] || 0;
+    var text = DATA.decoded ? DATA.vocab[id] : String(id) + " ";
+    if (text === undefined) text = "<" + id + "?>";
+    var span = el("span", agent ? "a" : "e" + (pos % 2), text.replace(/\n/g, "\u21b5\n"));
+    if (agent) {
+      var color = reward > 0 ? COLORS.pos : reward < 0 ? COLORS.neg : COLORS.zero;
+      var strength = peak > 0 && reward !== 0 ? Math.abs(reward) / peak : 0;
+      span.style.background = rgba(color, (0.3 + 0.5 * strength) * (pos % 2 ? 0.8 : 1));
+    }
+    span.title = "#" + pos + " id " + id + (agent ? " agent, reward " + fmtReward(reward) : " env");
+    return span;
+  }
+
+  // ------------------------------------------------------------------ wiring
+  function init() {
+    var file = $("file");
+    file.textContent = DATA.file + "  ";
+    file.appendChild(el("span", "muted", DATA.kind + " file \u00b7 " + EPISODES.length + " episodes" +
+      (DATA.num_rows !== EPISODES.length ? " (of " + DATA.num_rows + " rows)" : "")));
+    DATA.envs.forEach(function (env) {
+      var option = el("option", null, env);
+      option.value = env;
+      $("f-env").appendChild(option);
+    });
+    if (DATA.warnings.length) {
+      var w = $("warnings");
+      w.hidden = false;
+      var ul = el("ul");
+      DATA.warnings.forEach(function (text) { ul.appendChild(el("li", null, text)); });
+      w.appendChild(ul);
+    }
+    ["f-env", "f-failed"].forEach(function (id) { $(id).addEventListener("change", applyFilters); });
+    ["f-min", "f-max", "f-search"].forEach(function (id) { $(id).addEventListener("input", applyFilters); });
+    $("f-reset").onclick = function () { $("filters").reset(); applyFilters(); };
+    document.addEventListener("keydown", function (ev) {
+      var typing = /INPUT|SELECT|TEXTAREA/.test(document.activeElement.tagName);
+      if (ev.key === "/" && !typing) { ev.preventDefault(); $("f-search").focus(); return; }
+      if (typing) return;
+      if (ev.key === "j" || ev.key === "ArrowDown") { move(1); ev.preventDefault(); }
+      if (ev.key === "k" || ev.key === "ArrowUp") { move(-1); ev.preventDefault(); }
+    });
+    applyFilters();
+    var fromHash = /^#ep=(\d+)$/.exec(location.hash);
+    var start = fromHash && byIndex[Number(fromHash[1])] !== undefined ? Number(fromHash[1])
+      : state.shown.length ? EPISODES[state.shown[0]].i : null;
+    if (start !== null) select(start);
+  }
+
+  function move(delta) {
+    if (!state.shown.length) return;
+    var positions = state.shown.map(function (k) { return EPISODES[k].i; });
+    var at = positions.indexOf(state.selected);
+    var next = at < 0 ? 0 : Math.max(0, Math.min(positions.length - 1, at + delta));
+    if (next >= state.limit) { state.limit = next + 1; drawList(); }
+    select(positions[next]);
+    var item = $("list").querySelector('.item[data-i="' + positions[next] + '"]');
+    if (item) item.scrollIntoView({ block: "nearest" });
+  }
+
+  window.agentsgymViewer = {
+    shown: function () { return state.shown.map(function (k) { return EPISODES[k].i; }); },
+    select: select
+  };
+  init();
+})();

@@ -1,0 +1,140 @@
+"""The runner's worker threads: plain agents and plain env hooks run here.
+
+A lighter hop than ``loop.run_in_executor`` with a ``ThreadPoolExecutor`` and
+``asyncio.wait_for``: a job is a function and an asyncio future; a worker thread
+takes it from a ``queue.SimpleQueue``, runs it and hands the result straight to the
+loop with one ``call_soon_threadsafe``; a budget is one timer on the loop. With
+hundreds of episodes each taking one hop per turn, this is most of the engine's own
+cost (about half of ``run_in_executor`` + ``wait_for``, measured in
+bench/bench_engine.py).
+
+Threads start as jobs arrive, up to ``size``. A job over its budget is abandoned:
+its future fails with :class:`asyncio.TimeoutError` at once, while its thread keeps
+running the function until it returns (a plain function cannot be interrupted). So
+that abandoned jobs never starve the pool, each one raises the thread limit by one
+until it returns.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import queue
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+_STOP = object()
+
+
+def _deliver(future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
+    if future.done():  # expired or cancelled meanwhile: the caller has moved on
+        return
+    if error is not None:
+        future.set_exception(error)
+    else:
+        future.set_result(result)
+
+
+def _expire(future: asyncio.Future[Any]) -> None:
+    if not future.done():
+        future.set_exception(asyncio.TimeoutError())
+
+
+class _Job:
+    __slots__ = ("fn", "args", "loop", "future", "state")
+
+    def __init__(self, fn: Callable[..., Any], args: tuple[Any, ...], loop: Any, future: Any) -> None:
+        self.fn, self.args, self.loop, self.future = fn, args, loop, future
+        self.state = "queued"  # -> running -> done, or abandoned by its caller
+
+
+class WorkerPool:
+    """Runs plain functions for coroutines, off the event loop (see the module docstring)."""
+
+    def __init__(self, size: int, name: str = "agentsgym-worker") -> None:
+        if size < 1:
+            raise ValueError(f"a worker pool needs at least one thread, got {size}")
+        self.size = size
+        self.name = name
+        self._jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._threads = 0
+        self._idle = 0
+        self._waiting = 0  # jobs in the queue, not yet taken by a thread
+        self._abandoned = 0
+        self._closed = False
+
+    async def run(self, fn: Callable[..., T], *args: Any, timeout: float | None = None) -> T:
+        """``fn(*args)`` in a worker thread; :class:`asyncio.TimeoutError` past ``timeout``."""
+        if self._closed:
+            raise RuntimeError("the worker pool is closed")
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[T] = loop.create_future()
+        job = _Job(fn, args, loop, future)
+        with self._lock:
+            self._waiting += 1
+        self._jobs.put(job)
+        self._grow()
+        timer = loop.call_later(timeout, _expire, future) if timeout is not None else None
+        try:
+            return await future
+        except BaseException:
+            with self._lock:
+                if job.state in ("queued", "running"):
+                    job.state = "abandoned"
+                    self._abandoned += 1
+            self._grow()
+            raise
+        finally:
+            if timer is not None:
+                timer.cancel()
+
+    def _grow(self) -> None:
+        with self._lock:
+            if self._waiting <= self._idle or self._threads >= self.size + self._abandoned:
+                return
+            self._threads += 1
+            number = self._threads
+        thread = threading.Thread(target=self._work, name=f"{self.name}-{number}", daemon=True)
+        thread.start()
+
+    def _work(self) -> None:
+        while True:
+            with self._lock:
+                self._idle += 1
+            job = self._jobs.get()
+            with self._lock:
+                self._idle -= 1
+                if job is _STOP:
+                    self._threads -= 1
+                    return
+                self._waiting -= 1
+                if job.state == "abandoned":  # its caller gave up before it started
+                    self._abandoned -= 1
+                    continue
+                job.state = "running"
+            try:
+                result, error = job.fn(*job.args), None
+            except BaseException as exc:  # handed to the awaiting coroutine
+                result, error = None, exc
+            with self._lock:
+                if job.state == "abandoned":
+                    self._abandoned -= 1
+                job.state = "done"
+            try:
+                job.loop.call_soon_threadsafe(_deliver, job.future, result, error)
+            except RuntimeError:  # the loop is closed: nobody is waiting any more
+                pass
+
+    def close(self) -> None:
+        """Let idle threads exit; threads running an abandoned job exit when it returns."""
+        self._closed = True
+        with self._lock:
+            threads = self._threads
+        for _ in range(threads):
+            self._jobs.put(_STOP)

@@ -1,0 +1,213 @@
+"""The plugin author's CLI: --version, flags in help, completion, one tokenizer default,
+config keys in list-envs, describe, new-env."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from importlib.metadata import version
+from pathlib import Path
+
+import pytest
+import typer
+from agentsgym.cli import app
+from agentsgym.cli.options import CLI_TOKENIZER_DEFAULT
+from typer.testing import CliRunner
+
+runner = CliRunner()
+
+
+def cli(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "agentsgym", *args], check=False, capture_output=True, text=True,
+        env={**os.environ, "COLUMNS": "200", **env},
+    )
+
+
+def invoke(*args: str) -> str:
+    result = runner.invoke(app, list(args), env={"COLUMNS": "200"}, prog_name="agentsgym")
+    assert result.exit_code == 0, (result.output, result.exception)
+    return result.output
+
+
+def commands() -> dict[str, typer.core.TyperCommand]:
+    group = typer.main.get_command(app)
+    return dict(group.commands)  # type: ignore[attr-defined]
+
+
+# ------------------------------------------------------------------ --version
+def test_version_names_agentsgym_and_every_installed_plugin() -> None:
+    result = cli("--version")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == f"agentsgym {version('agentsgym')}"
+    for dist, plugin in (("agentsgym-twentyq", "twentyq"), ("agentsgym-classical", "classical")):
+        assert f"{dist} {version(dist)} (plugin {plugin})" in lines
+
+
+def test_version_reports_a_broken_plugin(tmp_path: Path) -> None:
+    from fake_dists import install_fake_dist
+
+    install_fake_dist(tmp_path, "agentsgym-broken", "agentsgym_broken", "raise ImportError('no numpy')",
+                      version="2.5")
+    result = cli("--version", PYTHONPATH=str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    assert "agentsgym-broken 2.5 (plugin agentsgym_broken): failed to load: ImportError: no numpy" \
+        in result.stdout
+
+
+# ------------------------------------------------------------------ help shows flags as flags
+def test_boolean_flags_and_counters_show_no_value_type_in_any_help() -> None:
+    outputs = {"": invoke("--help")}
+    outputs.update({name: invoke(name, "--help") for name in commands()})
+    for name, text in outputs.items():
+        assert "<bool>" not in text, f"`agentsgym {name} --help` shows a flag as <bool>"
+    top = outputs[""]
+    assert re.search(r"--strict-plugins\s+re-raise", top), top
+    assert re.search(r"--verbose\s+-v\s+more log", top), top
+    assert re.search(r"--num-tasks\s+<int", outputs["rollout"])  # real values keep their type
+    assert re.search(r"--json\s+print", outputs["list-envs"])
+
+
+def test_flags_still_parse_as_flags() -> None:
+    items = json.loads(invoke("list-envs", "--json", "--verbose"))
+    assert any(item.get("config") for item in items)
+
+
+# ------------------------------------------------------------------ shell completion
+def test_completion_script_and_env_id_completion() -> None:
+    script = cli("--show-completion", "bash", _TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION="1")
+    assert script.returncode == 0, script.stderr
+    assert "_AGENTSGYM_COMPLETE=complete_bash" in script.stdout
+    assert "complete -o default -F _agentsgym_completion agentsgym" in script.stdout
+    ids = cli(COMP_WORDS="agentsgym describe twentyq/Tw", COMP_CWORD="2",
+              _AGENTSGYM_COMPLETE="complete_bash")
+    assert ids.stdout.split() == ["twentyq/TwentyQuestions-v0", "twentyq/TwentyQuestions-v0-hardcore"]
+    names = cli(COMP_WORDS="agentsgym new", COMP_CWORD="1", _AGENTSGYM_COMPLETE="complete_bash")
+    assert names.stdout.split() == ["new-env"]
+
+
+# ------------------------------------------------------------------ one tokenizer default
+def test_every_command_that_plays_shares_the_tokenizer_default() -> None:
+    assert CLI_TOKENIZER_DEFAULT == "agentsgym/tiny-chatml"
+    for name in ("rollout", "eval", "check-env"):
+        (param,) = [p for p in commands()[name].params if p.name == "tokenizer"]
+        assert param.default == CLI_TOKENIZER_DEFAULT, name
+        assert "default" in (param.help or "") and "'none'" in (param.help or ""), name
+
+
+def test_eval_plays_with_the_bundled_tokenizer_by_default(tmp_path: Path, monkeypatch) -> None:
+    from agentsgym import factory
+
+    seen: list[object] = []
+    real_make = factory.make
+
+    def spying_make(env_id, tokenizer=None, env_config=None, **kwargs):
+        seen.append(tokenizer)
+        return real_make(env_id, tokenizer=tokenizer, env_config=env_config, **kwargs)
+
+    import agentsgym.cli.evaluate as evaluate_module
+
+    monkeypatch.setattr(evaluate_module, "make", spying_make)
+    invoke("eval", "agentsgym/GuessTheNumber-v0", "--num-tasks", "1", "--out", str(tmp_path / "e.jsonl"))
+    assert seen == [CLI_TOKENIZER_DEFAULT]
+
+
+# ------------------------------------------------------------------ config keys
+def test_list_envs_json_verbose_shows_config_keys_from_the_config_class() -> None:
+    items = {i["id"]: i for i in json.loads(invoke("list-envs", "--json", "--verbose")) if "id" in i}
+    guess = {k["key"]: k for k in items["agentsgym/GuessTheNumber-v0"]["config"]}
+    assert guess["low"] == {
+        "key": "low", "type": "int", "default": 1, "required": False, "registered": False,
+        "constraints": [], "description": "smallest possible number",
+    }
+    assert guess["reward_strategy"]["type"] == "'spread' | 'last_token' | 'terminal'"
+    assert guess["chat_template_kwargs"]["default"] == {}
+    # a subclass that redefines a common key without a description keeps the base one
+    assert guess["max_steps_per_episode"]["description"].startswith("agent actions after which")
+    assert ">= 1" in guess["max_steps_per_episode"]["constraints"]
+    hardcore = {k["key"]: k for k in items["twentyq/TwentyQuestions-v0-hardcore"]["config"]}
+    assert hardcore["hardcore"]["default"] is True and hardcore["hardcore"]["registered"]
+    assert items["agentsgym/GuessTheNumber-v0"]["hooks"] == ["register_agents", "register_envs",
+                                                            "register_trainers"]
+    plain = json.loads(invoke("list-envs", "--json"))
+    assert all("config" not in item for item in plain)  # no env class imported without --verbose
+
+
+def test_list_envs_verbose_table_shows_config_keys() -> None:
+    text = invoke("list-envs", "--verbose")
+    assert "agentsgym/GuessTheNumber-v0 env_config" in text
+    assert "smallest possible number" in text and "largest possible number" in text
+
+
+# ------------------------------------------------------------------ describe
+def test_describe_prints_docs_config_datasets_and_agent() -> None:
+    text = invoke("describe", "agentsgym/GuessTheNumber-v0")
+    assert "Find a hidden integer with higher/lower hints." in text  # the class docstring
+    assert "smallest possible number" in text
+    assert re.search(r"train\s+│\s+200\s+│\s+\{\"seed\": 0\}", text), text
+    assert re.search(r"eval\s+│\s+50", text)
+    assert "default agent: agentsgym/bisect: plays GuessTheNumber by bisection" in text
+
+
+def test_describe_json_marks_registered_defaults() -> None:
+    item = json.loads(invoke("describe", "twentyq/TwentyQuestions-v0-hardcore", "--json"))
+    assert item["registered_env_config"] == {"hardcore": True}
+    assert item["default_agent"] == "twentyq/reference-questioner"
+    assert item["datasets"]["eval"]["size"] > 0 and item["datasets"]["eval"]["sample_task"]
+    assert {"initialize_episode", "format_prompt", "step_episode"} <= set(item["hooks"])
+    assert item["docs"]
+
+
+def test_describe_of_an_unknown_env_is_one_readable_error() -> None:
+    result = cli("describe", "agentsgym/GuessNumber-v0")
+    assert result.returncode == 2 and "Did you mean: agentsgym/GuessTheNumber-v0" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+# ------------------------------------------------------------------ new-env
+def test_new_env_writes_the_package_and_says_what_next(tmp_path: Path) -> None:
+    target = tmp_path / "pkg"
+    text = invoke("new-env", "acme/Maze", "--dir", str(target))
+    assert "env acme/Maze-v0" in text and "agentsgym check-env acme/Maze-v0" in text
+    assert (target / "pyproject.toml").is_file()
+    assert (target / "src" / "agentsgym_acme" / "env.py").is_file()
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("Maze", "is not NAMESPACE/Name"),
+        ("acme/Ma ze", "is not of the form 'namespace/Name-vN'"),
+        ("acme/Maze-v0-hard", "names a variant"),
+        ("agentsgym/Maze", "belongs to agentsgym's own envs"),
+    ],
+)
+def test_new_env_refuses_bad_names_with_a_clear_error(tmp_path: Path, name: str, message: str) -> None:
+    result = cli("new-env", name, "--dir", str(tmp_path / "pkg"))
+    assert result.returncode == 2, result.stdout
+    assert message in result.stderr and "Traceback" not in result.stderr
+    assert not (tmp_path / "pkg").exists()
+
+
+def test_new_env_never_overwrites(tmp_path: Path) -> None:
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "mine.txt").write_text("keep")
+    result = cli("new-env", "acme/Maze", "--dir", str(tmp_path / "pkg"))
+    assert result.returncode == 2 and "not an empty folder; nothing was written" in result.stderr
+    assert sorted(p.name for p in (tmp_path / "pkg").iterdir()) == ["mine.txt"]
+
+
+def test_describe_of_an_env_whose_class_does_not_import_says_so() -> None:
+    from agentsgym.registry import EnvSpec, get_registry
+
+    # registered by a plugin, but its class's module is missing (the conftest resets it)
+    get_registry().envs["broken/Broken-v0"] = EnvSpec(
+        id="broken/Broken-v0", entry_point="agentsgym_no_such_module:Env", distribution="broken"
+    )
+    result = runner.invoke(app, ["describe", "broken/Broken-v0"], env={"COLUMNS": "200"})
+    assert result.exit_code == 1
+    assert "does not import: ModuleNotFoundError" in result.output
