@@ -86,7 +86,11 @@ def test_resume_plays_each_missing_trial_exactly_once(tmp_path: Path, suffix: st
     assert "8 trials in" in stdout and "5 played now" in stdout
     rows = load_rows(out)
     assert keys(rows) == [(t, r) for t in range(4) for r in range(2)]
-    assert rows == load_rows(reference)
+    # compared in the same format: datasets reads JSON floats with less precision
+    same_format = tmp_path / f"reference{suffix}"
+    if suffix != ".jsonl":
+        ok(*common, "--out", str(same_format))
+    assert rows == load_rows(same_format)
     paths = OutputPaths(out)
     assert not (suffix == ".parquet" and paths.journal.exists())
     record = read_manifest(paths.manifest)
