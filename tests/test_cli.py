@@ -9,6 +9,7 @@ from pathlib import Path
 
 import datasets
 import pytest
+from cli_runner import run_cli
 
 import agentsgym
 
@@ -37,11 +38,11 @@ def test_list_envs_table_and_agents() -> None:
 @pytest.mark.parametrize("suffix", [".parquet", ".jsonl"])
 def test_rollout_writes_a_file_datasets_can_load(tmp_path: Path, suffix: str) -> None:
     out = tmp_path / f"rollouts{suffix}"
-    result = cli(
+    result = run_cli(
         "rollout", "agentsgym/GuessTheNumber-v0", "--num-tasks", "3", "--num-rollouts", "2",
         "--out", str(out),
     )
-    assert result.returncode == 0, result.stderr
+    assert result.code == 0, result.output
     assert "6 trajectories written" in result.stdout and "reward" in result.stdout
     loaded = (
         datasets.Dataset.from_parquet(str(out)) if suffix == ".parquet"
@@ -58,12 +59,12 @@ def test_rollout_writes_a_file_datasets_can_load(tmp_path: Path, suffix: str) ->
 
 def test_rollout_without_tokenizer_and_with_agent_options(tmp_path: Path) -> None:
     out = tmp_path / "r.parquet"
-    result = cli(
+    result = run_cli(
         "rollout", "agentsgym/GuessTheNumber-v0", "--num-tasks", "1", "--num-rollouts", "1",
         "--tokenizer", "none", "--agent", "scripted", "--agent-option", 'replies=["[1]", "[2]"]',
         "--env-config", "max_steps_per_episode=2", "--out", str(out),
     )
-    assert result.returncode == 0, result.stderr
+    assert result.code == 0, result.output
     row = datasets.Dataset.from_parquet(str(out))[0]
     assert [m["content"] for m in row["messages"] if m["role"] == "assistant"] == ["[1]", "[2]"]
     assert row["full_token_ids"] is None
@@ -76,8 +77,8 @@ def test_rollout_of_a_mixed_rows_file(tmp_path: Path) -> None:
         + json.dumps({"env_class_path": "agentsgym/GuessTheNumber-v0", "env_config": {}, "task_data": {"seed": 3}}) + "\n"
     )
     out = tmp_path / "r.parquet"
-    result = cli("rollout", "--dataset", str(rows), "--agent", "agentsgym/bisect", "--out", str(out))
-    assert result.returncode == 0, result.stderr
+    result = run_cli("rollout", "--dataset", str(rows), "--agent", "agentsgym/bisect", "--out", str(out))
+    assert result.code == 0, result.output
     loaded = datasets.Dataset.from_parquet(str(out))
     assert loaded["group_index"] == [0, 0, 1, 1] and set(loaded["final_reward"]) == {1.0}
 
@@ -90,8 +91,8 @@ def test_unknown_env_is_one_readable_error(tmp_path: Path) -> None:
 
 
 def test_bad_output_suffix_fails_before_playing(tmp_path: Path) -> None:
-    result = cli("rollout", "agentsgym/GuessTheNumber-v0", "--out", str(tmp_path / "x.csv"))
-    assert result.returncode == 2 and ".parquet or .jsonl" in result.stderr
+    result = run_cli("rollout", "agentsgym/GuessTheNumber-v0", "--out", str(tmp_path / "x.csv"))
+    assert result.code == 2 and ".parquet or .jsonl" in result.stderr
 
 
 def test_check_env_command_passes_the_builtin_env() -> None:
@@ -100,12 +101,44 @@ def test_check_env_command_passes_the_builtin_env() -> None:
     assert "passes check_env" in result.stdout
 
 
-def test_ctrl_c_keeps_the_episodes_that_finished(tmp_path: Path) -> None:
+STALL_SECONDS = 6
+
+STALLING_AGENT = f'''
+import os
+import time
+from pathlib import Path
+
+from agentsgym import hookimpl
+
+
+class CountingUpAgent:
+    """Guesses [1], [2], ... in turn; at guess 5 it stalls, like a hung model server."""
+
+    def get_action(self, messages, agent_state):
+        guess = sum(1 for m in messages if m["role"] == "user")
+        if guess >= 5:
+            Path(os.environ["STALL_MARKER"]).touch()
+            time.sleep({STALL_SECONDS})
+        return f"[{{guess}}]", agent_state
+
+
+@hookimpl
+def register_agents(register):
+    register("stall/counting-up", "{{module}}:CountingUpAgent", description="stalls at guess 5")
+'''
+
+
+@pytest.mark.parametrize("signal_name", ["SIGINT", "SIGTERM"])
+def test_an_interrupted_run_keeps_the_trials_that_finished(
+    tmp_path: Path, signal_name: str
+) -> None:
+    """Ctrl-C (or a scheduler's SIGTERM) stops the run with exit 130; the three trials
+    that finished are in the output, the run record says it was interrupted."""
     import os
     import signal
     import time
 
-    from fake_dists import STALLING_AGENT, install_fake_dist
+    from fake_dists import install_fake_dist
 
     site = tmp_path / "site"
     install_fake_dist(site, "agentsgym-stall", "agentsgym_stall", STALLING_AGENT)
@@ -126,10 +159,86 @@ def test_ctrl_c_keeps_the_episodes_that_finished(tmp_path: Path) -> None:
     while not marker.exists() and time.monotonic() < deadline and process.poll() is None:
         time.sleep(0.05)
     assert marker.exists(), process.communicate()
-    process.send_signal(signal.SIGINT)
+    process.send_signal(getattr(signal, signal_name))
     stdout, stderr = process.communicate(timeout=60)
     assert process.returncode == 130, stderr
-    assert "interrupted" in stdout and "3 episodes" in stdout
+    assert "interrupted" in stdout and "3 of 4 trials" in stdout and "--resume" in stdout
     written = datasets.Dataset.from_json(str(out))
     assert sorted(t["target"] for t in written["task_data"]) == [1, 2, 3]
     assert set(written["final_reward"]) == {1.0}
+    assert json.loads((tmp_path / "r.jsonl.run.json").read_text())["status"] == "interrupted"
+
+
+# ---------------------------------------------------------------------- exit codes, timeouts
+def failing_rows(tmp_path: Path, targets: list[int]) -> Path:
+    """Rows of GuessTheNumber on [1, 100]; a target outside it fails its episode."""
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text("".join(
+        json.dumps({"env_class_path": "agentsgym/GuessTheNumber-v0", "env_config": {},
+                    "task_data": {"target": t}}) + "\n"
+        for t in targets
+    ))
+    return rows
+
+
+def test_failures_are_counted_grouped_and_decide_the_exit_code(tmp_path: Path) -> None:
+    from cli_runner import run_cli
+
+    rows = failing_rows(tmp_path, [5, 150, 170, 40, 60])
+    args = ["rollout", "--dataset", str(rows), "--agent", "agentsgym/bisect", "--num-rollouts", "1"]
+    result = run_cli(*args, "--out", str(tmp_path / "a.jsonl"))
+    assert result.code == 0, result.output
+    assert "2 of 5 trials failed" in result.stdout
+    assert "2 x ValueError: task_data target 150 is outside [1, 100]" in result.stdout
+    result = run_cli(*args, "--out", str(tmp_path / "b.jsonl"), "--max-failure-rate", "0.3")
+    assert result.code == 1
+    assert "run failed: 2 of 5 trials failed (40.0%), above --max-failure-rate 0.3" in result.stdout
+    assert run_cli(*args, "--out", str(tmp_path / "c.jsonl"), "--max-failure-rate", "0.4").code == 0
+    # the failed trials are in the output with their errors
+    written = datasets.Dataset.from_json(str(tmp_path / "a.jsonl"))
+    assert sum(e is not None for e in written["error"]) == 2
+
+
+def test_a_run_where_every_trial_failed_exits_1(tmp_path: Path) -> None:
+    from cli_runner import run_cli
+
+    rows = failing_rows(tmp_path, [150, 0])
+    result = run_cli(
+        "rollout", "--dataset", str(rows), "--agent", "scripted", "--num-rollouts", "1",
+        "--out", str(tmp_path / "r.parquet"),
+    )
+    assert result.code == 1 and "every trial failed (2 of 2)" in result.stdout
+    assert datasets.Dataset.from_parquet(str(tmp_path / "r.parquet")).num_rows == 2
+
+
+@pytest.mark.parametrize(
+    ("option", "budget"),
+    [
+        ("--hook-timeout", "hook_timeout_seconds=0.1"),
+        ("--episode-timeout", "episode_timeout_seconds=0.1"),
+    ],
+)
+def test_timeouts_from_the_command_line_reach_the_env(
+    tmp_path: Path, option: str, budget: str
+) -> None:
+    """Every step of this env takes 1.5 s: a 0.1 s budget fails every episode, the run
+    does not wait for the abandoned steps, and the budget is recorded with the run."""
+    from cli_runner import run_cli
+
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text("".join(
+        json.dumps({"env_class_path": "slow_envs:SlowStepGuessEnv", "task_data": {"target": t}})
+        + "\n"
+        for t in (3, 4)
+    ))
+    out = tmp_path / "r.jsonl"
+    result = run_cli(
+        "rollout", "--dataset", str(rows), "--allow-class-paths", "--agent", "agentsgym/bisect",
+        "--num-rollouts", "1", option, "0.1", "--out", str(out),
+    )
+    assert result.code == 1, result.output
+    assert "every trial failed (2 of 2)" in result.stdout and budget in result.stdout
+    record = json.loads((tmp_path / "r.jsonl.run.json").read_text())
+    assert record["arguments"]["env_config"][budget.split("=")[0]] == 0.1
+    errors = [json.loads(line)["error"] for line in out.read_text().splitlines()]
+    assert len(errors) == 2 and all(e.startswith("EpisodeTimeoutError") for e in errors)

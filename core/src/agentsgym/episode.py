@@ -21,6 +21,7 @@ from agentsgym.agents.base import AgentCaller
 from agentsgym.errors import EpisodeError, EpisodeTimeoutError
 from agentsgym.hook_runtime import HookRuntime
 from agentsgym.rewards import assign_token_rewards
+from agentsgym.surrogates import repair_text
 from agentsgym.tokenization import AgentSpan, EpisodeTokenizer
 from agentsgym.trajectory import Episode, StepRecord, TokenSegment, rewards_array
 from agentsgym.types import AgentAction, EpisodeContext, Message, Messages, RewardTerm, StepResult
@@ -349,9 +350,13 @@ async def aplay_episode(
 
 # ---------------------------------------------------------------------- hook results
 def as_messages(prompt: Any, env: MultistepEnv) -> Messages:
-    """What format_prompt returned, checked and normalised to new messages."""
+    """What format_prompt returned, checked and normalised to new messages.
+
+    Surrogate code points in a message (text UTF-8 cannot encode, which tokenizers,
+    JSON and parquet all refuse) are repaired: pairs joined, lone ones made U+FFFD.
+    """
     if isinstance(prompt, str):
-        return [{"role": "user", "content": prompt}]
+        return [{"role": "user", "content": _repair(prompt, env)}]
     if isinstance(prompt, list) and prompt:
         messages: Messages = []
         for message in prompt:
@@ -364,12 +369,24 @@ def as_messages(prompt: Any, env: MultistepEnv) -> Messages:
                     f"{type(env).__name__}.format_prompt returned {message!r:.120}; each "
                     "message must be a dict with str 'role' and 'content'"
                 )
-            messages.append(Message(role=message["role"], content=message["content"]))
+            role, content = _repair(message["role"], env), _repair(message["content"], env)
+            messages.append(Message(role=role, content=content))
         return messages
     raise EpisodeError(
         f"{type(env).__name__}.format_prompt returned {prompt!r:.120}; expected a string "
         "or a non-empty list of message dicts"
     )
+
+
+def _repair(text: str, env: MultistepEnv) -> str:
+    repaired, count = repair_text(text)
+    if count:
+        logger.debug(
+            "%s.format_prompt: repaired %d surrogate code point(s) in a message",
+            type(env).__name__,
+            count,
+        )
+    return repaired
 
 
 def as_step_result(result: Any, env: MultistepEnv) -> StepResult:

@@ -94,3 +94,23 @@ class EpisodeTimeoutError(EpisodeError):
 
 class ScaffoldError(AgentsGymError, ValueError):
     """``agentsgym new-env`` cannot write the package: a bad name or a non-empty folder."""
+
+
+class OutputError(AgentsGymError):
+    """An output file (``--out``) that cannot be written, read back or finished."""
+
+
+class OutputExistsError(OutputError):
+    """``--out`` already holds a run's files and neither --resume nor --overwrite was given."""
+
+
+class OutputLockedError(OutputError):
+    """Another process is writing the same ``--out`` right now."""
+
+
+class ResumeMismatchError(OutputError):
+    """``--resume`` was given arguments that differ from those of the run it continues."""
+
+
+class JournalError(OutputError):
+    """A run's journal is damaged somewhere other than its last, torn trial."""

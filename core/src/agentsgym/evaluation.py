@@ -117,14 +117,28 @@ def _vote_key(answer: Any) -> str:
     return answer if isinstance(answer, str) else json.dumps(answer, sort_keys=True, default=str)
 
 
+def trial_sample(episodes: Sequence[Episode]) -> Sample:
+    """The sample of one played trial: its scored (last) episode, failed or not."""
+    if not episodes:
+        raise ValueError("a trial with no episode has no sample")
+    return sample_from_episode(episodes[-1])
+
+
 def samples_from_batch(batch: TrajectoryBatch) -> list[Sample]:
     """One sample per trial (its scored, last episode), failed trials included."""
     samples = []
     for group in batch.groups:
         for trial in group.trials:
             if trial:
-                samples.append(sample_from_episode(trial[-1]))
+                samples.append(trial_sample(trial))
     return sorted(samples, key=lambda s: (s.task_index, s.rollout_index))
+
+
+def samples_from_rows(rows: Sequence[dict[str, Any]]) -> list[Sample]:
+    """Samples read back from a per-sample results file (``Sample.model_dump()`` rows)."""
+    return sorted(
+        (Sample.model_validate(row) for row in rows), key=lambda s: (s.task_index, s.rollout_index)
+    )
 
 
 def default_ks(num_rollouts: int) -> list[int]:

@@ -1,11 +1,16 @@
-"""Reading and writing rollout files (parquet or JSON lines) that ``datasets`` loads."""
+"""Reading and writing rollout files (parquet or JSON lines) that ``datasets`` loads.
+
+A whole file at once: :func:`write_records` / :func:`load_records`. Runs that write
+as they go (the CLI's ``rollout`` and ``eval``) use :mod:`agentsgym.output`.
+"""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentsgym.errors import AgentsGymError
+from agentsgym.errors import OutputError
 from agentsgym.trajectory import records_to_dataset
 
 if TYPE_CHECKING:
@@ -15,13 +20,43 @@ SUFFIXES = (".parquet", ".jsonl")
 
 
 def check_output_path(path: str | Path) -> Path:
-    """Fail before any episode is played if the output cannot be written."""
+    """Fail before any episode is played if the output cannot be written.
+
+    The suffix must be ``.parquet`` or ``.jsonl``; the folder is created if needed
+    and must be writable; the path itself must not be a folder.
+    """
     out = Path(path)
     if out.suffix not in SUFFIXES:
-        raise AgentsGymError(
+        raise OutputError(
             f"output file {str(out)!r} must end in .parquet or .jsonl (got {out.suffix!r})"
         )
-    out.parent.mkdir(parents=True, exist_ok=True)
+    if out.is_dir():
+        raise OutputError(
+            f"output {str(out)!r} is a folder; give a file path such as "
+            f"{str(out / 'rollouts.parquet')!r}"
+        )
+    parent = out.parent
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        raise OutputError(
+            f"cannot create the folder of {str(out)!r}: a part of {str(parent)!r} is a file, "
+            "not a folder; choose another --out"
+        ) from None
+    except OSError as exc:
+        raise OutputError(
+            f"cannot create the folder {str(parent)!r} for {str(out)!r}: "
+            f"{exc.strerror or exc}; choose another --out"
+        ) from None
+    if not parent.is_dir():
+        raise OutputError(
+            f"cannot write {str(out)!r}: {str(parent)!r} is not a folder; choose another --out"
+        )
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise OutputError(
+            f"cannot write {str(out)!r}: the folder {str(parent)!r} is not writable by this "
+            "user; choose another --out or fix the folder's permissions"
+        )
     return out
 
 
@@ -37,7 +72,7 @@ def write_records(records: list[dict[str, Any]], path: str | Path) -> Path:
 
 
 def load_records(path: str | Path) -> datasets.Dataset:
-    """Load a rollout file written by :func:`write_records`."""
+    """Load a rollout file written by :func:`write_records` or a finished run."""
     import datasets
 
     out = Path(path)

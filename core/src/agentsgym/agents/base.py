@@ -9,10 +9,14 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from agentsgym.errors import AgentError
+from agentsgym.surrogates import repair_text
 from agentsgym.types import AgentAction, EpisodeContext, Messages
 
 if TYPE_CHECKING:
     from agentsgym.worker_pool import WorkerPool
+
+REPAIRED_SURROGATES_KEY = "repaired_surrogates"
+"""Step info key set when a reply held surrogate code points that were repaired."""
 
 
 @runtime_checkable
@@ -50,7 +54,13 @@ class Agent(Protocol):
 
 
 def as_action(agent: Any, result: Any) -> tuple[AgentAction, Any]:
-    """Check what an agent returned and normalise the reply to an AgentAction."""
+    """Check what an agent returned and normalise the reply to an AgentAction.
+
+    A reply holding surrogate code points (``"\\ud800"``, which no UTF-8 consumer
+    accepts) is repaired here, at the agent boundary: pairs are joined, lone ones
+    become U+FFFD, and the step's info records how many were repaired under
+    ``repaired_surrogates``. Token ids the agent sampled are kept as they are.
+    """
     if not (isinstance(result, tuple) and len(result) == 2):
         hint = " (an async get_action must be awaited)" if inspect.iscoroutine(result) else ""
         if inspect.iscoroutine(result):
@@ -61,13 +71,26 @@ def as_action(agent: Any, result: Any) -> tuple[AgentAction, Any]:
         )
     reply, new_state = result
     if isinstance(reply, str):
-        return AgentAction(text=reply), new_state
+        return _repaired(AgentAction(text=reply)), new_state
     if isinstance(reply, AgentAction):
-        return reply, new_state
+        if not isinstance(reply.text, str):
+            raise AgentError(
+                f"{type(agent).__name__}.get_action returned an AgentAction whose text is "
+                f"{type(reply.text).__name__}; it must be the reply as a str"
+            )
+        return _repaired(reply), new_state
     raise AgentError(
         f"{type(agent).__name__}.get_action returned a reply of type "
         f"{type(reply).__name__}; expected str or agentsgym.AgentAction"
     )
+
+
+def _repaired(action: AgentAction) -> AgentAction:
+    text, count = repair_text(action.text)
+    if count:
+        action.text = text
+        action.info = {**action.info, REPAIRED_SURROGATES_KEY: count}
+    return action
 
 
 @functools.lru_cache(maxsize=256)

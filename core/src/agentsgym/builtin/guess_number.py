@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
-from agentsgym.config import EnvConfig
+from agentsgym.config import MAX_STEPS_PER_EPISODE, EnvConfig
 from agentsgym.env import MultistepEnv
 from agentsgym.hookspecs import hookimpl
 from agentsgym.types import StepResult
@@ -23,7 +23,7 @@ GUESS = re.compile(r"\[\s*(-?\d+)\s*\]")
 
 
 class GuessTheNumberConfig(EnvConfig):
-    max_steps_per_episode: int = Field(default=10, ge=1)
+    max_steps_per_episode: int = Field(default=10, ge=1, le=MAX_STEPS_PER_EPISODE)
     low: int = Field(default=1, description="smallest possible number")
     high: int = Field(default=100, description="largest possible number")
 

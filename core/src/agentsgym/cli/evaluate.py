@@ -1,4 +1,9 @@
-"""``agentsgym eval ENV_ID``: accuracy, pass@k, cons@k and best@k over a split."""
+"""``agentsgym eval ENV_ID``: accuracy, pass@k, cons@k and best@k over a split.
+
+Per-sample results stream to ``--out`` as trials finish (see :mod:`agentsgym.output`);
+the summary (``FILE.summary.json``) is computed when the run ends, over every sample
+in the output, those of a resumed run included.
+"""
 
 from __future__ import annotations
 
@@ -9,20 +14,47 @@ import typer
 from rich.table import Table
 
 from agentsgym.cli import app, console
-from agentsgym.cli.options import parse_key_values, tokenizer_cli_option
-from agentsgym.cli.rollout import build_agent, progress_bar, tokenizer_option
-from agentsgym.evaluation import EvalReport, evaluate
-from agentsgym.runner import DEFAULT_MAX_CONCURRENCY
+from agentsgym.cli.options import (
+    MAX_CONCURRENCY,
+    MAX_ROLLOUTS,
+    MAX_TASKS,
+    build_component,
+    episode_timeout_option,
+    hook_timeout_option,
+    max_failure_rate_option,
+    overwrite_option,
+    parse_key_values,
+    resume_option,
+    time_budgets,
+    tokenizer_cli_option,
+)
+from agentsgym.cli.rollout import resolve_agent_name, tokenizer_option
+from agentsgym.cli.running import (
+    RunPlan,
+    exit_on_failures,
+    package_versions,
+    print_failures,
+    run_into_output,
+)
+from agentsgym.errors import AgentsGymError, OutputError
+from agentsgym.evaluation import EvalReport, samples_from_rows, summarize, trial_sample
 from agentsgym.factory import make
-from agentsgym.io import check_output_path, write_records
+from agentsgym.io import check_output_path
+from agentsgym.output import FinishResult, RunArguments, choose_mode, failure_report
+from agentsgym.output.paths import OutputPaths
+from agentsgym.registry import get_registry
+from agentsgym.runner import DEFAULT_MAX_CONCURRENCY, TrialJob
+from agentsgym.trajectory import Episode
 
 
 @app.command("eval")
 def eval_command(
     env_id: str = typer.Argument(..., help="registered env id, e.g. classical/GSM8K-v0"),
-    num_rollouts: int = typer.Option(1, "--num-rollouts", "-k", min=1, help="samples per task (k)"),
+    num_rollouts: int = typer.Option(
+        1, "--num-rollouts", "-k", min=1, max=MAX_ROLLOUTS, help="samples per task (k)"
+    ),
     num_tasks: int | None = typer.Option(
-        None, "--num-tasks", min=1, help="first N tasks (default: all)"
+        None, "--num-tasks", min=1, max=MAX_TASKS, help="first N tasks (default: all)"
     ),
     split: str = typer.Option("eval", "--split", help="eval or train"),
     agent: str | None = typer.Option(None, "--agent", help="agent name (default: the env's)"),
@@ -35,8 +67,14 @@ def eval_command(
         Path("eval_results.jsonl"), "--out", help="per-sample FILE.jsonl or FILE.parquet"
     ),
     max_concurrency: int = typer.Option(
-        DEFAULT_MAX_CONCURRENCY, "--max-concurrency", min=1, help="episodes in flight at once; size it to your model server (see README)"
+        DEFAULT_MAX_CONCURRENCY, "--max-concurrency", min=1, max=MAX_CONCURRENCY,
+        help="episodes in flight at once; size it to your model server (see README)",
     ),
+    resume: bool = resume_option(),
+    overwrite: bool = overwrite_option(),
+    hook_timeout: float | None = hook_timeout_option(),
+    episode_timeout: float | None = episode_timeout_option(),
+    max_failure_rate: float | None = max_failure_rate_option(),
 ) -> None:
     """Evaluate an agent on ENV_ID: k rollouts per task, per-sample results to --out.
 
@@ -44,33 +82,67 @@ def eval_command(
     """
     if split not in ("train", "eval"):
         raise typer.BadParameter("--split must be train or eval")
+    mode = choose_mode(resume=resume, overwrite=overwrite)
     out = check_output_path(out)
-    env = make(
-        env_id,
-        tokenizer=tokenizer_option(tokenizer),
-        env_config=parse_key_values(env_config, "--env-config"),
-    )
-    player = build_agent(env_id, agent, agent_option)
+    budgets = time_budgets(hook_timeout, episode_timeout)
+    config = parse_key_values(env_config, "--env-config")
+    env = make(env_id, tokenizer=tokenizer_option(tokenizer), env_config={**config, **budgets})
+    agent_name = resolve_agent_name(env_id, agent)
+    options = parse_key_values(agent_option, "--agent-option")
+    player = build_component(get_registry().agent(agent_name), options)
     dataset = env.get_train_dataset() if split == "train" else env.get_eval_dataset()
     count = len(dataset) if num_tasks is None else min(num_tasks, len(dataset))
     tasks = [row["task_data"] for row in dataset.select(range(count))]
     if not tasks:
         raise typer.BadParameter(f"the {split} split of {env_id} has no tasks")
-    total = len(tasks) * num_rollouts * env.config.episodes_per_trial
-    with progress_bar() as progress:
-        bar = progress.add_task(f"eval {env_id}", total=total)
-        samples, report = evaluate(
-            env,
-            player,
-            tasks,
-            num_rollouts,
-            max_concurrency=max_concurrency,
-            on_episode=lambda _episode: progress.advance(bar),
+    spec = getattr(env, "spec", None)
+    plan = RunPlan(
+        jobs=[
+            TrialJob(env, task, t, r) for t, task in enumerate(tasks) for r in range(num_rollouts)
+        ],
+        agent=player,
+        arguments=RunArguments(
+            env_id=env_id, split=split, num_tasks=len(tasks), num_rollouts=num_rollouts,
+            env_config={**config, **budgets}, agent=agent_name, agent_options=options,
+            tokenizer=tokenizer_option(tokenizer),
+        ),
+        description=f"eval {env_id}",
+        versions=package_versions(getattr(spec, "distribution", None)),
+    )
+    result, _ = run_into_output(
+        "eval", plan, out, mode=mode, make_rows=sample_rows, max_concurrency=max_concurrency,
+        settings={
+            "max_concurrency": max_concurrency, "max_failure_rate": max_failure_rate, **budgets
+        },
+    )
+    report = write_summary(result)
+    print_report(report, result.path, OutputPaths(result.path).summary)
+    print_failures(failure_report(result.trial_errors()))
+    exit_on_failures(failure_report(result.trial_errors()), max_failure_rate)
+
+
+def sample_rows(job: TrialJob, episodes: list[Episode]) -> list[dict[str, object]]:
+    """The per-sample row of one finished trial."""
+    return [trial_sample(episodes).model_dump()]
+
+
+def write_summary(result: FinishResult) -> EvalReport:
+    """Score every sample in a finished eval output and write ``FILE.summary.json``."""
+    if not result.complete:
+        raise OutputError(
+            f"{result.path} holds {result.trials} of {result.planned} samples; the summary is "
+            "written when every sample is played (run the same command with --resume)"
         )
-    path = write_records([s.model_dump() for s in samples], out)
-    summary = path.with_name(path.stem + ".summary.json")
-    summary.write_text(json.dumps({"split": split, **report.model_dump()}, indent=2) + "\n")
-    print_report(report, path, summary)
+    arguments = result.manifest.arguments
+    try:
+        report = summarize(samples_from_rows(result.rows), env_id=arguments.env_id or "")
+    except (ValueError, TypeError) as exc:
+        raise AgentsGymError(f"cannot summarize {result.path}: {exc}") from None
+    summary = OutputPaths(result.path).summary
+    tmp = summary.with_name(summary.name + ".tmp")
+    tmp.write_text(json.dumps({"split": arguments.split, **report.model_dump()}, indent=2) + "\n")
+    tmp.replace(summary)
+    return report
 
 
 def print_report(report: EvalReport, results: Path, summary: Path) -> None:
@@ -86,6 +158,7 @@ def print_report(report: EvalReport, results: Path, summary: Path) -> None:
     table.add_row(f"best@{report.num_rollouts} (reward)", f"{report.best_at_k:.4f}")
     table.add_row("mean reward", f"{report.mean_reward:.4f}")
     table.add_row("mean turns", f"{report.mean_turns:.3g}")
+    table.add_row("failed samples", str(report.num_failed))
     console.print(table)
     if report.num_failed:
         console.print(

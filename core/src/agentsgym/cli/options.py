@@ -1,13 +1,25 @@
-"""Options shared by several commands: ``key=value`` pairs and the tokenizer default."""
+"""Options shared by several commands: ``key=value`` parsing, the tokenizer default,
+agent building with checked options, time budgets, and the output/failure flags of
+long runs."""
 
 from __future__ import annotations
 
+import difflib
+import inspect
 import json
+from pathlib import Path
 from typing import Any
 
 import typer
 
+from agentsgym.errors import AgentError, AgentsGymError
 from agentsgym.factory import DEFAULT_TOKENIZER
+from agentsgym.registry import ComponentSpec, import_object
+
+MAX_ROLLOUTS = 10_000
+"""Upper bound of --num-rollouts (a run holds every (task, rollout) job in memory)."""
+MAX_TASKS = 10_000_000
+MAX_CONCURRENCY = 100_000
 
 CLI_TOKENIZER_DEFAULT = DEFAULT_TOKENIZER
 """The ``--tokenizer`` default of every command that plays episodes (rollout, eval,
@@ -57,3 +69,133 @@ def complete_env_id(incomplete: str) -> list[str]:
     except Exception:  # completion must never print a traceback into the shell
         return []
     return [env_id for env_id in ids if env_id.startswith(incomplete)]
+
+
+# ---------------------------------------------------------------------- components
+def accepted_options(factory: Any) -> list[str] | None:
+    """The keyword options ``factory`` accepts, or None when it takes ``**kwargs``
+    (or its signature cannot be read)."""
+    try:
+        parameters = inspect.signature(factory).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    names = []
+    for parameter in parameters:
+        if parameter.kind is inspect.Parameter.VAR_KEYWORD:
+            return None
+        if parameter.kind in (
+            inspect.Parameter.POSITIONAL_OR_KEYWORD,
+            inspect.Parameter.KEYWORD_ONLY,
+        ):
+            names.append(parameter.name)
+    return names
+
+
+def check_options(factory: Any, options: dict[str, Any], *, what: str) -> None:
+    """Refuse option names ``factory`` does not take, listing the ones it does."""
+    accepted = accepted_options(factory)
+    if accepted is None:
+        return
+    unknown = [key for key in options if key not in accepted]
+    if not unknown:
+        return
+    hints = []
+    for key in unknown:
+        close = difflib.get_close_matches(key, accepted, n=1, cutoff=0.6)
+        hints.append(f"{key!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+    listed = ", ".join(accepted) if accepted else "none"
+    raise AgentError(
+        f"{what} has no option {', '.join(hints)}. It accepts: {listed}. "
+        "Pass them as --agent-option key=value"
+    )
+
+
+def build_component(spec: ComponentSpec, options: dict[str, Any], *, kind: str = "agent") -> Any:
+    """Build a registered agent (or trainer) with options checked against its signature;
+    a bad name or value is an AgentError that says which option, never a traceback."""
+    what = f"{kind} {spec.name!r}"
+    factory = spec.factory
+    if isinstance(factory, str):
+        try:
+            factory = import_object(factory)
+        except (ImportError, ValueError) as exc:
+            raise AgentError(
+                f"{what} cannot be loaded from {spec.factory!r} ({type(exc).__name__}: {exc}); "
+                f"reinstall {spec.distribution or 'the package that registers it'}"
+            ) from None
+    check_options(factory, options, what=what)
+    try:
+        return factory(**options)
+    except AgentsGymError:
+        raise
+    except (TypeError, ValueError) as exc:
+        given = ", ".join(f"{k}={v!r}" for k, v in options.items()) or "no options"
+        raise AgentError(
+            f"could not build {what} with {given}: {type(exc).__name__}: {exc}. Check the "
+            "values given with --agent-option (see `agentsgym list-agents`)"
+        ) from None
+
+
+# ---------------------------------------------------------------------- long runs
+def time_budgets(hook_timeout: float | None, episode_timeout: float | None) -> dict[str, float]:
+    """The env_config keys that --hook-timeout / --episode-timeout override."""
+    budgets: dict[str, float] = {}
+    if hook_timeout is not None:
+        budgets["hook_timeout_seconds"] = hook_timeout
+    if episode_timeout is not None:
+        budgets["episode_timeout_seconds"] = episode_timeout
+    return budgets
+
+
+def resume_option() -> Any:
+    return typer.Option(
+        False,
+        "--resume",
+        help="continue the run that wrote --out (same arguments): play only the trials it "
+        "has not written",
+    )
+
+
+def overwrite_option() -> Any:
+    return typer.Option(False, "--overwrite", help="replace an existing --out (and its journal)")
+
+
+def hook_timeout_option() -> Any:
+    return typer.Option(
+        None,
+        "--hook-timeout",
+        metavar="SECONDS",
+        help="budget of one env turn (env_config hook_timeout_seconds); over it, the episode "
+        "fails with a timeout",
+    )
+
+
+def episode_timeout_option() -> Any:
+    return typer.Option(
+        None,
+        "--episode-timeout",
+        metavar="SECONDS",
+        help="budget of one whole episode (env_config episode_timeout_seconds)",
+    )
+
+
+def max_failure_rate_option() -> Any:
+    return typer.Option(
+        None,
+        "--max-failure-rate",
+        min=0.0,
+        max=1.0,
+        metavar="F",
+        help="exit 1 when more than this share of trials failed (default: only when all did)",
+    )
+
+
+def sha256_of(path: Path) -> str:
+    """The sha256 of a file's content (a rows file's identity on --resume)."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

@@ -1,52 +1,80 @@
-"""``agentsgym rollout ENV_ID``: play episodes, write one row per trajectory."""
+"""``agentsgym rollout ENV_ID``: play episodes, write one row per trajectory as it ends.
+
+Rows stream to ``--out`` as trials finish (see :mod:`agentsgym.output`): a killed
+run keeps every finished trial, ``--resume`` plays only the missing ones, and an
+existing output is replaced only with ``--overwrite``.
+"""
 
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from agentsgym.cli import app, console
-from agentsgym.cli.options import parse_key_values, tokenizer_cli_option
-from agentsgym.dataset_runner import run_dataset
-from agentsgym.runner import DEFAULT_MAX_CONCURRENCY
+from agentsgym.cli.options import (
+    MAX_CONCURRENCY,
+    MAX_ROLLOUTS,
+    MAX_TASKS,
+    build_component,
+    episode_timeout_option,
+    hook_timeout_option,
+    max_failure_rate_option,
+    overwrite_option,
+    parse_key_values,
+    resume_option,
+    sha256_of,
+    time_budgets,
+    tokenizer_cli_option,
+)
+from agentsgym.cli.running import (
+    RunPlan,
+    exit_on_failures,
+    package_versions,
+    print_failures,
+    progress_bar,
+    run_into_output,
+)
+from agentsgym.dataset_runner import build_envs
+from agentsgym.errors import AgentsGymError, DatasetRowError
 from agentsgym.factory import make
-from agentsgym.io import check_output_path, write_records
+from agentsgym.io import check_output_path
+from agentsgym.output import FinishResult, RunArguments, RunOutput, choose_mode, failure_report
+from agentsgym.output.records import rollout_rows
 from agentsgym.registry import get_registry
-from agentsgym.rows import load_rows
-from agentsgym.trajectory import Episode, TrajectoryBatch
+from agentsgym.rows import DatasetRow, load_rows
+from agentsgym.runner import DEFAULT_MAX_CONCURRENCY, TrialJob
+
+__all__ = ["build_agent", "progress_bar", "rollout", "tokenizer_option"]
 
 
-def build_agent(env_id: str, agent: str | None, agent_options: list[str] | None) -> Any:
+def resolve_agent_name(env_id: str | None, agent: str | None) -> str:
     """The agent named on the command line, or the env's registered default agent."""
-    registry = get_registry()
-    name = agent or registry.resolve(env_id).default_agent
+    if agent:
+        return agent
+    if env_id is None:
+        raise typer.BadParameter("--dataset needs --agent: rows may name several envs")
+    name = get_registry().resolve(env_id).default_agent
     if name is None:
         raise typer.BadParameter(
             f"{env_id} registers no default agent; choose one with --agent "
             "(see `agentsgym list-agents`)"
         )
-    return registry.agent(name).build(**parse_key_values(agent_options, "--agent-option"))
+    return name
+
+
+def build_agent(env_id: str | None, agent: str | None, agent_options: list[str] | None) -> Any:
+    """Build the agent of the command line; unknown or bad options are an AgentError."""
+    name = resolve_agent_name(env_id, agent)
+    spec = get_registry().agent(name)
+    return build_component(spec, parse_key_values(agent_options, "--agent-option"))
 
 
 def tokenizer_option(value: str) -> str | None:
     return None if value.lower() == "none" else value
-
-
-def progress_bar() -> Progress:
-    return Progress(
-        TextColumn("[progress.description]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-        transient=False,
-    )
 
 
 @app.command()
@@ -60,8 +88,12 @@ def rollout(
     allow_class_paths: bool = typer.Option(
         False, "--allow-class-paths", help="let dataset rows name module:Class paths (imports code)"
     ),
-    num_tasks: int = typer.Option(8, "--num-tasks", min=1, help="tasks taken from the split"),
-    num_rollouts: int = typer.Option(2, "--num-rollouts", min=1, help="rollouts per task"),
+    num_tasks: int = typer.Option(
+        8, "--num-tasks", min=1, max=MAX_TASKS, help="tasks taken from the split"
+    ),
+    num_rollouts: int = typer.Option(
+        2, "--num-rollouts", min=1, max=MAX_ROLLOUTS, help="rollouts per task"
+    ),
     split: str = typer.Option("train", "--split", help="train or eval"),
     agent: str | None = typer.Option(None, "--agent", help="agent name (default: the env's)"),
     agent_option: list[str] | None = typer.Option(None, "--agent-option", help="key=value, repeatable"),
@@ -69,53 +101,50 @@ def rollout(
     tokenizer: str = tokenizer_cli_option(),
     out: Path = typer.Option(Path("rollouts.parquet"), "--out", help="FILE.parquet or FILE.jsonl"),
     max_concurrency: int = typer.Option(
-        DEFAULT_MAX_CONCURRENCY, "--max-concurrency", min=1, help="episodes in flight at once; size it to your model server (see README)"
+        DEFAULT_MAX_CONCURRENCY, "--max-concurrency", min=1, max=MAX_CONCURRENCY,
+        help="episodes in flight at once; size it to your model server (see README)",
     ),
+    resume: bool = resume_option(),
+    overwrite: bool = overwrite_option(),
+    hook_timeout: float | None = hook_timeout_option(),
+    episode_timeout: float | None = episode_timeout_option(),
+    max_failure_rate: float | None = max_failure_rate_option(),
 ) -> None:
     """Play episodes of ENV_ID (or of a rows file) and write one row per trajectory."""
     if split not in ("train", "eval"):
         raise typer.BadParameter("--split must be train or eval")
     if (env_id is None) == (dataset is None):
         raise typer.BadParameter("give either ENV_ID or --dataset FILE")
+    mode = choose_mode(resume=resume, overwrite=overwrite)
     out = check_output_path(out)
-    finished: list[Episode] = []
-    try:
-        if dataset is not None:
-            batch = _rollout_rows(
-                dataset, num_tasks=num_tasks, num_rollouts=num_rollouts, agent=agent,
-                agent_options=agent_option, tokenizer=tokenizer,
-                allow_class_paths=allow_class_paths, max_concurrency=max_concurrency,
-                collect=finished.append,
-            )
-        else:
-            assert env_id is not None
-            batch = _rollout_env(
-                env_id, num_tasks=num_tasks, num_rollouts=num_rollouts, split=split, agent=agent,
-                agent_options=agent_option, env_config=env_config, tokenizer=tokenizer,
-                max_concurrency=max_concurrency, collect=finished.append,
-            )
-    except KeyboardInterrupt:
-        _save_interrupted(finished, out)
-        raise typer.Exit(130) from None
-    path = write_records(batch.to_records(), out)
-    print_summary(batch, path)
-
-
-def _save_interrupted(finished: list[Episode], out: Path) -> None:
-    """Write the episodes that finished before Ctrl-C, so no played episode is lost."""
-    if not finished:
-        console.print("[yellow]interrupted[/] before any episode finished; nothing written")
-        return
-    path = write_records([e.to_record() for e in finished], out)
-    console.print(
-        f"[yellow]interrupted[/]: wrote the {len(finished)} episodes that had finished to {path} "
-        "(ungrouped: a task may have fewer rollouts than asked); waiting for the agent "
-        "calls in flight to return (Ctrl-C again to quit at once)",
-        highlight=False,
+    budgets = time_budgets(hook_timeout, episode_timeout)
+    if dataset is not None:
+        plan = plan_rows(
+            dataset, num_tasks=num_tasks, num_rollouts=num_rollouts, agent=agent,
+            agent_options=agent_option, tokenizer=tokenizer, budgets=budgets,
+            allow_class_paths=allow_class_paths,
+        )
+    else:
+        assert env_id is not None
+        plan = plan_env(
+            env_id, num_tasks=num_tasks, num_rollouts=num_rollouts, split=split, agent=agent,
+            agent_options=agent_option, env_config=env_config, tokenizer=tokenizer,
+            budgets=budgets,
+        )
+    result, output = run_into_output(
+        "rollout", plan, out, mode=mode, make_rows=rollout_rows,
+        max_concurrency=max_concurrency,
+        settings={
+            "max_concurrency": max_concurrency, "max_failure_rate": max_failure_rate, **budgets
+        },
     )
+    report = failure_report(result.trial_errors())
+    print_summary(result, output)
+    print_failures(report)
+    exit_on_failures(report, max_failure_rate)
 
 
-def _rollout_env(
+def plan_env(
     env_id: str,
     *,
     num_tasks: int,
@@ -125,30 +154,38 @@ def _rollout_env(
     agent_options: list[str] | None,
     env_config: list[str] | None,
     tokenizer: str,
-    max_concurrency: int,
-    collect: Callable[[Episode], None],
-) -> TrajectoryBatch:
-    env = make(
-        env_id, tokenizer=tokenizer_option(tokenizer),
-        env_config=parse_key_values(env_config, "--env-config"),
-    )
-    player = build_agent(env_id, agent, agent_options)
+    budgets: dict[str, float],
+) -> RunPlan:
+    """The trials of ``num_rollouts`` rollouts of the first ``num_tasks`` tasks of a split."""
+    config = parse_key_values(env_config, "--env-config")
+    env = make(env_id, tokenizer=tokenizer_option(tokenizer), env_config={**config, **budgets})
+    agent_name = resolve_agent_name(env_id, agent)
+    options = parse_key_values(agent_options, "--agent-option")
+    player = build_component(get_registry().agent(agent_name), options)
     rows = env.get_train_dataset() if split == "train" else env.get_eval_dataset()
     tasks = [row["task_data"] for row in rows.select(range(min(num_tasks, len(rows))))]
-    total = len(tasks) * num_rollouts * env.config.episodes_per_trial
-    with progress_bar() as progress:
-        bar = progress.add_task(f"rollouts of {env_id}", total=total)
+    if not tasks:
+        raise AgentsGymError(f"the {split} split of {env_id} has no tasks")
+    jobs = [
+        TrialJob(env, task, task_index, rollout_index)
+        for task_index, task in enumerate(tasks)
+        for rollout_index in range(num_rollouts)
+    ]
+    spec = getattr(env, "spec", None)
+    return RunPlan(
+        jobs=jobs,
+        agent=player,
+        arguments=RunArguments(
+            env_id=env_id, split=split, num_tasks=len(tasks), num_rollouts=num_rollouts,
+            env_config={**config, **budgets}, agent=agent_name, agent_options=options,
+            tokenizer=tokenizer_option(tokenizer),
+        ),
+        description=f"rollouts of {env_id}",
+        versions=package_versions(getattr(spec, "distribution", None)),
+    )
 
-        def on_episode(episode: Episode) -> None:
-            collect(episode)
-            progress.advance(bar)
 
-        return env.run_trial(
-            tasks, player, num_rollouts, max_concurrency=max_concurrency, on_episode=on_episode
-        )
-
-
-def _rollout_rows(
+def plan_rows(
     path: Path,
     *,
     num_tasks: int,
@@ -156,51 +193,93 @@ def _rollout_rows(
     agent: str | None,
     agent_options: list[str] | None,
     tokenizer: str,
+    budgets: dict[str, float],
     allow_class_paths: bool,
-    max_concurrency: int,
-    collect: Callable[[Episode], None],
-) -> TrajectoryBatch:
-    rows = load_rows(path)[:num_tasks]
-    if agent is None:
-        raise typer.BadParameter("--dataset needs --agent: rows may name several envs")
-    player = get_registry().agent(agent).build(**parse_key_values(agent_options, "--agent-option"))
-    with progress_bar() as progress:
-        bar = progress.add_task(f"rollouts of {path.name}", total=None)
+) -> RunPlan:
+    """The trials of ``num_rollouts`` rollouts of the first ``num_tasks`` rows of a file."""
+    agent_name = resolve_agent_name(None, agent)
+    rows = read_rows(path)[:num_tasks]
+    if not rows:
+        raise DatasetRowError(f"rows file {str(path)!r} has no rows")
+    if budgets:
+        rows = [
+            row.model_copy(update={"env_config": {**row.env_config, **budgets}}) for row in rows
+        ]
+    options = parse_key_values(agent_options, "--agent-option")
+    envs = build_envs(
+        rows, tokenizer=tokenizer_option(tokenizer), allow_class_paths=allow_class_paths or None
+    )
+    player = build_component(get_registry().agent(agent_name), options)
+    jobs = [
+        TrialJob(envs[row.env_key()], row.task_data, index, rollout)
+        for index, row in enumerate(rows)
+        for rollout in range(num_rollouts)
+    ]
+    return RunPlan(
+        jobs=jobs,
+        agent=player,
+        arguments=RunArguments(
+            dataset=str(path), dataset_sha256=sha256_of(path), num_tasks=len(rows),
+            num_rollouts=num_rollouts, env_config=budgets, agent=agent_name,
+            agent_options=options, tokenizer=tokenizer_option(tokenizer),
+        ),
+        description=f"rollouts of {path.name}",
+        versions=package_versions(),
+    )
 
-        def on_episode(episode: Episode) -> None:
-            collect(episode)
-            progress.advance(bar)
 
-        return run_dataset(
-            rows,
-            player,
-            num_rollouts,
-            tokenizer=tokenizer_option(tokenizer),
-            allow_class_paths=allow_class_paths or None,
-            max_concurrency=max_concurrency,
-            on_episode=on_episode,
+def read_rows(path: Path) -> list[DatasetRow]:
+    """The rows of a rows file; a file that cannot be read is a DatasetRowError."""
+    try:
+        return load_rows(path)
+    except AgentsGymError:
+        raise
+    except UnicodeDecodeError as exc:
+        raise DatasetRowError(
+            f"rows file {str(path)!r} is not UTF-8 text ({exc.reason} at byte {exc.start}); "
+            "a .jsonl rows file holds one JSON object per line"
+        ) from None
+    except Exception as exc:  # pyarrow and the OS raise many kinds for a damaged file
+        raise DatasetRowError(
+            f"cannot read rows file {str(path)!r}: {type(exc).__name__}: {exc}. Give a .jsonl "
+            "file of JSON objects or a .parquet file written by agentsgym.rows_to_dataset"
+        ) from None
+
+
+def print_summary(result: FinishResult, output: RunOutput) -> None:
+    """Reward, turns and token figures over every trajectory in the output."""
+    ok = [row for row in result.rows if row.get("error") is None]
+    if not ok:
+        console.print(
+            f"no trajectory succeeded; the {len(result.rows)} failed ones are in {result.path}",
+            highlight=False,
         )
-
-
-def print_summary(batch: TrajectoryBatch, path: Path) -> None:
-    episodes = batch.episodes
-    table = Table(title=f"{len(episodes)} trajectories written to {path}")
+        return
+    failed = len(result.rows) - len(ok)
+    title = f"{len(ok)} trajectories written to {result.path}"
+    table = Table(title=title + (f" ({failed} failed)" if failed else ""))
     for column in ("per episode", "mean", "min", "max"):
         table.add_column(column, justify="right" if column != "per episode" else "left")
     columns: dict[str, list[float]] = {
-        "reward": [e.final_reward for e in episodes],
-        "turns": [float(e.num_turns) for e in episodes],
+        "reward": [float(r["final_reward"]) for r in ok],
+        "turns": [float(r["num_turns"]) for r in ok],
     }
-    if batch.tokenized:
-        columns["tokens"] = [float(e.num_tokens) for e in episodes]
-        columns["agent tokens"] = [float(e.num_agent_tokens) for e in episodes]
+    if ok and all(r.get("num_tokens") is not None for r in ok):
+        columns["tokens"] = [float(r["num_tokens"]) for r in ok]
+        columns["agent tokens"] = [float(r["num_agent_tokens"]) for r in ok]
     for name, values in columns.items():
         if values:
             table.add_row(
                 name, f"{statistics.fmean(values):.2f}", f"{min(values):g}", f"{max(values):g}"
             )
     console.print(table)
-    if batch.failed:
-        console.print(f"[yellow]{len(batch.failed)} episode(s) failed[/]; their errors are in the file:")
-        for episode in batch.failed[:5]:
-            console.print(f"  {episode.session_id}: {episode.error}", highlight=False)
+    if output.resumed_from is not None:
+        console.print(
+            f"{result.trials} trials in {result.path}: {output.trials_written} played now, "
+            f"{result.trials - output.trials_written} by the run it resumed",
+            highlight=False,
+        )
+
+
+# `finish-output` belongs with the commands that write outputs; importing it registers it.
+from agentsgym.cli import finish_output as _finish_output  # noqa: E402,F401

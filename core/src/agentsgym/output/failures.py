@@ -1,0 +1,89 @@
+"""How many trials of a run failed, why (errors grouped), and whether that fails the run.
+
+A run fails (the CLI exits 1) when every trial failed, or when a maximum failure
+rate was given and the share of failed trials is above it. Errors are grouped by
+their *shape*: numbers, hex ids and quoted values are blanked out, so "target 150
+is outside [1, 100]" and "target 7 is outside [10, 20]" count as one error.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable
+
+from pydantic import BaseModel, Field
+
+_QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
+_HEX = re.compile(r"\b(0x)?[0-9a-f]{8,}\b", re.IGNORECASE)
+_NUMBER = re.compile(r"\d+(\.\d+)?")
+MAX_MESSAGE = 300
+
+
+class ErrorGroup(BaseModel):
+    """Errors of one shape: how many, and the first one seen."""
+
+    count: int
+    example: str
+
+
+class FailureReport(BaseModel):
+    """Failed trials of a run and their most common errors."""
+
+    total: int = Field(description="trials (task, rollout) in the output")
+    failed: int
+    common_errors: list[ErrorGroup] = Field(default_factory=list)
+
+    @property
+    def rate(self) -> float:
+        return self.failed / self.total if self.total else 0.0
+
+    def fails_run(self, max_failure_rate: float | None = None) -> bool:
+        """Every trial failed, or more than ``max_failure_rate`` of them did."""
+        if self.total == 0:
+            return False
+        if self.failed == self.total:
+            return True
+        return max_failure_rate is not None and self.rate > max_failure_rate
+
+    def verdict(self, max_failure_rate: float | None = None) -> str:
+        """One line saying why the run failed (or that it did not)."""
+        if not self.fails_run(max_failure_rate):
+            return f"{self.failed} of {self.total} trials failed"
+        if self.failed == self.total:
+            return f"every trial failed ({self.failed} of {self.total})"
+        return (
+            f"{self.failed} of {self.total} trials failed ({self.rate:.1%}), above "
+            f"--max-failure-rate {max_failure_rate:g}"
+        )
+
+
+def error_shape(message: str) -> str:
+    """``message`` with its particulars (numbers, ids, quoted values) blanked out."""
+    shape = _QUOTED.sub("'…'", message[:MAX_MESSAGE])
+    shape = _HEX.sub("…", shape)
+    return _NUMBER.sub("N", shape)
+
+
+def failure_report(errors: Iterable[str | None], *, top: int = 3) -> FailureReport:
+    """A report from the ``error`` of every trial (None: the trial succeeded)."""
+    total = 0
+    counts: Counter[str] = Counter()
+    examples: dict[str, str] = {}
+    for error in errors:
+        total += 1
+        if error is None:
+            continue
+        shape = error_shape(error)
+        counts[shape] += 1
+        examples.setdefault(
+            shape, error if len(error) <= MAX_MESSAGE else error[:MAX_MESSAGE] + "…"
+        )
+    return FailureReport(
+        total=total,
+        failed=sum(counts.values()),
+        common_errors=[
+            ErrorGroup(count=count, example=examples[shape])
+            for shape, count in counts.most_common(top)
+        ],
+    )

@@ -1,0 +1,196 @@
+"""The run record (``OUT.run.json``): the arguments that made an output, and its state.
+
+``--resume`` continues a run only with the arguments that decide *which* trials
+exist and *what* a trial's result is, so that the finished output is the output
+one uninterrupted run would have written. Those arguments (:class:`RunArguments`)
+are compared field by field and a difference is refused, naming each field:
+
+* what is played: the env id or the rows file's content (its sha256; the file may
+  move), the split, the number of tasks and rollouts, the run seed;
+* how it is played: ``env_config`` (except the time budgets below), the agent name,
+  its options (except the operational ones below), the tokenizer (token ids).
+
+Not compared, because they bound or route a run without changing a trial's result,
+and a resumed run is often a run that needs them changed:
+
+* ``hook_timeout_seconds`` / ``episode_timeout_seconds`` (raise them after timeouts),
+* ``--max-concurrency``, ``--max-failure-rate``,
+* the agent options in :data:`OPERATIONAL_AGENT_OPTIONS` (the server moved, a
+  longer client timeout, a new API key),
+* anything that looks like a secret (never written to the record at all).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, ValidationError
+
+from agentsgym.errors import OutputError
+from agentsgym.output.redaction import REDACTED, is_secret, redact_argv, redact_options
+from agentsgym.surrogates import repair_value
+
+FORMAT_VERSION = 1
+
+RUN_LIMIT_ENV_KEYS = frozenset({"hook_timeout_seconds", "episode_timeout_seconds"})
+"""env_config keys that bound a run's time; not compared on --resume."""
+
+OPERATIONAL_AGENT_OPTIONS = frozenset(
+    {
+        "base_url",
+        "timeout",
+        "max_retries",
+        "max_concurrency",
+        "backoff",
+        "max_backoff",
+        "batch_size",
+        "batch_window_ms",
+    }
+)
+"""Agent options that say where and how fast to reach a model, not which model or how
+it samples; not compared on --resume."""
+
+Command = Literal["rollout", "eval"]
+Status = Literal["running", "interrupted", "partial", "complete"]
+
+
+class RunArguments(BaseModel):
+    """What decides a run's trials and their results (compared on --resume)."""
+
+    env_id: str | None = None
+    dataset: str | None = Field(default=None, description="rows file path (not compared)")
+    dataset_sha256: str | None = None
+    split: str | None = None
+    num_tasks: int
+    num_rollouts: int
+    seed: int = 0
+    env_config: dict[str, Any] = Field(default_factory=dict)
+    agent: str
+    agent_options: dict[str, Any] = Field(default_factory=dict)
+    tokenizer: str | None = None
+
+    def compared(self) -> dict[str, Any]:
+        """The fields as --resume compares them (see the module docstring); text as the
+        run record stores it (repaired, see :mod:`agentsgym.surrogates`)."""
+        values = repair_value(self.model_dump(exclude={"dataset"}))
+        values["env_config"] = {
+            k: v for k, v in self.env_config.items() if k not in RUN_LIMIT_ENV_KEYS
+        }
+        values["agent_options"] = {
+            k: v
+            for k, v in self.agent_options.items()
+            if k not in OPERATIONAL_AGENT_OPTIONS and not is_secret(k)
+        }
+        return values
+
+    def differences(self, other: RunArguments) -> list[str]:
+        """One line per compared field that differs, ``self`` being the earlier run."""
+        before, now = self.compared(), other.compared()
+        lines = []
+        for name in before:
+            if _canonical(before[name]) != _canonical(now[name]):
+                label = "dataset (file content)" if name == "dataset_sha256" else name
+                if name == "dataset_sha256":
+                    then, later = self.dataset, other.dataset
+                    lines.append(f"  - {label}: {then!r} then, {later!r} now (the rows differ)")
+                else:
+                    lines.append(f"  - {label}: {before[name]!r} then, {now[name]!r} now")
+        return lines
+
+
+class RunManifest(BaseModel):
+    """Everything ``OUT.run.json`` records about the run that writes ``OUT``."""
+
+    format_version: int = FORMAT_VERSION
+    command: Command
+    arguments: RunArguments
+    planned_trials: int = Field(description="(task, rollout) pairs the run plays in all")
+    done_trials: int = 0
+    failed_trials: int = 0
+    status: Status = "running"
+    started_at: str = Field(default_factory=lambda: _now())
+    updated_at: str = Field(default_factory=lambda: _now())
+    resumed: int = Field(default=0, description="how many times --resume continued the run")
+    settings: dict[str, Any] = Field(
+        default_factory=dict, description="recorded, not compared: concurrency, time budgets"
+    )
+    versions: dict[str, str] = Field(default_factory=dict)
+    command_line: list[str] = Field(default_factory=list)
+
+    @classmethod
+    def new(
+        cls,
+        command: Command,
+        arguments: RunArguments,
+        *,
+        planned_trials: int,
+        settings: dict[str, Any] | None = None,
+        versions: dict[str, str] | None = None,
+        command_line: list[str] | None = None,
+    ) -> RunManifest:
+        """A record for a run about to start: secrets in agent options are redacted, and
+        text that JSON files cannot hold (lone surrogates) repaired."""
+        safe = RunArguments.model_validate(
+            repair_value(
+                arguments.model_copy(
+                    update={"agent_options": redact_options(arguments.agent_options)}
+                ).model_dump()
+            )
+        )
+        return cls(
+            command=command,
+            arguments=safe,
+            planned_trials=planned_trials,
+            settings=repair_value(settings or {}),
+            versions=versions or {},
+            command_line=repair_value(redact_argv(command_line or [])),
+        )
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def _now() -> str:
+    return _dt.datetime.now().astimezone().isoformat(timespec="seconds")
+
+
+def read_manifest(path: Path) -> RunManifest:
+    """The run record at ``path``, or :class:`OutputError` saying what is wrong with it."""
+    try:
+        return RunManifest.model_validate_json(path.read_bytes())
+    except OSError as exc:
+        raise OutputError(f"cannot read the run record {str(path)!r}: {exc.strerror}") from None
+    except (ValidationError, ValueError) as exc:
+        raise OutputError(
+            f"the run record {str(path)!r} is not one agentsgym wrote "
+            f"({str(exc).splitlines()[0]}); "
+            "restore it, or start over with --overwrite"
+        ) from None
+
+
+def write_manifest(manifest: RunManifest, path: Path) -> None:
+    """Write the record atomically (a temporary file renamed over the old one)."""
+    manifest.updated_at = _now()
+    tmp = path.with_name(path.name + ".tmp")
+    data = manifest.model_dump_json(indent=2).encode() + b"\n"
+    with open(tmp, "wb") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
+
+
+__all__ = [
+    "OPERATIONAL_AGENT_OPTIONS",
+    "REDACTED",
+    "RUN_LIMIT_ENV_KEYS",
+    "RunArguments",
+    "RunManifest",
+    "read_manifest",
+    "write_manifest",
+]

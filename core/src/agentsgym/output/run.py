@@ -1,0 +1,199 @@
+"""The output of one run: never overwritten silently, written as trials finish,
+resumable exactly once.
+
+A run opens its output in one of three modes:
+
+* ``new``: ``OUT`` (or its journal or run record) must not exist yet;
+* ``overwrite``: the existing files of ``OUT`` are removed first;
+* ``resume``: the run record must show the same arguments
+  (:meth:`RunArguments.differences`); the trials already written are kept and
+  reported in :attr:`RunOutput.done`, and the caller plays only the others.
+
+In every mode the output is locked for the whole run (:class:`OutputLock`). While
+the run plays, :meth:`RunOutput.write_trial` appends each finished trial to the
+journal; :meth:`RunOutput.finish` writes the final file when every trial is played;
+:meth:`RunOutput.close` after an interruption keeps the journal for ``--resume``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Literal
+
+from agentsgym.errors import OutputError, OutputExistsError, ResumeMismatchError
+from agentsgym.io import check_output_path
+from agentsgym.output.finish import FinishResult, finish_locked, read_output, seed_journal
+from agentsgym.output.journal import DEFAULT_FSYNC_INTERVAL, JournalScan, JournalWriter, repair_tail
+from agentsgym.output.lock import OutputLock
+from agentsgym.output.manifest import RunManifest, read_manifest, write_manifest
+from agentsgym.output.paths import OutputPaths
+from agentsgym.output.records import TrialKey
+
+logger = logging.getLogger(__name__)
+
+Mode = Literal["new", "resume", "overwrite"]
+
+
+def choose_mode(*, resume: bool, overwrite: bool) -> Mode:
+    """The mode of ``--resume`` / ``--overwrite`` (both at once is an error)."""
+    if resume and overwrite:
+        raise OutputError(
+            "--resume and --overwrite contradict each other: --resume continues the run in "
+            "--out, --overwrite deletes it; give one"
+        )
+    return "resume" if resume else "overwrite" if overwrite else "new"
+
+
+class RunOutput:
+    """The files of the run writing ``out`` (see the module docstring)."""
+
+    def __init__(
+        self,
+        out: str | Path,
+        manifest: RunManifest,
+        *,
+        mode: Mode = "new",
+        fsync_interval: float = DEFAULT_FSYNC_INTERVAL,
+    ) -> None:
+        self.paths = OutputPaths(Path(out))
+        self.manifest = manifest
+        self.mode = mode
+        self.fsync_interval = fsync_interval
+        self.lock = OutputLock(self.paths.lock, output=self.paths.out)
+        self.previous = JournalScan(self.paths.journal)
+        self.writer: JournalWriter | None = None
+        self.resumed_from: RunManifest | None = None
+        self._written = 0
+
+    # ------------------------------------------------------------------ opening
+    def open(self) -> RunOutput:
+        """Check the path, take the lock, apply the mode, start the journal."""
+        self.paths = OutputPaths(check_output_path(self.paths.out))
+        self.lock.acquire()
+        try:
+            self._prepare()
+            write_manifest(self.manifest, self.paths.manifest)
+            self.writer = JournalWriter(self.paths.journal, fsync_interval=self.fsync_interval)
+        except BaseException:
+            self.lock.release()
+            raise
+        return self
+
+    def __enter__(self) -> RunOutput:
+        return self.open()
+
+    def __exit__(self, exc_type: Any, *_: Any) -> None:
+        self.close(interrupted=exc_type is not None)
+
+    def _prepare(self) -> None:
+        existing = self.paths.existing(with_summary=self.manifest.command == "eval")
+        if self.mode == "new" and existing:
+            names = ", ".join(p.name for p in existing)
+            raise OutputExistsError(
+                f"{str(self.paths.out)!r} already exists ({names}). Give --resume to continue the "
+                "run that wrote it, --overwrite to replace it, or choose another --out"
+            )
+        if self.mode == "overwrite":
+            for path in existing:
+                path.unlink()
+            return
+        if self.mode == "resume":
+            self._resume(existing)
+
+    def _resume(self, existing: list[Path]) -> None:
+        if not self.paths.manifest.exists():
+            if existing:
+                raise OutputError(
+                    f"{str(self.paths.out)!r} exists but has no run record "
+                    f"({self.paths.manifest.name}), so --resume cannot tell which run wrote it; "
+                    "give --overwrite to replace it, or choose another --out"
+                )
+            logger.info("nothing to resume at %s; starting the run", self.paths.out)
+            return
+        before = read_manifest(self.paths.manifest)
+        problems = []
+        if before.command != self.manifest.command:
+            problems.append(f"  - command: {before.command!r} then, {self.manifest.command!r} now")
+        problems += before.arguments.differences(self.manifest.arguments)
+        if problems:
+            raise ResumeMismatchError(
+                f"--resume refused: {str(self.paths.out)!r} was written by a run with other "
+                "arguments:\n" + "\n".join(problems) + "\nRun the same command as before "
+                "(see the command_line in " + self.paths.manifest.name + "), or give "
+                "--overwrite to start over, or choose another --out"
+            )
+        self.resumed_from = before
+        self.previous = read_output(self.paths)
+        if self.paths.journal.exists():
+            cut = repair_tail(self.previous)
+            if cut:
+                logger.warning(
+                    "%s ended in a torn trial (%d bytes, from an interrupted write); it was "
+                    "cut off and that trial will be played again",
+                    self.paths.journal,
+                    cut,
+                )
+        elif len(self.previous.trials) < self.manifest.planned_trials:
+            seed_journal(self.paths, self.previous)
+        self.manifest.started_at = before.started_at
+        self.manifest.resumed = before.resumed + 1
+        self.manifest.done_trials = len(self.previous.trials)
+
+    # ------------------------------------------------------------------ running
+    @property
+    def done(self) -> set[TrialKey]:
+        """The trials already in the output (resume); play only the others."""
+        return set(self.previous.trials)
+
+    def write_trial(self, make_rows: Callable[[], list[dict[str, Any]]]) -> None:
+        """Append one finished trial; ``make_rows`` runs on the writer thread."""
+        if self.writer is None:
+            raise OutputError("the output is not open; call open() first")
+        self.writer.submit(make_rows)
+
+    # ------------------------------------------------------------------ ending
+    def finish(self) -> FinishResult:
+        """Drain the journal, write the final file, mark the run record; keep the lock
+        until :meth:`close`."""
+        self._close_writer()
+        return finish_locked(self.paths, self.manifest)
+
+    def close(self, *, interrupted: bool = False) -> None:
+        """Drain the journal and release the lock. After an interruption the run record
+        says so and the journal stays for ``--resume``."""
+        try:
+            if interrupted and self.writer is not None:
+                try:
+                    self._close_writer()
+                finally:
+                    self._mark_interrupted()
+            else:
+                self._close_writer()
+        finally:
+            self.lock.release()
+
+    def _close_writer(self) -> None:
+        writer, self.writer = self.writer, None
+        if writer is not None:
+            try:
+                writer.close()
+            finally:
+                self._written = writer.trials_written
+
+    def _mark_interrupted(self) -> None:
+        try:
+            scan = read_output(self.paths)
+            self.manifest.done_trials = len(scan.trials)
+            self.manifest.status = "interrupted"
+            write_manifest(self.manifest, self.paths.manifest)
+        except (OSError, OutputError) as exc:  # the journal itself is what matters
+            logger.warning("could not update %s: %s", self.paths.manifest, exc)
+
+    @property
+    def trials_written(self) -> int:
+        """Trials this run appended so far (not counting those resumed from)."""
+        if self.writer is not None:
+            return self.writer.trials_written
+        return self._written
