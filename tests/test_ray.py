@@ -183,3 +183,22 @@ def test_without_ray_the_error_names_the_extra(monkeypatch: Any) -> None:
 def test_an_unknown_executor_is_refused() -> None:
     with pytest.raises(ValueError, match="executor must be one of local, ray"):
         agentsgym.run_dataset(rows(1), "agentsgym/bisect", 1, executor="dask")
+
+
+def test_workers_are_kept_for_the_next_call_with_the_same_settings(local_ray: Any) -> None:
+    from agentsgym.executors import ray as ray_executor
+
+    def play() -> Any:
+        return agentsgym.run_dataset(
+            rows(2, high=5), "agentsgym/bisect", 2, tokenizer=TINY, executor="ray", num_workers=2
+        )
+
+    play()
+    [(key, first)] = list(ray_executor._actor_pools.items())
+    pids = sorted(ray.get([w.ping.remote() for w in first]))
+    play()
+    assert list(ray_executor._actor_pools) == [key]
+    assert sorted(ray.get([w.ping.remote() for w in ray_executor._actor_pools[key]])) == pids
+    # other settings replace the pool (its actors hold CPUs the new ones need)
+    agentsgym.run_dataset(rows(1), "agentsgym/bisect", 1, executor="ray", num_workers=1)
+    assert key not in ray_executor._actor_pools

@@ -35,6 +35,12 @@ logger = logging.getLogger(__name__)
 DEFAULT_TASKS_IN_FLIGHT = 4
 MAX_TASK_RETRIES = 2
 
+# Actors outlive a call: starting one (a process that imports agentsgym, loads the
+# tokenizer and builds the agent) takes seconds, and training loops call run_dataset
+# every step with the same settings. One pool is kept, for the last settings used:
+# actors reserve CPUs, so a pool left behind for other settings would starve a new one.
+_actor_pools: dict[tuple[str, int], list[Any]] = {}
+
 
 class RayUnavailableError(AgentsGymError):
     """Ray is not installed, or the cluster could not be reached."""
@@ -187,7 +193,7 @@ class RayExecutor:
         if not pending:
             return results
         actor_class = self._actor_class()
-        workers = [actor_class.remote(settings) for _ in range(min(self.num_workers, len(pending)))]
+        workers = self._workers(actor_class, settings)
         attempts: dict[int, int] = {}
         in_flight: dict[Any, tuple[Any, int, list[int]]] = {}
         replaced: dict[Any, Any] = {}  # a dead actor -> the actor started in its place
@@ -237,13 +243,34 @@ class RayExecutor:
                     if on_trial is not None and job_of is not None:
                         on_trial(job_of(*key), episodes)
                 self._refill(worker, in_flight, submit)
-        finally:
-            for worker in workers:
-                try:
-                    self.ray.kill(worker)
-                except Exception:  # already dead
-                    pass
+        except BaseException:
+            # Interrupted (Ctrl-C, an error): calls may still be running on the
+            # actors; they are not reused.
+            self._discard(settings)
+            raise
         return results
+
+    def _pool_key(self, settings: WorkerSettings) -> tuple[str, int]:
+        import hashlib
+
+        blob = self.ray.cloudpickle.dumps(settings)
+        return hashlib.sha256(blob).hexdigest(), int(self.num_cpus_per_worker * 1000)
+
+    def _workers(self, actor_class: Any, settings: WorkerSettings) -> list[Any]:
+        key = self._pool_key(settings)
+        if key not in _actor_pools:
+            shutdown_workers()
+        pool = _actor_pools.setdefault(key, [])
+        while len(pool) < self.num_workers:
+            pool.append(actor_class.remote(settings))
+        return pool[: self.num_workers]
+
+    def _discard(self, settings: WorkerSettings) -> None:
+        for worker in _actor_pools.pop(self._pool_key(settings), []):
+            try:
+                self.ray.kill(worker)
+            except Exception:  # already dead
+                pass
 
     def _refill(self, worker: Any, in_flight: dict[Any, Any], submit: Callable[[Any], bool]) -> None:
         busy = sum(1 for w, _, _ in in_flight.values() if w is worker)
@@ -255,6 +282,9 @@ class RayExecutor:
         logger.warning("a Ray rollout worker died; starting a replacement")
         replacement = actor_class.remote(settings)
         workers[workers.index(dead)] = replacement
+        pool = _actor_pools.get(self._pool_key(settings), [])
+        if dead in pool:
+            pool[pool.index(dead)] = replacement
         return replacement
 
     def _retry_or_fail(
@@ -303,3 +333,15 @@ class RayExecutor:
 def tasks_in_flight_for(max_concurrency: int, num_rollouts: int) -> int:
     """Tasks per worker so that about ``max_concurrency`` trials run in each."""
     return max(1, math.ceil(max_concurrency / max(1, num_rollouts)))
+
+
+def shutdown_workers() -> None:
+    """Stop the rollout actors this process started (they stop with Ray anyway)."""
+    ray = import_ray()
+    for pool in _actor_pools.values():
+        for worker in pool:
+            try:
+                ray.kill(worker)
+            except Exception:  # already dead
+                pass
+    _actor_pools.clear()
