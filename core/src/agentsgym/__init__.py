@@ -14,6 +14,7 @@ from agentsgym.hookspecs import hookimpl, hookspec
 __all__ = [
     "Agent",
     "AgentAction",
+    "AgentSpec",
     "EnvConfig",
     "EnvSpec",
     "Episode",
@@ -43,6 +44,7 @@ _LAZY = {
     "FunctionAgent": "agentsgym.agents",
     "ScriptedAgent": "agentsgym.agents",
     "AgentAction": "agentsgym.types",
+    "AgentSpec": "agentsgym.agents.spec",
     "RewardTerm": "agentsgym.types",
     "StepResult": "agentsgym.types",
     "EpisodeContext": "agentsgym.types",
@@ -79,6 +81,7 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:
     from agentsgym import errors
     from agentsgym.agents import Agent, FunctionAgent, ScriptedAgent
+    from agentsgym.agents.spec import AgentSpec
     from agentsgym.config import EnvConfig
     from agentsgym.dataset_runner import run_dataset
     from agentsgym.env import MultistepEnv

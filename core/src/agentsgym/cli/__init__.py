@@ -96,6 +96,7 @@ def _global_options(
 
 # Each command module registers itself on `app` when imported.
 from agentsgym.cli import (  # noqa: F401
+    atropos,
     check,
     describe,
     evaluate,

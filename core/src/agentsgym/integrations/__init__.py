@@ -1,0 +1,2 @@
+"""agentsgym on other engines: :mod:`agentsgym.integrations.atropos` pushes scored
+groups to an Atropos API server."""
