@@ -33,6 +33,11 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
+SERVER_PROMPT_MISMATCH_KEY = "server_prompt_mismatch"
+"""Step info key set when the server's prompt ids differed from the stream (the step's
+tokens then start a new segment from the server's ids)."""
+
+
 class _Abandoned(Exception):
     """A turn that outlived its budget came back; nothing more of it is recorded."""
 
@@ -182,7 +187,12 @@ class EpisodeRun:
         span = None
         if self.tokens is not None:
             self.phase = "tokenizing the agent turn"
-            span = await self.runtime.cpu(self.tokens.add_agent_turn, action)
+            segments_before = len(self.tokens.segments)
+            span = await self.runtime.cpu(
+                self.tokens.add_agent_turn, action, token_in=self.caller.token_in
+            )
+            if action.prompt_token_ids is not None and len(self.tokens.segments) > segments_before:
+                action.info = {**action.info, SERVER_PROMPT_MISMATCH_KEY: True}
         result = as_step_result(
             await self._hook(
                 "step_episode", state=self.state, action=action.text, step=step, reply=action
@@ -200,7 +210,7 @@ class EpisodeRun:
             )
         )
         info = {**action.info, **result.info} if action.info else dict(result.info)
-        source = _token_source(action, span, self.caller.token_in)
+        source = span.token_source if span is not None else None
         if source is not None:
             info["token_source"] = source
         if action.truncated:
@@ -304,19 +314,6 @@ class EpisodeRun:
             except Exception as exc:
                 episode.error = f"{type(exc).__name__}: {exc}"
                 logger.error("episode %s broke a token invariant: %s", episode.session_id, exc)
-
-
-def _token_source(action: AgentAction, span: AgentSpan | None, token_in: bool) -> str | None:
-    if span is None:
-        return None
-    source = getattr(span, "token_source", None)
-    if source is not None:
-        return str(source)
-    if action.token_ids is None:
-        return "retokenized"
-    if token_in:
-        return "sampled"
-    return "server" if action.prompt_token_ids is not None else "unchecked"
 
 
 async def aplay_episode(
