@@ -224,6 +224,11 @@ class EpisodeRun:
                 reward_terms=terms,
                 num_agent_tokens=len(span.positions) if span else 0,
                 token_source=source,
+                token_span=(
+                    (span.segment, span.positions[0], span.positions[-1] + 1)
+                    if span is not None and span.positions
+                    else None
+                ),
                 reply_truncated=action.truncated,
             )
         )

@@ -10,7 +10,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from agentsgym.agents.base import Agent, call_agent
+from agentsgym.agents.base import Agent, acall_agent, call_agent
 from agentsgym.agents.scripted import FunctionAgent, ScriptedAgent
 
 __all__ = [
@@ -19,6 +19,7 @@ __all__ = [
     "OpenAIAgent",
     "ScriptedAgent",
     "TransformersAgent",
+    "acall_agent",
     "call_agent",
 ]
 

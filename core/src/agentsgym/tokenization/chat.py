@@ -52,7 +52,8 @@ class ChatTokenizer:
     :ivar reply_boundary: the end of the generation prompt after its last special
         token (``"assistant\\n"`` for ChatML): the text a reply's first characters
         could merge with when the whole conversation is tokenized at once, or
-        ``None`` when the generation prompt holds no special token.
+        ``None`` when the generation prompt holds no special token; ``boundary_ids``
+        are its ids.
     """
 
     def __init__(self, tokenizer: Any, chat_template_kwargs: dict[str, Any] | None = None) -> None:
@@ -67,9 +68,11 @@ class ChatTokenizer:
         self._backend = _backend_of(tokenizer)
         self.template_kwargs = dict(chat_template_kwargs or {})
         self.special_texts = _special_token_texts(tokenizer)
+        self._render_direct = _direct_renderer(tokenizer, self.template_kwargs)
         self.eot_text, self.eot_ids = self._probe_end_of_turn()
         self.generation_prompt = self._probe_generation_prompt()
         self.reply_boundary = self._boundary_of(self.generation_prompt)
+        self.boundary_ids = self._encode(self.reply_boundary or "")
         self._incremental: bool | None = None
 
     @property
@@ -84,12 +87,11 @@ class ChatTokenizer:
 
     # ------------------------------------------------------------------ rendering
     def render(self, messages: Messages, *, add_generation_prompt: bool) -> str:
-        """The chat template's text for ``messages``."""
-        return self.tokenizer.apply_chat_template(  # type: ignore[no-any-return]
-            list(messages),
-            tokenize=False,
-            add_generation_prompt=add_generation_prompt,
-            **self.template_kwargs,
+        """The chat template's text for ``messages``: ``apply_chat_template``'s."""
+        if self._render_direct is not None:
+            return self._render_direct(messages, add_generation_prompt)
+        return _apply_chat_template(
+            self.tokenizer, self.template_kwargs, messages, add_generation_prompt
         )
 
     def encode_prompt(self, messages: Messages, *, add_generation_prompt: bool = True) -> list[int]:
@@ -315,6 +317,65 @@ class ChatTokenizer:
                     getattr(self.tokenizer, "name_or_path", "the tokenizer"),
                 )
         return self._incremental
+
+
+def _apply_chat_template(
+    tokenizer: Any, kwargs: dict[str, Any], messages: Messages, add_generation_prompt: bool
+) -> str:
+    return tokenizer.apply_chat_template(  # type: ignore[no-any-return]
+        list(messages), tokenize=False, add_generation_prompt=add_generation_prompt, **kwargs
+    )
+
+
+_DIRECT_PROBES: list[Messages] = [
+    [Message(role="user", content="hi")],
+    [
+        Message(role="system", content="Be brief."),
+        Message(role="user", content=" What is 2+2?\n"),
+        Message(role="assistant", content="<think>\nfour\n</think>\n\n4"),
+        Message(role="user", content="And 3+3?"),
+        Message(role="assistant", content=" 6 "),
+    ],
+]
+
+
+def _direct_renderer(
+    tokenizer: Any, kwargs: dict[str, Any]
+) -> Callable[[Messages, bool], str] | None:
+    """The chat template rendered without ``apply_chat_template``'s per-call work
+    (resolving the template, copying every message into plain data, building the
+    special-token map), which costs several times the rendering of a short turn.
+    Used only for plain ``{role, content}`` messages and only when it gives exactly
+    ``apply_chat_template``'s text on probe conversations; ``None`` otherwise."""
+    try:
+        from transformers.utils.chat_template_utils import _compile_jinja_template
+
+        compiled = _compile_jinja_template(tokenizer.get_chat_template())
+        variables = {**tokenizer.special_tokens_map, **kwargs}
+    except Exception:  # another transformers: apply_chat_template it is
+        return None
+
+    def render(messages: Messages, add_generation_prompt: bool) -> str:
+        if any(len(m) != 2 or not isinstance(m.get("content"), str) for m in messages):
+            return _apply_chat_template(tokenizer, kwargs, messages, add_generation_prompt)
+        return compiled.render(  # type: ignore[no-any-return]
+            messages=list(messages),
+            tools=None,
+            documents=None,
+            add_generation_prompt=add_generation_prompt,
+            **variables,
+        )
+
+    try:
+        for probe in _DIRECT_PROBES:
+            for generation in (True, False):
+                if render(probe, generation) != _apply_chat_template(
+                    tokenizer, kwargs, probe, generation
+                ):
+                    return None
+    except Exception:
+        return None
+    return render
 
 
 def _backend_of(tokenizer: Any) -> Any:

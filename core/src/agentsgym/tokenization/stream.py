@@ -117,6 +117,7 @@ class EpisodeTokenizer:
         """Env turns that rendered the whole conversation (the cheap check failed)."""
         self._base: Messages | None = None
         self._pending_reply: str | None = None
+        self._pending_ids: list[int] = []
         self._cheap_shape = False
         """Whether the conversation still has the shape the cheap turn was probed on:
         ``[system] user+ (assistant user+)*``. In other shapes a later message can
@@ -230,8 +231,8 @@ class EpisodeTokenizer:
             # with the whole conversation's tokenization, at the cost of its length.
             held = self.current.token_ids
             return self.chat.encode_prompt(messages)[: len(held)] == held
-        encode = self.chat.encode_text
-        return encode(boundary + text) == encode(boundary) + encode(text)
+        ids = self._pending_ids
+        return self.chat.encode_text(boundary + text) == self.chat.boundary_ids + ids
 
     # ------------------------------------------------------------------ agent turns
     def add_agent_turn(self, action: AgentAction, *, token_in: bool = False) -> AgentSpan:
@@ -281,6 +282,7 @@ class EpisodeTokenizer:
                 and segment.endswith(self.chat.generation_prompt)
                 else None
             )
+            self._pending_ids = ids
         segment.pieces.append(action.text + self.chat.eot_text)
         return AgentSpan(segment=len(self.segments) - 1, positions=positions, token_source=source)
 

@@ -36,6 +36,10 @@ class StepRecord:
     tokenized by the runner), or ``None`` without a tokenizer."""
     reply_truncated: bool = False
     """The reply was cut at the agent's generation length limit."""
+    token_span: tuple[int, int, int] | None = None
+    """Where the action's agent tokens are: ``(segment, start, end)`` in
+    ``episode.segments[segment]``; the ids before ``start`` are the prompt the model
+    replied to. ``None`` without a tokenizer."""
 
 
 @dataclass
