@@ -145,7 +145,8 @@ class HookRuntime:
         return caller(**kwargs)
 
     async def cpu(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """CPU work inside a turn: inline in a plain turn (already off the loop)."""
+        """CPU work inside a turn: inline in a plain turn (already in its worker thread,
+        or on the loop for an env that sets ``run_hooks_inline``)."""
         if not self.is_async:
             return fn(*args, **kwargs)
         return await self.pool.run(lambda: fn(*args, **kwargs))
