@@ -28,7 +28,6 @@ differs, and why:
 
 from __future__ import annotations
 
-import copy
 import random
 from dataclasses import dataclass
 from typing import Any
@@ -127,7 +126,9 @@ def fork_state(ta_state: ta.SinglePlayerState) -> ta.SinglePlayerState:
     deep makes the copy independent at a fraction of ``copy.deepcopy``'s cost.
     ``tests/test_state_fork.py`` walks both object graphs to keep this true.
     """
-    forked = copy.copy(ta_state)
+    # copy.copy goes through __reduce_ex__, three times slower for a plain object
+    forked = object.__new__(type(ta_state))
+    vars(forked).update(vars(ta_state))
     game_state = dict(ta_state.game_state)
     if "history" in game_state:
         game_state["history"] = list(game_state["history"])
