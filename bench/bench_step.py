@@ -63,7 +63,7 @@ QUESTIONS = (
 GUESS = "[apple]"
 RAW = "raw TextArena loop"
 PLAIN = "agentsgym, no tokenizer, defaults"
-TOKENIZED = "agentsgym, Qwen2.5 tokenizer, defaults"
+TOKENIZED = "agentsgym, {name}, defaults"
 
 
 def policy(turn: int) -> str:
@@ -173,10 +173,13 @@ def main() -> None:
         )
     if "tokenizer" in only:
         if Path(args.tokenizer).exists() or args.tokenizer != str(QWEN):
+            name = "Qwen2.5 tokenizer" if args.tokenizer == str(QWEN) else args.tokenizer
             tokenized = agentsgym.make(ENV_ID, tokenizer=args.tokenizer)
-            runs[TOKENIZED] = lambda: run_agentsgym(tokenized, tasks, DEFAULT_MAX_CONCURRENCY)
-            runs[f"agentsgym, {Path(args.tokenizer).name}, max_concurrency=1"] = lambda: (
-                run_agentsgym(tokenized, tasks, 1)
+            runs[TOKENIZED.format(name=name)] = lambda: run_agentsgym(
+                tokenized, tasks, DEFAULT_MAX_CONCURRENCY
+            )
+            runs[f"agentsgym, {name}, max_concurrency=1"] = lambda: run_agentsgym(
+                tokenized, tasks, 1
             )
         else:
             print(f"skipping the tokenizer rows: no tokenizer pack at {QWEN}", file=sys.stderr)
@@ -204,10 +207,13 @@ def main() -> None:
             f"| {label} | {1 / wall[label]:,.0f} | {wall[label] * 1e6:.0f} | {ratio} "
             f"| {cpu[label] * 1e6:.0f} | {cpu_ratio} |"
         )
-    if PLAIN in wall and TOKENIZED in wall:
+    tokenized_label = next(
+        (label for label in runs if label.endswith(", defaults") and label != PLAIN), None
+    )
+    if PLAIN in wall and tokenized_label is not None:
         print(
-            f"a tokenized step costs {wall[TOKENIZED] / wall[PLAIN]:.2f}x an untokenized one "
-            f"({cpu[TOKENIZED] / cpu[PLAIN]:.2f}x in CPU time)"
+            f"a tokenized step costs {wall[tokenized_label] / wall[PLAIN]:.2f}x an untokenized "
+            f"one ({cpu[tokenized_label] / cpu[PLAIN]:.2f}x in CPU time)"
         )
     if args.profile and "plain" in only:
         profile(plain, tasks, args.profile)
