@@ -6,6 +6,12 @@ written once, as a coroutine, by :mod:`agentsgym.episode`. This module runs it:
 * **plain hooks** (the usual case): the whole turn runs in one worker thread, driven
   without an event loop (:func:`agentsgym.aio.drive`), so a slow hook never stalls
   other episodes' agent calls and a turn costs one thread hop, not one per hook;
+* **plain hooks of an env that sets** ``run_hooks_inline = True`` (hooks that only
+  compute on the state, in microseconds, and never wait: board games, puzzles, an
+  offline judge): the turn runs on the event loop itself, like a ``run_inline``
+  agent. Handing a turn of a few dozen microseconds to a worker thread costs more
+  than the turn: the worker and the loop take turns holding the GIL, and on a busy
+  machine each handover can wait for the OS scheduler for milliseconds;
 * **async hooks** (``async def``, e.g. an env served over HTTP): the turn runs on the
   event loop, each hook's coroutine is awaited, and CPU work (tokenization) goes to
   a worker thread.
@@ -14,15 +20,22 @@ Either way the turn must finish within the env's ``hook_timeout_seconds``; a tur
 over budget raises :class:`~agentsgym.errors.EpisodeTimeoutError`. A plain hook
 cannot be interrupted: it is abandoned in its worker thread, which holds a pool slot
 until it returns, and the episode that owned it is marked so that nothing it does
-afterwards reaches the episode's record.
+afterwards reaches the episode's record. An inline turn cannot be abandoned (it
+holds the loop until it returns): one over budget fails its episode when it
+returns, and one over :data:`INLINE_TURN_LIMIT_SECONDS` sends the env's turns back
+to worker threads for the rest of the run, with a warning.
 """
 
 from __future__ import annotations
 
 import asyncio
 import inspect
+import logging
+import time
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, TypeVar
+
+import pluggy
 
 from agentsgym.aio import drive
 from agentsgym.errors import EpisodeTimeoutError
@@ -31,7 +44,15 @@ from agentsgym.worker_pool import WorkerPool
 if TYPE_CHECKING:
     from agentsgym.env import MultistepEnv
 
+logger = logging.getLogger(__name__)
+
 T = TypeVar("T")
+
+INLINE_TURN_LIMIT_SECONDS = 1.0
+"""An inline turn that takes longer than this stalled every other episode that long
+(an env whose hooks wait after all): its turns go back to worker threads for the rest
+of the run. Generous, because on a loaded machine the OS alone can hold a thread for
+a few hundred milliseconds."""
 
 EPISODE_HOOK_NAMES = (
     "initialize_episode",
@@ -63,6 +84,11 @@ async def _resolve(result: Any) -> Any:
     return result
 
 
+# pluggy's plain hook execution; a plugin manager whose calls are traced or monitored
+# (add_hookcall_monitoring, enable_tracing) has replaced it and takes the full path.
+_PLAIN_HOOKEXEC = getattr(getattr(pluggy, "_callers", None), "_multicall", None)
+
+
 class HookRuntime:
     """Calls the episode hooks of one env during one run."""
 
@@ -70,14 +96,57 @@ class HookRuntime:
         self.env = env
         self.pool = pool
         self.is_async = has_async_hooks(env)
+        self.inline = not self.is_async and bool(getattr(env, "run_hooks_inline", False))
+        self._callers = {name: getattr(env.hook, name) for name in EPISODE_HOOK_NAMES}
+        self._firstresult = {
+            name: bool(caller.spec and caller.spec.opts.get("firstresult"))
+            for name, caller in self._callers.items()
+        }
 
     async def call(self, name: str, **kwargs: Any) -> Any:
         """One hook call, inside a turn; ``env=`` is added."""
-        result = getattr(self.env.hook, name)(env=self.env, **kwargs)
+        kwargs["env"] = self.env
+        result = self._direct(name, kwargs)
         return await _resolve(result) if self.is_async else result
 
+    def _direct(self, name: str, kwargs: dict[str, Any]) -> Any:
+        """The hook's result, without pluggy's generic machinery where it adds nothing.
+
+        A hook with no implementation, or with exactly one that is not a wrapper (the
+        usual case: the env's own method), is called directly, with pluggy's result
+        semantics (``firstresult``: the result; otherwise a list without ``None``).
+        pluggy's own call costs several microseconds per hook (argument checks, a copy
+        of the implementation list, the generic wrapper loop), a large share of a fast
+        env's turn. Anything else (several implementations, wrappers, a traced plugin
+        manager, an implementation asking for an argument the call does not pass) goes
+        through pluggy.
+        """
+        caller = self._callers[name]
+        impls = caller.get_hookimpls()
+        firstresult = self._firstresult[name]
+        if (
+            len(impls) <= 1
+            and _PLAIN_HOOKEXEC is not None
+            and getattr(self.env.plugin_manager, "_inner_hookexec", None) is _PLAIN_HOOKEXEC
+        ):
+            if not impls:
+                return None if firstresult else []
+            impl = impls[0]
+            if not (impl.wrapper or impl.hookwrapper):
+                try:
+                    args = [kwargs[argname] for argname in impl.argnames]
+                except KeyError:
+                    pass  # pluggy raises its HookCallError naming the argument
+                else:
+                    result = impl.function(*args)
+                    if firstresult:
+                        return result
+                    return [] if result is None else [result]
+        return caller(**kwargs)
+
     async def cpu(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """CPU work inside a turn: inline in a plain turn (already off the loop)."""
+        """CPU work inside a turn: inline in a plain turn (already in its worker thread,
+        or on the loop for an env that sets ``run_hooks_inline``)."""
         if not self.is_async:
             return fn(*args, **kwargs)
         return await self.pool.run(lambda: fn(*args, **kwargs))
@@ -93,6 +162,8 @@ class HookRuntime:
         """
         budget = self.env.config.hook_timeout_seconds
         try:
+            if self.inline:
+                return self._inline_turn(make, describe, budget)
             if self.is_async:
                 return await asyncio.wait_for(make(), budget)
             return await self.pool.run(lambda: drive(make()), timeout=budget)
@@ -102,3 +173,29 @@ class HookRuntime:
                 f"hook_timeout_seconds={budget:g}; the episode was abandoned (raise the "
                 "budget with --env-config hook_timeout_seconds=N if the hook is just slow)"
             ) from None
+
+    def _inline_turn(
+        self, make: Callable[[], Coroutine[Any, Any, T]], describe: Callable[[], str], budget: float
+    ) -> T:
+        start = time.perf_counter()
+        try:
+            result = drive(make())
+        finally:
+            elapsed = time.perf_counter() - start
+            if elapsed > INLINE_TURN_LIMIT_SECONDS and self.inline:
+                self.inline = False
+                logger.warning(
+                    "%s of %s took %.0f ms on the event loop, stalling every other episode; "
+                    "the env sets run_hooks_inline = True, which promises hooks that never "
+                    "wait: its turns run in worker threads for the rest of this run",
+                    describe(),
+                    self.env.env_id,
+                    elapsed * 1e3,
+                )
+        if elapsed > budget:
+            raise EpisodeTimeoutError(
+                f"{describe()} of {self.env.env_id} took {elapsed:.3g} s, over "
+                f"hook_timeout_seconds={budget:g} (an inline turn cannot be abandoned while "
+                "it runs; the episode fails now that it returned)"
+            )
+        return result

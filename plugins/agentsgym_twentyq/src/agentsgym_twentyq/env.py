@@ -15,7 +15,7 @@ from agentsgym import MultistepEnv, StepResult, hookimpl
 
 from agentsgym_twentyq.config import TwentyQuestionsConfig
 from agentsgym_twentyq.game import GameState, new_game, pick_secret, play_turn
-from agentsgym_twentyq.gamemaster import Gamemaster
+from agentsgym_twentyq.gamemaster import Gamemaster, RulesGamemaster
 from agentsgym_twentyq.gamemaster_factory import as_gamemaster, build_gamemaster
 from agentsgym_twentyq.prompts import rules_prompt, turn_prompt
 from agentsgym_twentyq.splits import split_tasks
@@ -56,6 +56,17 @@ class TwentyQuestionsEnv(MultistepEnv):
     def use_gamemaster(self, gamemaster: Any) -> None:
         """Swap the gamemaster (a Gamemaster, or an agent to wrap) for later episodes."""
         self.gamemaster = as_gamemaster(gamemaster)
+
+    @property
+    def run_hooks_inline(self) -> bool:
+        """Whether the runner may call this env's hooks on its event loop.
+
+        With the rules gamemaster a turn is pure computation on the state (tens of
+        microseconds), which costs less than handing it to a worker thread. A
+        gamemaster that asks a model waits on the network, so its turns run in worker
+        threads, where they never stall other episodes.
+        """
+        return isinstance(self.gamemaster, RulesGamemaster)
 
     @property
     def level(self) -> Level:

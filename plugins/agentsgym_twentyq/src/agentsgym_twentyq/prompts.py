@@ -63,7 +63,7 @@ def turn_prompt(
     if turn >= max_turns:
         lines.append(f"Turn {turn} of {max_turns}. {OUT_OF_QUESTIONS}")
     else:
-        asked = sum(1 for _ in history)
+        asked = len(history)
         left = questions_allowed(max_turns) - asked
         lines.append(
             f"Turn {turn} of {max_turns}: {asked} question{'s' if asked != 1 else ''} asked, "
