@@ -221,3 +221,54 @@ def test_a_plain_text_caller_gets_a_reply_without_token_ids(vllm_like: Any) -> N
     action, state = call_agent(agent, [{"role": "user", "content": "Is it a cat?"}], {"k": 1})
     assert isinstance(action.text, str) and state == {"k": 1}
     agent.close()
+
+
+def test_a_pooled_connection_the_server_closed_is_not_a_failure() -> None:
+    """uvicorn (vLLM's server) closes idle keep-alive connections; a request that meets
+    one on its pooled connection goes again on a fresh one, even with max_retries=0."""
+    import asyncio
+    import json as jsonlib
+
+    from agentsgym.agents.openai_http import JSONClient
+
+    async def scenario() -> list[dict[str, Any]]:
+        async def read_request(reader: asyncio.StreamReader) -> None:
+            head = await reader.readuntil(b"\r\n\r\n")
+            length = next(
+                int(line.split(b":")[1])
+                for line in head.split(b"\r\n")
+                if line.lower().startswith(b"content-length")
+            )
+            await reader.readexactly(length)
+
+        async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            # Answer the first request of a connection as keep-alive; hang up on the
+            # second without an answer, as a server does that closes an idle connection
+            # just as the client reuses it.
+            await read_request(reader)
+            body = jsonlib.dumps({"ok": True}).encode()
+            writer.write(
+                b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                b"Connection: keep-alive\r\n"
+                + f"Content-Length: {len(body)}\r\n\r\n".encode()
+                + body
+            )
+            await writer.drain()
+            try:
+                await read_request(reader)
+            except (asyncio.IncompleteReadError, ConnectionError):
+                pass
+            writer.close()
+
+        server = await asyncio.start_server(handle, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        client = JSONClient(f"http://127.0.0.1:{port}/v1", "EMPTY", 10.0, 1)
+        try:
+            first = await client.request("POST", "/completions", {"n": 1})
+            second = await client.request("POST", "/completions", {"n": 2})
+        finally:
+            await client.close()
+            server.close()
+        return [first, second]
+
+    assert asyncio.run(scenario()) == [{"ok": True}, {"ok": True}]

@@ -17,6 +17,12 @@ import json
 from typing import Any
 
 
+IDLE_CONNECTION_SECONDS = 4.0
+"""How long an idle pooled connection is kept: under uvicorn's 5 s keep-alive (vLLM's
+server), so the client drops a connection before the server closes it under a
+request."""
+
+
 class ServerStatusError(Exception):
     """The server answered with an HTTP error status."""
 
@@ -66,7 +72,11 @@ class JSONClient:
         self.timeout = timeout
         self._session = aiohttp.ClientSession(
             headers={"Authorization": f"Bearer {api_key}", "Accept": "application/json"},
-            connector=aiohttp.TCPConnector(limit=max_connections, limit_per_host=max_connections),
+            connector=aiohttp.TCPConnector(
+                limit=max_connections,
+                limit_per_host=max_connections,
+                keepalive_timeout=IDLE_CONNECTION_SECONDS,
+            ),
             timeout=aiohttp.ClientTimeout(total=timeout),
             json_serialize=json.dumps,
         )
@@ -75,16 +85,23 @@ class JSONClient:
         """The decoded JSON answer; raises ServerStatusError, ServerUnreachable, ServerTimeout."""
         import aiohttp
 
-        try:
-            async with self._session.request(
-                method, self.base_url + path, json=payload
-            ) as response:
-                text = await response.text()
-                status = response.status
-        except asyncio.TimeoutError as exc:
-            raise ServerTimeout(f"no answer within {self.timeout:g}s") from exc
-        except aiohttp.ClientError as exc:
-            raise ServerUnreachable(f"{type(exc).__name__}: {exc}") from exc
+        for attempt in range(2):
+            try:
+                async with self._session.request(
+                    method, self.base_url + path, json=payload
+                ) as response:
+                    text = await response.text()
+                    status = response.status
+                break
+            except asyncio.TimeoutError as exc:
+                raise ServerTimeout(f"no answer within {self.timeout:g}s") from exc
+            except aiohttp.ServerDisconnectedError as exc:
+                # A pooled connection the server closed while it sat idle: sent again on
+                # a fresh one, whatever the retry budget (it is not a server failure).
+                if attempt:
+                    raise ServerUnreachable(f"{type(exc).__name__}: {exc}") from exc
+            except aiohttp.ClientError as exc:
+                raise ServerUnreachable(f"{type(exc).__name__}: {exc}") from exc
         try:
             body = json.loads(text) if text else None
         except ValueError:

@@ -109,7 +109,9 @@ class ChatTokenizer:
     # ------------------------------------------------------------------ encoding
     def encode_model_text(self, text: str) -> list[int]:
         """Tokenize text the model produced, never parsing it into special tokens."""
-        return self._encode(text, split_special_tokens=True)
+        # Without special-token text both settings give the same ids; keeping the
+        # tokenizer's setting as it is spares switching it back and forth.
+        return self._encode(text, split_special_tokens=self.has_special_text(text))
 
     def encode_template_text(self, text: str, contents: Sequence[str]) -> list[int]:
         """Tokenize rendered template text whose message contents are ``contents``.
