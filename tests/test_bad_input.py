@@ -48,8 +48,9 @@ def test_a_bad_agent_option_value_is_named(tmp_path: Path) -> None:
 
 
 def test_an_unknown_agent_gets_did_you_mean(tmp_path: Path) -> None:
-    result = refused("eval", GUESS, "--agent", "bisect", "--out", str(tmp_path / "e.jsonl"))
-    assert "Did you mean: agentsgym/bisect?" in result.stderr
+    for typo in ("bisect", "bisekt", "agentsgym/bisekt"):
+        result = refused("eval", GUESS, "--agent", typo, "--out", str(tmp_path / "e.jsonl"))
+        assert "Did you mean: agentsgym/bisect?" in result.stderr, typo
 
 
 # ---------------------------------------------------------------------- env_config
@@ -165,11 +166,15 @@ def test_other_commands_refuse_cleanly(tmp_path: Path) -> None:
         "--split must be train or eval"
         in refused("eval", GUESS, "--split", "dev", "--out", str(tmp_path / "e.jsonl")).output
     )
-    assert (
-        "--dataset needs --agent"
-        in refused(
-            "rollout", "--dataset", str(tmp_path / "r.jsonl"), "--out", str(tmp_path / "o.jsonl")
-        ).output
+    rows = tmp_path / "r.jsonl"
+    rows.write_text('{"env_class_path": "%s", "task_data": {}}\n' % GUESS)
+    boxed = refused(
+        "rollout", "--dataset", str(rows), "--env-config", "high=5",
+        "--out", str(tmp_path / "o.jsonl"),
+    ).output
+    # typer draws usage errors in a box that wraps lines
+    assert "the rows of --dataset carry their own env_config" in " ".join(
+        boxed.replace("│", " ").split()
     )
 
 

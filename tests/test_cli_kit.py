@@ -90,6 +90,18 @@ def test_completion_script_and_env_id_completion() -> None:
     assert names.stdout.split() == ["new-env"]
 
 
+def test_every_command_that_takes_an_env_id_completes_it() -> None:
+    takers = sorted(
+        name for name, command in commands().items()
+        if any(p.name == "env_id" for p in command.params)
+    )
+    assert {"rollout", "eval", "train", "describe", "check-env", "atropos"} <= set(takers)
+    for name in takers:
+        ids = cli(COMP_WORDS=f"agentsgym {name} agentsgym/G", COMP_CWORD="2",
+                  _AGENTSGYM_COMPLETE="complete_bash")
+        assert ids.stdout.split() == ["agentsgym/GuessTheNumber-v0"], name
+
+
 # ------------------------------------------------------------------ one tokenizer default
 def test_every_command_that_plays_shares_the_tokenizer_default() -> None:
     assert CLI_TOKENIZER_DEFAULT == "agentsgym/tiny-chatml"

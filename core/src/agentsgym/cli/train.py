@@ -13,7 +13,7 @@ import typer
 from rich.table import Table
 
 from agentsgym.cli import app, console
-from agentsgym.cli.options import parse_key_values
+from agentsgym.cli.options import complete_env_id, parse_key_values
 from agentsgym.cli.rollout import build_agent, progress_bar
 from agentsgym.runner import DEFAULT_MAX_CONCURRENCY
 from agentsgym.factory import DEFAULT_TOKENIZER, load_tokenizer, make
@@ -44,7 +44,10 @@ def _default_tokenizer(model: str | None) -> str:
 
 @app.command()
 def train(
-    env_id: str = typer.Argument(..., help="registered env id, e.g. agentsgym/GuessTheNumber-v0"),
+    env_id: str = typer.Argument(
+        ..., help="registered env id, e.g. agentsgym/GuessTheNumber-v0",
+        autocompletion=complete_env_id,
+    ),
     trainer: str = typer.Option(
         "trl-grpo", "--trainer", help="trainer adapter (agentsgym list-trainers)"
     ),
