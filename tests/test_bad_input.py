@@ -74,6 +74,61 @@ def test_env_config_junk(tmp_path: Path, option: str, message: str) -> None:
     assert message in rollout(tmp_path, "--env-config", option, *extra).output
 
 
+def numeric_keys() -> list[tuple[str, str, Any]]:
+    """(env id, key, field) of every int or float env_config key of every installed env."""
+    import types as pytypes
+    import typing
+
+    from agentsgym.registry import get_registry
+
+    found = []
+    for spec in sorted(get_registry().envs.values(), key=lambda s: s.id):
+        env_class = spec.load_class()
+        for key, field in env_class.config_class.model_fields.items():
+            annotation = field.annotation
+            if typing.get_origin(annotation) in (typing.Union, pytypes.UnionType):
+                annotation = next(a for a in typing.get_args(annotation) if a is not type(None))
+            if annotation in (int, float):
+                found.append((spec.id, key, field))
+    return found
+
+
+def test_every_numeric_env_config_key_has_documented_bounds() -> None:
+    import annotated_types
+
+    keys = numeric_keys()
+    assert {"agentsgym/GuessTheNumber-v0", "classical/GSM8K-v0", "twentyq/TwentyQuestions-v0"} <= {
+        env_id for env_id, _, _ in keys
+    }
+    unbounded = [
+        f"{env_id} {key}"
+        for env_id, key, field in keys
+        if not any(isinstance(m, (annotated_types.Le, annotated_types.Lt)) for m in field.metadata)
+    ]
+    assert not unbounded, f"numeric env_config keys without an upper bound: {unbounded}"
+
+
+@pytest.mark.parametrize(
+    ("env_id", "option", "message"),
+    [
+        # a plugin that redeclares a common key keeps its bound (twentyq sets only ge=1)
+        ("twentyq/TwentyQuestions-v0", "max_steps_per_episode=100000", "less than or equal to 10000"),
+        ("classical/Arithmetic-v0", "max_steps_per_episode=100000", "less than or equal to 10000"),
+        ("classical/Arithmetic-v0", "num_tasks=6333967", "num_tasks: Input should be less than"),
+        ("classical/Arithmetic-v0", "num_tasks=2.0", "num_tasks must be an integer"),
+        ("classical/Arithmetic-v0", "correct_reward=NaN", "correct_reward: Input should be a finite"),
+        ("classical/GSM8K-v0", "dataset=" + "a" * 10_000, "longer than any path"),
+        ("agentsgym/GuessTheNumber-v0", "high=1e300", "high"),
+    ],
+)
+def test_env_config_bounds_of_every_env(tmp_path: Path, env_id: str, option: str, message: str) -> None:
+    result = refused(
+        "rollout", env_id, "--num-tasks", "1", "--out", str(tmp_path / "r.jsonl"),
+        "--env-config", option,
+    )
+    assert message in result.stderr
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

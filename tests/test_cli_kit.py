@@ -134,7 +134,8 @@ def test_list_envs_json_verbose_shows_config_keys_from_the_config_class() -> Non
     guess = {k["key"]: k for k in items["agentsgym/GuessTheNumber-v0"]["config"]}
     assert guess["low"] == {
         "key": "low", "type": "int", "default": 1, "required": False, "registered": False,
-        "constraints": [], "description": "smallest possible number",
+        "constraints": [">= -1000000000000", "<= 1000000000000"],
+        "description": "smallest possible number",
     }
     assert guess["reward_strategy"]["type"] == "'spread' | 'last_token' | 'terminal'"
     assert guess["chat_template_kwargs"]["default"] == {}
