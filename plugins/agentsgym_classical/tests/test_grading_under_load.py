@@ -16,9 +16,8 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-import pytest
-
 import agentsgym
+import pytest
 from agentsgym.evaluation import evaluate
 from agentsgym_classical import env as env_module
 from agentsgym_classical import grading
@@ -100,9 +99,7 @@ def test_an_ungraded_reply_is_counted_apart_in_eval(monkeypatch: Any) -> None:
 def burners() -> Iterator[int]:
     """Three busy-looping processes per core, for the length of the test."""
     count = 3 * (os.cpu_count() or 1)
-    processes = [
-        subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)
-    ]
+    processes = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
     try:
         yield count
     finally:
