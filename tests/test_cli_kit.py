@@ -186,6 +186,8 @@ def test_new_env_writes_the_package_and_says_what_next(tmp_path: Path) -> None:
     target = tmp_path / "pkg"
     text = invoke("new-env", "acme/Maze", "--dir", str(target))
     assert "env acme/Maze-v0" in text and "agentsgym check-env acme/Maze-v0" in text
+    # the install line keeps its [test] extra (rich markup must not eat it)
+    assert f"pip install -e '{target}[test]'" in text
     assert (target / "pyproject.toml").is_file()
     assert (target / "src" / "agentsgym_acme" / "env.py").is_file()
 
