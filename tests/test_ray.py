@@ -13,7 +13,7 @@ import pytest
 ray = pytest.importorskip("ray")
 
 import agentsgym  # noqa: E402
-from agentsgym.errors import AgentError  # noqa: E402
+from agentsgym.errors import AgentError, RunSettingsError  # noqa: E402
 
 TINY = "agentsgym/tiny-chatml"
 GUESS = "agentsgym/GuessTheNumber-v0"
@@ -182,7 +182,7 @@ def test_without_ray_the_error_names_the_extra(monkeypatch: Any) -> None:
 
 
 def test_an_unknown_executor_is_refused() -> None:
-    with pytest.raises(ValueError, match="executor must be one of local, ray"):
+    with pytest.raises(RunSettingsError, match="executor must be one of local, ray"):
         agentsgym.run_dataset(rows(1), "agentsgym/bisect", 1, executor="dask")
 
 

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentsgym.agents.spec import AgentSpec, as_agent_spec
 from agentsgym.aio import run_sync
+from agentsgym.errors import RunSettingsError
 from agentsgym.executors import EXECUTORS
 from agentsgym.factory import load_tokenizer, make
 from agentsgym.rows import DatasetRow, parse_rows
@@ -71,7 +72,9 @@ async def arun_dataset(
     """The coroutine of :func:`run_dataset`."""
     check_run_settings(num_rollouts, max_concurrency)
     if executor not in EXECUTORS:
-        raise ValueError(f"executor must be one of {', '.join(EXECUTORS)}, got {executor!r}")
+        raise RunSettingsError(
+            f"executor must be one of {', '.join(EXECUTORS)}, got {executor!r}"
+        )
     parsed = parse_rows(rows)
     loaded_tokenizer = load_tokenizer(tokenizer)
     envs = build_envs(
@@ -80,7 +83,7 @@ async def arun_dataset(
     agents = dict(agents or {})
     missing = sorted({r.env_class_path for r in parsed if r.env_class_path not in agents})
     if agent is None and missing:
-        raise ValueError(
+        raise RunSettingsError(
             f"no agent for the rows of {', '.join(missing)}: give agent= for every env, or "
             "agents={env_id: agent} for each of them"
         )

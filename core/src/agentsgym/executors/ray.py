@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentsgym.agents.spec import AgentSpec
-from agentsgym.errors import AgentsGymError
+from agentsgym.errors import AgentsGymError, RunSettingsError
 from agentsgym.rows import DatasetRow
 from agentsgym.runner import EpisodeCallback, TrialCallback, TrialJob
 from agentsgym.trajectory import Episode
@@ -143,7 +143,7 @@ class RayExecutor:
         num_cpus_per_worker: float = 1.0,
     ) -> None:
         if num_workers < 1:
-            raise ValueError(f"num_workers must be at least 1, got {num_workers}")
+            raise RunSettingsError(f"num_workers must be at least 1, got {num_workers}")
         self.num_workers = num_workers
         self.address = address
         self.tasks_in_flight = max(1, tasks_in_flight)
