@@ -46,17 +46,13 @@ def timed(fn: Callable[[], Any]) -> float:
 def measure(
     data: list[dict[str, Any]], rollouts: int, tokenizer: str | None, rounds: int
 ) -> dict[str, float]:
-    # Like a Ray worker, the local run keeps its tokenizer and envs across calls.
-    loaded = agentsgym.load_tokenizer(tokenizer)
+    # As a training loop does (and as each Ray worker does), the driver keeps its envs
+    # across calls; Ray workers load the tokenizer from its name once.
     envs: dict[Any, Any] = {}
 
     def play(executor: str, workers: int = 1) -> Callable[[], Any]:
-        if executor == "local":
-            return lambda: agentsgym.run_dataset(
-                data, "agentsgym/bisect", rollouts, tokenizer=loaded, envs=envs
-            )
         return lambda: agentsgym.run_dataset(
-            data, "agentsgym/bisect", rollouts, tokenizer=tokenizer,
+            data, "agentsgym/bisect", rollouts, tokenizer=tokenizer, envs=envs,
             executor=executor, num_workers=workers,
         )
 
