@@ -18,6 +18,7 @@ shared machine hits all of them) and the best round of each is kept.
 from __future__ import annotations
 
 import argparse
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -84,6 +85,8 @@ def main() -> None:
         "--tokenizer", default=str(QWEN) if QWEN.exists() else "agentsgym/tiny-chatml"
     )
     args = parser.parse_args()
+    # as the executor does when it starts a local Ray: workers at the driver's niceness
+    os.environ.setdefault("RAY_worker_niceness", "0")
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
 
     trials = args.tasks * args.rollouts

@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -167,6 +168,10 @@ class RayExecutor:
             return
         try:
             if self.address is None:
+                # Ray starts workers 15 niceness steps below the driver so that the
+                # driver stays responsive; here the workers are the work, and behind
+                # every other process of a busy machine they would crawl.
+                os.environ.setdefault("RAY_worker_niceness", "0")
                 self.ray.init(include_dashboard=False, log_to_driver=False)
             else:
                 self.ray.init(address=self.address, log_to_driver=False)
