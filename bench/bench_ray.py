@@ -24,9 +24,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import ray
-
 import agentsgym
+import ray
 
 QWEN = Path(__file__).resolve().parents[2] / "shared" / "tokenizers" / "qwen2.5-1.5b-instruct"
 GUESS = "agentsgym/GuessTheNumber-v0"

@@ -8,11 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import agentsgym
 import datasets
 import pytest
 from cli_runner import run_cli
-
-import agentsgym
 
 
 def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:

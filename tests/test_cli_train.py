@@ -183,9 +183,8 @@ def register_trainers(register):
 def test_a_trainer_from_a_plugin_runs_through_the_train_command(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from fake_dists import install_fake_dist
-
     from agentsgym.registry import reset_registry
+    from fake_dists import install_fake_dist
 
     site = tmp_path / "site"
     monkeypatch.syspath_prepend(str(site))

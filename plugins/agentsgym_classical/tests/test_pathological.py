@@ -10,9 +10,8 @@ import logging
 import threading
 import time
 
-import pytest
-
 import agentsgym
+import pytest
 from agentsgym import ScriptedAgent
 from agentsgym_classical.grading import RETRY_FACTOR, Verdict, grade
 from agentsgym_classical.grading.guards import nesting_depth

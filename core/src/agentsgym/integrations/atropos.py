@@ -57,7 +57,7 @@ from agentsgym.runner import DEFAULT_MAX_CONCURRENCY, arun_trial
 
 if TYPE_CHECKING:
     from agentsgym.env import MultistepEnv
-    from agentsgym.trajectory import Episode, TrajectoryGroup
+    from agentsgym.trajectory import TrajectoryGroup
 
 logger = logging.getLogger(__name__)
 
