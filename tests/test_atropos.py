@@ -154,8 +154,11 @@ def test_an_unreachable_api_is_a_clear_error() -> None:
     from agentsgym.integrations.atropos import AtroposError
 
     producer = AtroposProducer(
-        env(), agentsgym.make_agent("agentsgym/bisect"), f"http://127.0.0.1:{free_port()}",
-        group_size=2, max_groups=1,
+        env(),
+        agentsgym.make_agent("agentsgym/bisect"),
+        f"http://127.0.0.1:{free_port()}",
+        group_size=2,
+        max_groups=1,
     )
     with pytest.raises(AtroposError, match="cannot reach the Atropos API server"):
         agentsgym.aio.run_sync(producer.run())
@@ -164,11 +167,59 @@ def test_an_unreachable_api_is_a_clear_error() -> None:
 def test_the_cli_produces_for_a_registered_trainer(api: str) -> None:
     register_trainer(api, batch_size=4)
     result = subprocess.run(
-        [sys.executable, "-m", "agentsgym", "atropos", GUESS, "--api-url", api,
-         "--group-size", "2", "--max-groups", "2", "--env-config", "high=10"],
-        capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "agentsgym",
+            "atropos",
+            GUESS,
+            "--api-url",
+            api,
+            "--group-size",
+            "2",
+            "--max-groups",
+            "2",
+            "--env-config",
+            "high=10",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert result.returncode == 0, result.stderr
     assert "groups pushed" in result.stdout
     batch = requests.get(api + "/batch", timeout=10).json()["batch"]
     assert batch is not None and sum(len(g["tokens"]) for g in batch) == 4
+
+
+def test_logprobs_follow_atropos_convention_and_are_all_or_nothing() -> None:
+    """Sampled logprobs go out one per token, 1.0 on masked tokens (atroposlib's
+    ManagedServer convention); a group where some rollout has none sends None."""
+    from agentsgym import AgentAction
+    from agentsgym.agents import FunctionAgent
+    from agentsgym.integrations.atropos import MASKED_LOGPROB, to_scored_data_group
+
+    tokenizer = agentsgym.load_tokenizer(TINY)
+    reply = tokenizer("[50]", add_special_tokens=False)["input_ids"]
+    eot = tokenizer.convert_tokens_to_ids("<|im_end|>")
+    game = agentsgym.make(GUESS, tokenizer=tokenizer, env_config={"low": 50, "high": 50})
+
+    def sampled(messages: Any, state: Any) -> Any:
+        ids = [*reply, eot]
+        return AgentAction(text="[50]", token_ids=ids, logprobs=[-0.25] * len(ids)), state
+
+    group = game.run_trial([{"seed": 0}], FunctionAgent(sampled), 2).groups[0]
+    data = to_scored_data_group(group)
+    for tokens, masks, logprobs in zip(data["tokens"], data["masks"], data["inference_logprobs"]):
+        assert len(logprobs) == len(tokens)
+        assert [lp for lp, m in zip(logprobs, masks) if m != IGNORE_INDEX] == [-0.25] * (
+            len(reply) + 1
+        )
+        assert {lp for lp, m in zip(logprobs, masks) if m == IGNORE_INDEX} == {MASKED_LOGPROB}
+
+    from agentsgym.runner import make_group
+
+    plain = game.run_trial([{"seed": 0}], FunctionAgent(lambda m, s: ("[50]", s)), 1).groups[0]
+    # two rollouts with logprobs, one without
+    mixed = to_scored_data_group(make_group(game, 0, {"seed": 0}, [*group.trials, *plain.trials]))
+    assert len(mixed["tokens"]) == 3 and mixed["inference_logprobs"] is None

@@ -48,8 +48,9 @@ def test_a_bad_agent_option_value_is_named(tmp_path: Path) -> None:
 
 
 def test_an_unknown_agent_gets_did_you_mean(tmp_path: Path) -> None:
-    result = refused("eval", GUESS, "--agent", "bisect", "--out", str(tmp_path / "e.jsonl"))
-    assert "Did you mean: agentsgym/bisect?" in result.stderr
+    for typo in ("bisect", "bisekt", "agentsgym/bisekt"):
+        result = refused("eval", GUESS, "--agent", typo, "--out", str(tmp_path / "e.jsonl"))
+        assert "Did you mean: agentsgym/bisect?" in result.stderr, typo
 
 
 # ---------------------------------------------------------------------- env_config
@@ -71,6 +72,61 @@ def test_an_unknown_agent_gets_did_you_mean(tmp_path: Path) -> None:
 def test_env_config_junk(tmp_path: Path, option: str, message: str) -> None:
     extra = ["--env-config", "high=40"] if option.startswith("low") else []
     assert message in rollout(tmp_path, "--env-config", option, *extra).output
+
+
+def numeric_keys() -> list[tuple[str, str, Any]]:
+    """(env id, key, field) of every int or float env_config key of every installed env."""
+    import types as pytypes
+    import typing
+
+    from agentsgym.registry import get_registry
+
+    found = []
+    for spec in sorted(get_registry().envs.values(), key=lambda s: s.id):
+        env_class = spec.load_class()
+        for key, field in env_class.config_class.model_fields.items():
+            annotation = field.annotation
+            if typing.get_origin(annotation) in (typing.Union, pytypes.UnionType):
+                annotation = next(a for a in typing.get_args(annotation) if a is not type(None))
+            if annotation in (int, float):
+                found.append((spec.id, key, field))
+    return found
+
+
+def test_every_numeric_env_config_key_has_documented_bounds() -> None:
+    import annotated_types
+
+    keys = numeric_keys()
+    assert {"agentsgym/GuessTheNumber-v0", "classical/GSM8K-v0", "twentyq/TwentyQuestions-v0"} <= {
+        env_id for env_id, _, _ in keys
+    }
+    unbounded = [
+        f"{env_id} {key}"
+        for env_id, key, field in keys
+        if not any(isinstance(m, (annotated_types.Le, annotated_types.Lt)) for m in field.metadata)
+    ]
+    assert not unbounded, f"numeric env_config keys without an upper bound: {unbounded}"
+
+
+@pytest.mark.parametrize(
+    ("env_id", "option", "message"),
+    [
+        # a plugin that redeclares a common key keeps its bound (twentyq sets only ge=1)
+        ("twentyq/TwentyQuestions-v0", "max_steps_per_episode=100000", "less than or equal to 10000"),
+        ("classical/Arithmetic-v0", "max_steps_per_episode=100000", "less than or equal to 10000"),
+        ("classical/Arithmetic-v0", "num_tasks=6333967", "num_tasks: Input should be less than"),
+        ("classical/Arithmetic-v0", "num_tasks=2.0", "num_tasks must be an integer"),
+        ("classical/Arithmetic-v0", "correct_reward=NaN", "correct_reward: Input should be a finite"),
+        ("classical/GSM8K-v0", "dataset=" + "a" * 10_000, "longer than any path"),
+        ("agentsgym/GuessTheNumber-v0", "high=1e300", "high"),
+    ],
+)
+def test_env_config_bounds_of_every_env(tmp_path: Path, env_id: str, option: str, message: str) -> None:
+    result = refused(
+        "rollout", env_id, "--num-tasks", "1", "--out", str(tmp_path / "r.jsonl"),
+        "--env-config", option,
+    )
+    assert message in result.stderr
 
 
 @pytest.mark.parametrize(
@@ -165,11 +221,15 @@ def test_other_commands_refuse_cleanly(tmp_path: Path) -> None:
         "--split must be train or eval"
         in refused("eval", GUESS, "--split", "dev", "--out", str(tmp_path / "e.jsonl")).output
     )
-    assert (
-        "--dataset needs --agent"
-        in refused(
-            "rollout", "--dataset", str(tmp_path / "r.jsonl"), "--out", str(tmp_path / "o.jsonl")
-        ).output
+    rows = tmp_path / "r.jsonl"
+    rows.write_text('{"env_class_path": "%s", "task_data": {}}\n' % GUESS)
+    boxed = refused(
+        "rollout", "--dataset", str(rows), "--env-config", "high=5",
+        "--out", str(tmp_path / "o.jsonl"),
+    ).output
+    # typer draws usage errors in a box that wraps lines
+    assert "the rows of --dataset carry their own env_config" in " ".join(
+        boxed.replace("│", " ").split()
     )
 
 

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
 
+import agentsgym
 import datasets
 import pytest
 from cli_runner import run_cli
-
-import agentsgym
 
 
 def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -81,6 +81,73 @@ def test_rollout_of_a_mixed_rows_file(tmp_path: Path) -> None:
     assert result.code == 0, result.output
     loaded = datasets.Dataset.from_parquet(str(out))
     assert loaded["group_index"] == [0, 0, 1, 1] and set(loaded["final_reward"]) == {1.0}
+
+
+def mixed_rows(tmp_path: Path, guesses: int = 9) -> Path:
+    """More rows than --num-tasks' default (8): GuessTheNumber games and two arithmetic
+    problems, whose envs have different default agents."""
+    arithmetic = agentsgym.make("classical/Arithmetic-v0").get_eval_dataset()["task_data"][:2]
+    rows = tmp_path / "mixed.jsonl"
+    rows.write_text(
+        "".join(
+            json.dumps({"env_class_path": "agentsgym/GuessTheNumber-v0", "env_config": {},
+                        "task_data": {"seed": i}}) + "\n"
+            for i in range(guesses)
+        )
+        + "".join(
+            json.dumps({"env_class_path": "classical/Arithmetic-v0", "env_config": {},
+                        "task_data": task}) + "\n"
+            for task in arithmetic
+        )
+    )
+    return rows
+
+
+def test_a_mixed_rows_file_plays_every_row_with_each_envs_default_agent(tmp_path: Path) -> None:
+    rows, out = mixed_rows(tmp_path), tmp_path / "r.jsonl"
+    result = run_cli("rollout", "--dataset", str(rows), "--num-rollouts", "1", "--out", str(out))
+    assert result.code == 0, result.output
+    written = datasets.Dataset.from_json(str(out))
+    assert sorted(written["task_index"]) == list(range(11))  # every row, not the first 8
+    assert set(written["final_reward"]) == {1.0}  # bisect and the arithmetic solver both win
+    # the summary has one line per env
+    assert "per env" in result.stdout
+    assert re.search(r"agentsgym/GuessTheNumber-v0 +│ +9 │ +0 │ +1\.000", result.stdout)
+    assert re.search(r"classical/Arithmetic-v0 +│ +2 │ +0 │ +1\.000", result.stdout)
+    record = json.loads((tmp_path / "r.jsonl.run.json").read_text())["arguments"]
+    assert record["env_agents"] == {
+        "agentsgym/GuessTheNumber-v0": "agentsgym/bisect",
+        "classical/Arithmetic-v0": "classical/arithmetic-solver",
+    }
+    first = run_cli("rollout", "--dataset", str(rows), "--num-tasks", "3", "--num-rollouts", "1",
+                    "--out", str(tmp_path / "three.jsonl"))
+    assert first.code == 0, first.output
+    assert datasets.Dataset.from_json(str(tmp_path / "three.jsonl")).num_rows == 3
+
+
+def test_agents_per_env_and_their_options(tmp_path: Path) -> None:
+    rows, out = mixed_rows(tmp_path, guesses=2), tmp_path / "r.jsonl"
+    args = ["rollout", "--dataset", str(rows), "--num-rollouts", "1",
+            "--agent", "classical/Arithmetic-v0=scripted", "--agent-option", 'replies=["[7]"]']
+    result = run_cli(*args, "--out", str(out))
+    assert result.code == 0, result.output
+    by_env: dict[str, list[str]] = {}
+    for row in datasets.Dataset.from_json(str(out)):
+        replies = [m["content"] for m in row["messages"] if m["role"] == "assistant"]
+        by_env.setdefault(row["env_id"], []).append(replies[0])
+    # the scripted agent got the replies option; bisect (the other env's default) did not
+    assert set(by_env["classical/Arithmetic-v0"]) == {"[7]"}
+    assert set(by_env["agentsgym/GuessTheNumber-v0"]) == {"My guess is [50]."}
+    # a resumed run must use the same agent for each env
+    changed = run_cli("rollout", "--dataset", str(rows), "--num-rollouts", "1", "--resume",
+                      "--out", str(out))
+    assert changed.code == 2 and "env_agents" in changed.stderr
+    nobody = run_cli(*args[:-2], "--agent-option", "colour=red", "--out", str(tmp_path / "a.jsonl"))
+    assert nobody.code == 2 and "no agent of this run takes the option 'colour'" in nobody.stderr
+    assert "scripted: replies" in nobody.stderr
+    stranger = run_cli(*args, "--agent", "classical/GSM8K-v0=scripted",
+                       "--out", str(tmp_path / "b.jsonl"))
+    assert stranger.code == 2 and "which this run does not play" in stranger.output
 
 
 def test_unknown_env_is_one_readable_error(tmp_path: Path) -> None:

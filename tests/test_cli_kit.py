@@ -90,6 +90,18 @@ def test_completion_script_and_env_id_completion() -> None:
     assert names.stdout.split() == ["new-env"]
 
 
+def test_every_command_that_takes_an_env_id_completes_it() -> None:
+    takers = sorted(
+        name for name, command in commands().items()
+        if any(p.name == "env_id" for p in command.params)
+    )
+    assert {"rollout", "eval", "train", "describe", "check-env", "atropos"} <= set(takers)
+    for name in takers:
+        ids = cli(COMP_WORDS=f"agentsgym {name} agentsgym/G", COMP_CWORD="2",
+                  _AGENTSGYM_COMPLETE="complete_bash")
+        assert ids.stdout.split() == ["agentsgym/GuessTheNumber-v0"], name
+
+
 # ------------------------------------------------------------------ one tokenizer default
 def test_every_command_that_plays_shares_the_tokenizer_default() -> None:
     assert CLI_TOKENIZER_DEFAULT == "agentsgym/tiny-chatml"
@@ -122,7 +134,8 @@ def test_list_envs_json_verbose_shows_config_keys_from_the_config_class() -> Non
     guess = {k["key"]: k for k in items["agentsgym/GuessTheNumber-v0"]["config"]}
     assert guess["low"] == {
         "key": "low", "type": "int", "default": 1, "required": False, "registered": False,
-        "constraints": [], "description": "smallest possible number",
+        "constraints": [">= -1000000000000", "<= 1000000000000"],
+        "description": "smallest possible number",
     }
     assert guess["reward_strategy"]["type"] == "'spread' | 'last_token' | 'terminal'"
     assert guess["chat_template_kwargs"]["default"] == {}
@@ -173,6 +186,8 @@ def test_new_env_writes_the_package_and_says_what_next(tmp_path: Path) -> None:
     target = tmp_path / "pkg"
     text = invoke("new-env", "acme/Maze", "--dir", str(target))
     assert "env acme/Maze-v0" in text and "agentsgym check-env acme/Maze-v0" in text
+    # the install line keeps its [test] extra (rich markup must not eat it)
+    assert f"pip install -e '{target}[test]'" in text
     assert (target / "pyproject.toml").is_file()
     assert (target / "src" / "agentsgym_acme" / "env.py").is_file()
 

@@ -132,6 +132,22 @@ def test_train_dataset_sink_writes_rollouts_with_the_envs_agent(tmp_path: Path) 
     assert len(data) == 8 and set(data["final_reward"]) == {1.0}  # bisection always wins
 
 
+def test_train_exits_1_when_every_episode_failed(tmp_path: Path) -> None:
+    """Against an unreachable model server every episode fails: the run says why and
+    exits 1, whatever the trainer makes of an empty step."""
+    from cli_runner import run_cli
+
+    unreachable = ["--agent", "openai", "--agent-option", "base_url=http://127.0.0.1:9/v1",
+                   "--agent-option", "max_retries=0", "--agent-option", "model=m"]
+    common = ["train", GUESS, "--trainer", "dataset-sink", "--max-steps", "2",
+              "--num-tasks", "2", "--num-rollouts", "2", *unreachable]
+    result = run_cli(*common, "--output-dir", str(tmp_path / "a"))
+    assert result.code == 1, result.output
+    assert "every trial failed (8 of 8)" in result.stdout
+    assert "8 x AgentError: cannot reach an OpenAI-compatible server" in result.stdout
+    assert "Traceback" not in result.output
+
+
 def test_train_explains_what_is_missing(tmp_path: Path) -> None:
     result = run("train", GUESS, "--trainer", "trl-grpo", "--output-dir", str(tmp_path))
     assert result.exit_code != 0 and "--model" in result.output
@@ -167,9 +183,8 @@ def register_trainers(register):
 def test_a_trainer_from_a_plugin_runs_through_the_train_command(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from fake_dists import install_fake_dist
-
     from agentsgym.registry import reset_registry
+    from fake_dists import install_fake_dist
 
     site = tmp_path / "site"
     monkeypatch.syspath_prepend(str(site))

@@ -4,6 +4,7 @@ streamed to the driver, dead workers retried or recorded, clear errors."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 from typing import Any
 
@@ -12,7 +13,7 @@ import pytest
 ray = pytest.importorskip("ray")
 
 import agentsgym  # noqa: E402
-from agentsgym.errors import AgentError  # noqa: E402
+from agentsgym.errors import AgentError, RunSettingsError  # noqa: E402
 
 TINY = "agentsgym/tiny-chatml"
 GUESS = "agentsgym/GuessTheNumber-v0"
@@ -181,7 +182,7 @@ def test_without_ray_the_error_names_the_extra(monkeypatch: Any) -> None:
 
 
 def test_an_unknown_executor_is_refused() -> None:
-    with pytest.raises(ValueError, match="executor must be one of local, ray"):
+    with pytest.raises(RunSettingsError, match="executor must be one of local, ray"):
         agentsgym.run_dataset(rows(1), "agentsgym/bisect", 1, executor="dask")
 
 
@@ -202,3 +203,82 @@ def test_workers_are_kept_for_the_next_call_with_the_same_settings(local_ray: An
     # other settings replace the pool (its actors hold CPUs the new ones need)
     agentsgym.run_dataset(rows(1), "agentsgym/bisect", 1, executor="ray", num_workers=1)
     assert key not in ray_executor._actor_pools
+
+
+# ---------------------------------------------------------------------- the command line
+def cli_rows(out: Any) -> list[dict[str, Any]]:
+    """An output's rows without their random session ids, in trial order."""
+    import json
+
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    for row in rows:
+        row.pop("session_id")
+    return sorted(rows, key=lambda r: (r["task_index"], r["rollout_index"]))
+
+
+def test_the_cli_plays_on_ray_and_writes_what_a_local_run_writes(
+    local_ray: Any, tmp_path: Any
+) -> None:
+    from cli_runner import run_cli
+
+    common = ("rollout", GUESS, "--num-tasks", "3", "--num-rollouts", "2", "--tokenizer", TINY)
+    local = run_cli(*common, "--out", str(tmp_path / "local.jsonl"))
+    assert local.code == 0, local.output
+    remote = run_cli(
+        *common, "--out", str(tmp_path / "ray.jsonl"), "--executor", "ray", "--num-workers", "2"
+    )
+    assert remote.code == 0, remote.output
+    assert cli_rows(tmp_path / "ray.jsonl") == cli_rows(tmp_path / "local.jsonl")
+    record = json.loads((tmp_path / "ray.jsonl.run.json").read_text())
+    assert record["settings"]["executor"] == "ray" and record["settings"]["num_workers"] == 2
+    assert record["status"] == "complete"
+
+
+def test_ray_resumes_a_killed_run_exactly_once(local_ray: Any, tmp_path: Any) -> None:
+    """A run killed after 3 of 8 trials (a torn write after them) finishes on Ray with
+    every trial once, equal to one uninterrupted run."""
+    from cli_runner import run_cli
+    from test_resume import killed_copy
+
+    common = ("eval", GUESS, "--num-tasks", "4", "-k", "2", "--tokenizer", TINY)
+    reference = tmp_path / "reference.jsonl"
+    assert run_cli(*common, "--out", str(reference)).code == 0
+    out = tmp_path / "run.jsonl"
+    killed_copy(reference, out, keep=3)
+    resumed = run_cli(*common, "--out", str(out), "--resume", "--executor", "ray")
+    assert resumed.code == 0, resumed.output
+    assert "3 of 8 trials already written, 5 to play" in resumed.stdout
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    keys = sorted((r["task_index"], r["rollout_index"]) for r in rows)
+    assert keys == [(t, r) for t in range(4) for r in range(2)]
+    reference_rows = [json.loads(line) for line in reference.read_text().splitlines()]
+
+    def in_order(rs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return sorted(rs, key=lambda r: (r["task_index"], r["rollout_index"]))
+
+    assert in_order(rows) == in_order(reference_rows)
+    summary = json.loads((tmp_path / "run.summary.json").read_text())
+    assert summary["num_samples"] == 8
+
+
+def test_cli_executor_errors_are_one_line(tmp_path: Any, monkeypatch: Any) -> None:
+    import builtins
+
+    from cli_runner import run_cli
+
+    out = str(tmp_path / "x.jsonl")
+    stray = run_cli("rollout", GUESS, "--num-workers", "3", "--out", out)
+    assert stray.code == 2 and "need --executor ray" in stray.output
+    unknown = run_cli("rollout", GUESS, "--executor", "dask", "--out", out)
+    assert unknown.code == 2 and "--executor must be one of local, ray" in unknown.output
+    real_import = builtins.__import__
+
+    def no_ray(name: str, *args: Any, **kwargs: Any) -> Any:
+        if name == "ray":
+            raise ImportError("No module named 'ray'")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_ray)
+    missing = run_cli("eval", GUESS, "--executor", "ray", "--out", out)
+    assert missing.code == 2 and "pip install 'agentsgym[ray]'" in missing.stderr
+    assert "Traceback" not in missing.output and not (tmp_path / "x.jsonl").exists()

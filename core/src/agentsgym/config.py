@@ -6,6 +6,7 @@ import types
 from collections.abc import Mapping
 from typing import Any, Literal, Union, get_args, get_origin
 
+import annotated_types
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from agentsgym.errors import EnvConfigError
@@ -17,6 +18,8 @@ MAX_STEPS_PER_EPISODE = 10_000
 MAX_EPISODES_PER_TRIAL = 1_000
 MAX_TIMEOUT_SECONDS = 7 * 24 * 3600.0
 
+_BOUND_KINDS = ((annotated_types.Ge, annotated_types.Gt), (annotated_types.Le, annotated_types.Lt))
+
 
 class EnvConfig(BaseModel):
     """Settings constant across the tasks of one env instance.
@@ -26,7 +29,9 @@ class EnvConfig(BaseModel):
     typo in a dataset's env_config fails loudly instead of being ignored.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # A NaN or an infinite reward, budget or bound is never meant; every float key must
+    # be a finite number.
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     max_steps_per_episode: int = Field(
         default=10,
@@ -76,6 +81,25 @@ class EnvConfig(BaseModel):
         description="extra variables for the chat template (e.g. date_string, "
         "enable_thinking)",
     )
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        """A subclass that redeclares a common key (to change its default or
+        description) keeps that key's bounds unless it sets its own: an env's
+        ``max_steps_per_episode`` stays at most 10,000 without repeating ``le=``."""
+        super().__pydantic_init_subclass__(**kwargs)
+        changed = False
+        for name, base in EnvConfig.model_fields.items():
+            field = cls.model_fields.get(name)
+            if field is None or field is base:
+                continue
+            for kinds in _BOUND_KINDS:
+                if not any(isinstance(m, kinds) for m in field.metadata):
+                    inherited = [m for m in base.metadata if isinstance(m, kinds)]
+                    field.metadata.extend(inherited)
+                    changed = changed or bool(inherited)
+        if changed:
+            cls.model_rebuild(force=True)
 
     @model_validator(mode="before")
     @classmethod

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentsgym.agents.spec import AgentSpec, as_agent_spec
 from agentsgym.aio import run_sync
+from agentsgym.errors import RunSettingsError
 from agentsgym.executors import EXECUTORS
 from agentsgym.factory import load_tokenizer, make
 from agentsgym.rows import DatasetRow, parse_rows
@@ -37,10 +38,13 @@ def build_envs(
     """One env per distinct :meth:`DatasetRow.env_key`, built before any episode plays
     (so an unknown id or a bad config fails fast), reusing those already in ``envs``."""
     envs = {} if envs is None else envs
-    tokenizer = load_tokenizer(tokenizer)
+    loaded: list[Any] = []  # the tokenizer, loaded once and only if an env is missing
     for row in rows:
         key = row.env_key()
         if key not in envs:
+            if not loaded:
+                loaded.append(load_tokenizer(tokenizer))
+            tokenizer = loaded[0]
             envs[key] = make(
                 row.env_class_path,
                 tokenizer=tokenizer,
@@ -71,16 +75,15 @@ async def arun_dataset(
     """The coroutine of :func:`run_dataset`."""
     check_run_settings(num_rollouts, max_concurrency)
     if executor not in EXECUTORS:
-        raise ValueError(f"executor must be one of {', '.join(EXECUTORS)}, got {executor!r}")
+        raise RunSettingsError(
+            f"executor must be one of {', '.join(EXECUTORS)}, got {executor!r}"
+        )
     parsed = parse_rows(rows)
-    loaded_tokenizer = load_tokenizer(tokenizer)
-    envs = build_envs(
-        parsed, tokenizer=loaded_tokenizer, allow_class_paths=allow_class_paths, envs=envs
-    )
+    envs = build_envs(parsed, tokenizer=tokenizer, allow_class_paths=allow_class_paths, envs=envs)
     agents = dict(agents or {})
     missing = sorted({r.env_class_path for r in parsed if r.env_class_path not in agents})
     if agent is None and missing:
-        raise ValueError(
+        raise RunSettingsError(
             f"no agent for the rows of {', '.join(missing)}: give agent= for every env, or "
             "agents={env_id: agent} for each of them"
         )
@@ -100,7 +103,8 @@ async def arun_dataset(
         from agentsgym.executors.ray import RayExecutor, WorkerSettings, tasks_in_flight_for
 
         settings = WorkerSettings(
-            tokenizer=tokenizer if isinstance(tokenizer, str) or tokenizer is None else loaded_tokenizer,
+            # a name or path is loaded in each worker; a tokenizer object is shipped
+            tokenizer=tokenizer,
             allow_class_paths=allow_class_paths,
             agent=None if agent is None else as_agent_spec(agent),
             agents={k: as_agent_spec(v) for k, v in agents.items()},

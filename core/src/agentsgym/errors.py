@@ -114,3 +114,8 @@ class ResumeMismatchError(OutputError):
 
 class JournalError(OutputError):
     """A run's journal is damaged somewhere other than its last, torn trial."""
+
+
+class RunSettingsError(AgentsGymError, ValueError):
+    """A run's own settings are wrong: rollouts, concurrency, the executor or its
+    workers, a dataset row with no agent to play it."""

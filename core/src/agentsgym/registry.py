@@ -303,7 +303,13 @@ class Registry:
         if spec is not None:
             return spec
         close = difflib.get_close_matches(name, sorted(table), n=3, cutoff=0.5)
-        hint = f" Did you mean: {', '.join(close)}?" if close else ""
+        # Names are often namespaced ("agentsgym/bisect"); a user types the short part.
+        short = {known.rsplit("/", 1)[-1]: known for known in table}
+        typed = name.rsplit("/", 1)[-1]
+        for match in difflib.get_close_matches(typed, sorted(short), n=3, cutoff=0.6):
+            if short[match] not in close:
+                close.append(short[match])
+        hint = f" Did you mean: {', '.join(close[:3])}?" if close else ""
         raise error(
             f"no {kind} registered with name {name!r}.{hint} "
             f"Run `agentsgym {command}` to see them all."

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from agentsgym.agents.base import AgentCaller, follow_concurrency
 from agentsgym.aio import run_sync
 from agentsgym.episode import aplay_episode
+from agentsgym.errors import RunSettingsError
 from agentsgym.hook_runtime import HookRuntime
 from agentsgym.trajectory import Episode, TrajectoryBatch, TrajectoryGroup, zero_rewards
 from agentsgym.types import EpisodeContext
@@ -82,9 +83,13 @@ def rollout_seed(run_seed: int, env_id: str, task_data: dict[str, Any], rollout_
 
 def check_run_settings(num_rollouts: int, max_concurrency: int) -> None:
     if isinstance(num_rollouts, bool) or not isinstance(num_rollouts, int) or num_rollouts < 1:
-        raise ValueError(f"num_rollouts must be an integer of at least 1, got {num_rollouts!r}")
+        raise RunSettingsError(
+            f"num_rollouts must be an integer of at least 1, got {num_rollouts!r}"
+        )
     if isinstance(max_concurrency, bool) or not isinstance(max_concurrency, int) or max_concurrency < 1:
-        raise ValueError(f"max_concurrency must be an integer of at least 1, got {max_concurrency!r}")
+        raise RunSettingsError(
+            f"max_concurrency must be an integer of at least 1, got {max_concurrency!r}"
+        )
 
 
 async def aplay_trial(
@@ -168,7 +173,7 @@ async def arun_jobs(
     for job in jobs:
         player = job.agent if job.agent is not None else agent
         if player is None:
-            raise ValueError(
+            raise RunSettingsError(
                 f"trial {job.key} of {job.env.env_id} has no agent: give one for the run or "
                 "for its env"
             )

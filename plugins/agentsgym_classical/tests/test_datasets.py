@@ -191,3 +191,15 @@ def test_eval_only_hub_benchmark(monkeypatch: pytest.MonkeyPatch, benchmark_rows
     assert splits == ["train"]
     with pytest.raises(NoSuchSplitError, match="eval-only"):
         env.get_train_dataset()
+
+
+def test_generation_that_runs_out_of_distinct_problems_stops_with_a_clear_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from agentsgym_classical.arithmetic import generator
+    from agentsgym_classical.errors import GenerationError
+
+    one = generator.generate("0/train/0")
+    monkeypatch.setattr(generator, "generate", lambda *args, **kwargs: one)
+    with pytest.raises(GenerationError, match="only 1 distinct train problems in 1040 draws"):
+        generator.generate_split("train", 2)

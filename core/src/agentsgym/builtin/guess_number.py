@@ -22,10 +22,18 @@ from agentsgym.types import StepResult
 GUESS = re.compile(r"\[\s*(-?\d+)\s*\]")
 
 
+MAX_BOUND = 10**12
+"""Bounds of the hidden number's range (bisection finds it in at most 41 guesses)."""
+
+
 class GuessTheNumberConfig(EnvConfig):
     max_steps_per_episode: int = Field(default=10, ge=1, le=MAX_STEPS_PER_EPISODE)
-    low: int = Field(default=1, description="smallest possible number")
-    high: int = Field(default=100, description="largest possible number")
+    low: int = Field(
+        default=1, ge=-MAX_BOUND, le=MAX_BOUND, description="smallest possible number"
+    )
+    high: int = Field(
+        default=100, ge=-MAX_BOUND, le=MAX_BOUND, description="largest possible number"
+    )
 
     @model_validator(mode="after")
     def _range_not_empty(self) -> GuessTheNumberConfig:

@@ -14,25 +14,31 @@ import typer
 from rich.table import Table
 
 from agentsgym.cli import app, console
+from agentsgym.cli.agent_choice import AgentChoices, RunAgents
 from agentsgym.cli.options import (
     MAX_CONCURRENCY,
     MAX_ROLLOUTS,
     MAX_TASKS,
-    build_component,
+    ExecutorChoice,
+    complete_env_id,
     episode_timeout_option,
+    executor_option,
     hook_timeout_option,
     max_failure_rate_option,
+    num_workers_option,
     overwrite_option,
     parse_key_values,
+    ray_address_option,
     resume_option,
     time_budgets,
     tokenizer_cli_option,
 )
-from agentsgym.cli.rollout import resolve_agent_name, tokenizer_option
+from agentsgym.cli.rollout import tokenizer_option
 from agentsgym.cli.running import (
     RunPlan,
     exit_on_failures,
     package_versions,
+    plan_jobs,
     print_failures,
     run_into_output,
 )
@@ -42,14 +48,16 @@ from agentsgym.factory import make
 from agentsgym.io import check_output_path
 from agentsgym.output import FinishResult, RunArguments, choose_mode, failure_report
 from agentsgym.output.paths import OutputPaths
-from agentsgym.registry import get_registry
+from agentsgym.rows import DatasetRow
 from agentsgym.runner import DEFAULT_MAX_CONCURRENCY, TrialJob
 from agentsgym.trajectory import Episode
 
 
 @app.command("eval")
 def eval_command(
-    env_id: str = typer.Argument(..., help="registered env id, e.g. classical/GSM8K-v0"),
+    env_id: str = typer.Argument(
+        ..., help="registered env id, e.g. classical/GSM8K-v0", autocompletion=complete_env_id
+    ),
     num_rollouts: int = typer.Option(
         1, "--num-rollouts", "-k", min=1, max=MAX_ROLLOUTS, help="samples per task (k)"
     ),
@@ -68,13 +76,17 @@ def eval_command(
     ),
     max_concurrency: int = typer.Option(
         DEFAULT_MAX_CONCURRENCY, "--max-concurrency", min=1, max=MAX_CONCURRENCY,
-        help="episodes in flight at once; size it to your model server (see README)",
+        help="episodes in flight at once (per worker with --executor ray); size it to your "
+        "model server (see README)",
     ),
     resume: bool = resume_option(),
     overwrite: bool = overwrite_option(),
     hook_timeout: float | None = hook_timeout_option(),
     episode_timeout: float | None = episode_timeout_option(),
     max_failure_rate: float | None = max_failure_rate_option(),
+    executor: str = executor_option(),
+    num_workers: int | None = num_workers_option(),
+    ray_address: str | None = ray_address_option(),
 ) -> None:
     """Evaluate an agent on ENV_ID: k rollouts per task, per-sample results to --out.
 
@@ -85,32 +97,38 @@ def eval_command(
     mode = choose_mode(resume=resume, overwrite=overwrite)
     out = check_output_path(out)
     budgets = time_budgets(hook_timeout, episode_timeout)
-    config = parse_key_values(env_config, "--env-config")
-    env = make(env_id, tokenizer=tokenizer_option(tokenizer), env_config={**config, **budgets})
-    agent_name = resolve_agent_name(env_id, agent)
+    where = ExecutorChoice.parse(executor, num_workers, ray_address)
+    config = {**parse_key_values(env_config, "--env-config"), **budgets}
+    env = make(env_id, tokenizer=tokenizer_option(tokenizer), env_config=config)
     options = parse_key_values(agent_option, "--agent-option")
-    player = build_component(get_registry().agent(agent_name), options)
+    players = RunAgents.choose(
+        AgentChoices.parse(agent), [env_id], options, build=where.kind == "local"
+    )
     dataset = env.get_train_dataset() if split == "train" else env.get_eval_dataset()
     count = len(dataset) if num_tasks is None else min(num_tasks, len(dataset))
     tasks = [row["task_data"] for row in dataset.select(range(count))]
     if not tasks:
         raise typer.BadParameter(f"the {split} split of {env_id} has no tasks")
+    rows = [DatasetRow(env_class_path=env_id, env_config=config, task_data=t) for t in tasks]
+    envs = {rows[0].env_key(): env}
     spec = getattr(env, "spec", None)
     plan = RunPlan(
-        jobs=[
-            TrialJob(env, task, t, r) for t, task in enumerate(tasks) for r in range(num_rollouts)
-        ],
-        agent=player,
+        jobs=plan_jobs(rows, envs, players, num_rollouts),
         arguments=RunArguments(
             env_id=env_id, split=split, num_tasks=len(tasks), num_rollouts=num_rollouts,
-            env_config={**config, **budgets}, agent=agent_name, agent_options=options,
+            env_config=config, agent=players.by_env[env_id], agent_options=options,
             tokenizer=tokenizer_option(tokenizer),
         ),
         description=f"eval {env_id}",
+        agents=players,
+        rows=rows,
+        envs=envs,
+        tokenizer=tokenizer_option(tokenizer),
         versions=package_versions(getattr(spec, "distribution", None)),
     )
     result, _ = run_into_output(
         "eval", plan, out, mode=mode, make_rows=sample_rows, max_concurrency=max_concurrency,
+        executor=where,
         settings={
             "max_concurrency": max_concurrency, "max_failure_rate": max_failure_rate, **budgets
         },

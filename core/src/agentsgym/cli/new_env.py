@@ -38,7 +38,7 @@ def new_env(
         console.print(f"  {escape(str(path.relative_to(root)))}", highlight=False)
     console.print(
         "next:\n"
-        f"  pip install -e '{escape(str(root))}[test]'\n"
+        f"  pip install -e {escape(repr(str(root) + '[test]'))}\n"
         f"  agentsgym check-env {escape(names.env_id)}\n"
         f"  pytest {escape(str(root / 'tests'))}",
         highlight=False,

@@ -7,6 +7,7 @@ from __future__ import annotations
 import difflib
 import inspect
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -110,19 +111,26 @@ def check_options(factory: Any, options: dict[str, Any], *, what: str) -> None:
     )
 
 
-def build_component(spec: ComponentSpec, options: dict[str, Any], *, kind: str = "agent") -> Any:
-    """Build a registered agent (or trainer) with options checked against its signature;
-    a bad name or value is an AgentError that says which option, never a traceback."""
-    what = f"{kind} {spec.name!r}"
+def load_factory(spec: ComponentSpec, kind: str = "agent") -> Any:
+    """The factory of a registered agent (or trainer), imported if it is a path."""
     factory = spec.factory
     if isinstance(factory, str):
         try:
             factory = import_object(factory)
         except (ImportError, ValueError) as exc:
             raise AgentError(
-                f"{what} cannot be loaded from {spec.factory!r} ({type(exc).__name__}: {exc}); "
-                f"reinstall {spec.distribution or 'the package that registers it'}"
+                f"{kind} {spec.name!r} cannot be loaded from {spec.factory!r} "
+                f"({type(exc).__name__}: {exc}); reinstall "
+                f"{spec.distribution or 'the package that registers it'}"
             ) from None
+    return factory
+
+
+def build_component(spec: ComponentSpec, options: dict[str, Any], *, kind: str = "agent") -> Any:
+    """Build a registered agent (or trainer) with options checked against its signature;
+    a bad name or value is an AgentError that says which option, never a traceback."""
+    what = f"{kind} {spec.name!r}"
+    factory = load_factory(spec, kind)
     check_options(factory, options, what=what)
     try:
         return factory(**options)
@@ -134,6 +142,63 @@ def build_component(spec: ComponentSpec, options: dict[str, Any], *, kind: str =
             f"could not build {what} with {given}: {type(exc).__name__}: {exc}. Check the "
             "values given with --agent-option (see `agentsgym list-agents`)"
         ) from None
+
+
+# ---------------------------------------------------------------------- executors
+@dataclass(frozen=True)
+class ExecutorChoice:
+    """``--executor`` / ``--num-workers`` / ``--ray-address``: where trials run."""
+
+    kind: str = "local"
+    num_workers: int = 2
+    address: str | None = None
+
+    @classmethod
+    def parse(cls, kind: str, num_workers: int | None, address: str | None) -> ExecutorChoice:
+        from agentsgym.executors import EXECUTORS
+
+        if kind not in EXECUTORS:
+            raise typer.BadParameter(
+                f"--executor must be one of {', '.join(EXECUTORS)}, got {kind!r}"
+            )
+        if kind != "ray" and (num_workers is not None or address is not None):
+            raise typer.BadParameter("--num-workers and --ray-address need --executor ray")
+        if kind == "ray":
+            from agentsgym.executors.ray import import_ray
+
+            import_ray()  # no Ray: one line naming the extra, before any file is touched
+        return cls(kind, 2 if num_workers is None else num_workers, address)
+
+    def settings(self) -> dict[str, Any]:
+        """What the run record keeps (recorded, not compared: it routes, not decides)."""
+        if self.kind == "local":
+            return {}
+        return {"executor": self.kind, "num_workers": self.num_workers, "ray_address": self.address}
+
+
+def executor_option() -> Any:
+    return typer.Option(
+        "local",
+        "--executor",
+        help="where trials run: local (this process) or ray (Ray actors, one process each; "
+        "see docs/scaling.md)",
+    )
+
+
+def num_workers_option() -> Any:
+    return typer.Option(
+        None, "--num-workers", min=1, max=10_000, help="Ray actors to play on (--executor ray; "
+        "default 2)",
+    )
+
+
+def ray_address_option() -> Any:
+    return typer.Option(
+        None,
+        "--ray-address",
+        metavar="ADDR",
+        help="a Ray cluster to join (auto, ray://HOST:10001); default: start or join a local Ray",
+    )
 
 
 # ---------------------------------------------------------------------- long runs

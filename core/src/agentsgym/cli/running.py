@@ -28,8 +28,12 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from agentsgym.aio import run_sync
 from agentsgym.cli import console
+from agentsgym.cli.agent_choice import RunAgents
+from agentsgym.cli.options import ExecutorChoice
+from agentsgym.dataset_runner import arun_dataset
 from agentsgym.output import FailureReport, FinishResult, Mode, RunArguments, RunManifest, RunOutput
 from agentsgym.output.manifest import Command
+from agentsgym.rows import DatasetRow
 from agentsgym.runner import TrialJob, arun_jobs
 from agentsgym.trajectory import Episode
 
@@ -52,13 +56,43 @@ def progress_bar() -> Progress:
 
 @dataclass
 class RunPlan:
-    """Everything a run will play, decided before any file is touched."""
+    """Everything a run will play, decided before any file is touched.
+
+    ``jobs`` are the trials as the local executor plays them (each with the agent of
+    its env); ``rows`` (row ``i`` is task ``i``), ``agents``, ``tokenizer`` and
+    ``envs`` are what a remote executor needs to play the same trials in its workers.
+    """
 
     jobs: list[TrialJob]
-    agent: Any
     arguments: RunArguments
     description: str
+    agents: RunAgents
+    rows: list[DatasetRow]
+    envs: dict[tuple[str, str], Any]
+    tokenizer: str | None
+    allow_class_paths: bool | None = None
     versions: dict[str, str] = field(default_factory=dict)
+
+
+def plan_jobs(
+    rows: list[DatasetRow],
+    envs: dict[tuple[str, str], Any],
+    agents: RunAgents,
+    num_rollouts: int,
+) -> list[TrialJob]:
+    """Every (task, rollout) trial of ``rows``; row ``i`` is task ``i``. Each job plays
+    with its env's agent when the agents were built here (the local executor)."""
+    return [
+        TrialJob(
+            envs[row.env_key()],
+            row.task_data,
+            index,
+            rollout,
+            agents.agent_of(row.env_class_path) if agents.built else None,
+        )
+        for index, row in enumerate(rows)
+        for rollout in range(num_rollouts)
+    ]
 
 
 def package_versions(*distributions: str | None) -> dict[str, str]:
@@ -100,13 +134,15 @@ def run_into_output(
     make_rows: RowMaker,
     max_concurrency: int,
     settings: dict[str, Any],
+    executor: ExecutorChoice | None = None,
 ) -> tuple[FinishResult, RunOutput]:
     """Open ``out``, play the trials it lacks, finish it (see the module docstring)."""
+    executor = executor or ExecutorChoice()
     manifest = RunManifest.new(
         command,
         plan.arguments,
         planned_trials=len(plan.jobs),
-        settings=settings,
+        settings={**settings, **executor.settings()},
         versions=plan.versions,
         command_line=["agentsgym", *sys.argv[1:]],
     )
@@ -114,7 +150,7 @@ def run_into_output(
     with sigterm_as_interrupt():
         output.open()
         try:
-            _play(output, plan, make_rows, max_concurrency=max_concurrency)
+            _play(output, plan, make_rows, max_concurrency=max_concurrency, executor=executor)
             result = output.finish()
         except KeyboardInterrupt:
             output.close(interrupted=True)
@@ -127,7 +163,14 @@ def run_into_output(
     return result, output
 
 
-def _play(output: RunOutput, plan: RunPlan, make_rows: RowMaker, *, max_concurrency: int) -> None:
+def _play(
+    output: RunOutput,
+    plan: RunPlan,
+    make_rows: RowMaker,
+    *,
+    max_concurrency: int,
+    executor: ExecutorChoice,
+) -> None:
     done = output.done
     todo = [job for job in plan.jobs if job.key not in done]
     if output.resumed_from is not None:
@@ -145,10 +188,30 @@ def _play(output: RunOutput, plan: RunPlan, make_rows: RowMaker, *, max_concurre
             output.write_trial(functools.partial(make_rows, job, episodes))
             progress.advance(bar)
 
-        if todo:
+        if not todo:
+            return
+        if executor.kind == "ray":
+            # Trials stream back to this process as workers finish them, so the output,
+            # --resume and the progress bar work as for a local run.
             run_sync(
-                arun_jobs(todo, plan.agent, max_concurrency=max_concurrency, on_trial=on_trial)
+                arun_dataset(
+                    plan.rows,
+                    None,
+                    plan.arguments.num_rollouts,
+                    agents={env_id: plan.agents.spec_of(env_id) for env_id in plan.agents.by_env},
+                    tokenizer=plan.tokenizer,
+                    allow_class_paths=plan.allow_class_paths,
+                    max_concurrency=max_concurrency,
+                    on_trial=on_trial,
+                    envs=plan.envs,
+                    skip=done,
+                    executor="ray",
+                    num_workers=executor.num_workers,
+                    ray_address=executor.address,
+                )
             )
+        else:
+            run_sync(arun_jobs(todo, None, max_concurrency=max_concurrency, on_trial=on_trial))
 
 
 def _print_interrupted(output: RunOutput, planned: int) -> None:

@@ -13,8 +13,10 @@ import typer
 from rich.table import Table
 
 from agentsgym.cli import app, console
-from agentsgym.cli.options import parse_key_values
+from agentsgym.cli.options import complete_env_id, max_failure_rate_option, parse_key_values
 from agentsgym.cli.rollout import build_agent, progress_bar
+from agentsgym.cli.running import exit_on_failures, print_failures
+from agentsgym.output.failures import failure_report
 from agentsgym.runner import DEFAULT_MAX_CONCURRENCY
 from agentsgym.factory import DEFAULT_TOKENIZER, load_tokenizer, make
 from agentsgym.registry import get_registry, import_object
@@ -44,7 +46,10 @@ def _default_tokenizer(model: str | None) -> str:
 
 @app.command()
 def train(
-    env_id: str = typer.Argument(..., help="registered env id, e.g. agentsgym/GuessTheNumber-v0"),
+    env_id: str = typer.Argument(
+        ..., help="registered env id, e.g. agentsgym/GuessTheNumber-v0",
+        autocompletion=complete_env_id,
+    ),
     trainer: str = typer.Option(
         "trl-grpo", "--trainer", help="trainer adapter (agentsgym list-trainers)"
     ),
@@ -81,12 +86,15 @@ def train(
         None, "--trainer-option", help="key=value for the trainer, repeatable (e.g. beta=0.04)"
     ),
     max_concurrency: int = typer.Option(
-        DEFAULT_MAX_CONCURRENCY, "--max-concurrency", min=1, help="episodes in flight at once; size it to your model server (see README)"
+        DEFAULT_MAX_CONCURRENCY, "--max-concurrency", min=1,
+        help="episodes in flight at once; size it to your model server (see README)",
     ),
+    max_failure_rate: float | None = max_failure_rate_option(),
 ) -> None:
     """Train on ENV_ID: play rollouts, compute the loss, step the optimizer.
 
-    With --trainer dataset-sink, write the rollouts as a dataset instead.
+    With --trainer dataset-sink, write the rollouts as a dataset instead. Exits 1 when
+    every episode failed (or more than --max-failure-rate of them).
     """
     if split not in ("train", "eval"):
         raise typer.BadParameter("--split must be train or eval")
@@ -148,7 +156,13 @@ def train(
     with progress_bar() as progress:
         steps_bar = progress.add_task(f"{trainer} on {env_id}", total=max_steps)
         episodes_bar = progress.add_task("episodes", total=max_steps * per_step)
-        source.on_episode = lambda _episode: progress.advance(episodes_bar)
+        errors: list[str | None] = []
+
+        def on_episode(episode: Any) -> None:
+            errors.append(episode.error)
+            progress.advance(episodes_bar)
+
+        source.on_episode = on_episode
 
         def on_step(metrics: StepMetrics) -> None:
             progress.update(
@@ -157,6 +171,16 @@ def train(
 
         try:
             result = adapter.train(source, max_steps=max_steps, on_step=on_step, agent=player)
+        except Exception:
+            # With no episode to learn from a trainer may fail in its own way; what the
+            # user needs to hear is why the episodes failed.
+            report = failure_report(errors)
+            if not report.fails_run(None):
+                raise
+            progress.stop()
+            print_failures(report)
+            exit_on_failures(report, None)
+            raise
         finally:
             source.close()
             closer = getattr(player, "close", None)
@@ -165,6 +189,9 @@ def train(
     output_dir.mkdir(parents=True, exist_ok=True)
     log_path = result.write_log(output_dir / "train_log.jsonl")
     print_summary(result, time.perf_counter() - started, log_path)
+    report = failure_report(errors)
+    print_failures(report)
+    exit_on_failures(report, max_failure_rate)
 
 
 def _quiet_progress_bars() -> None:

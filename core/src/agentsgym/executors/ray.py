@@ -2,11 +2,12 @@
 
 Each actor (:class:`RolloutWorker`) is a process with its own event loop, env cache,
 tokenizer and agent, built in the worker from an :class:`~agentsgym.AgentSpec` (a live
-agent is never pickled). The driver sends work one *task* at a time (all its
-rollouts, so a group comes back whole), keeps every actor busy with a few tasks in
-flight, and as each task's trials come back calls ``on_episode`` / ``on_trial`` in
-the driver process, so streaming writers and progress bars work as with the local
-executor.
+agent is never pickled). The driver sends work in *calls* of whole tasks (all of a
+task's rollouts, so a group comes back whole; a few tasks per call when tasks have few
+rollouts, so that Ray's per-call cost is shared by at least
+:data:`MIN_TRIALS_PER_CALL` trials), keeps every actor busy with several calls in
+flight, and as results come back calls ``on_episode`` / ``on_trial`` in the driver
+process, so streaming writers and progress bars work as with the local executor.
 
 A worker that dies (killed, out of memory, its node lost) is reported; its unfinished
 tasks are retried on a fresh actor up to ``max_task_retries`` times, then recorded as
@@ -20,12 +21,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from agentsgym.agents.spec import AgentSpec
-from agentsgym.errors import AgentsGymError
+from agentsgym.errors import AgentsGymError, RunSettingsError
 from agentsgym.rows import DatasetRow
 from agentsgym.runner import EpisodeCallback, TrialCallback, TrialJob
 from agentsgym.trajectory import Episode
@@ -34,6 +36,11 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_TASKS_IN_FLIGHT = 4
 MAX_TASK_RETRIES = 2
+MIN_TRIALS_PER_CALL = 8
+"""Tasks are batched into one actor call until it holds this many trials: a Ray call
+costs about a millisecond of driver and worker time, a trivial trial far less."""
+
+Unit = list[tuple[int, list[int]]]  # the (task index, rollout indices) of one call
 
 # Actors outlive a call: starting one (a process that imports agentsgym, loads the
 # tokenizer and builds the agent) takes seconds, and training loops call run_dataset
@@ -89,24 +96,29 @@ class RolloutWorker:
         return self._agents[key]
 
     async def play(
-        self, row: dict[str, Any], task_index: int, rollout_indices: list[int]
+        self, tasks: list[tuple[dict[str, Any], int, list[int]]]
     ) -> list[tuple[tuple[int, int], list[Episode]]]:
+        """Play the given rollouts of each ``(row, task index, rollout indices)``."""
         from agentsgym.dataset_runner import build_envs
         from agentsgym.runner import arun_jobs
 
-        parsed = DatasetRow.model_validate(row)
-        envs = build_envs(
-            [parsed],
-            tokenizer=self.tokenizer,
-            allow_class_paths=self.settings.allow_class_paths,
-            envs=self.envs,
-        )
-        env = envs[parsed.env_key()]
-        agent = self._agent(parsed.env_class_path)
-        jobs = [TrialJob(env, parsed.task_data, task_index, r) for r in rollout_indices]
+        jobs = []
+        for row, task_index, rollout_indices in tasks:
+            parsed = DatasetRow.model_validate(row)
+            envs = build_envs(
+                [parsed],
+                tokenizer=self.tokenizer,
+                allow_class_paths=self.settings.allow_class_paths,
+                envs=self.envs,
+            )
+            env = envs[parsed.env_key()]
+            agent = self._agent(parsed.env_class_path)
+            jobs += [
+                TrialJob(env, parsed.task_data, task_index, r, agent) for r in rollout_indices
+            ]
         results = await arun_jobs(
             jobs,
-            agent,
+            None,
             max_concurrency=self.settings.max_concurrency,
             seed=self.settings.seed,
         )
@@ -143,7 +155,7 @@ class RayExecutor:
         num_cpus_per_worker: float = 1.0,
     ) -> None:
         if num_workers < 1:
-            raise ValueError(f"num_workers must be at least 1, got {num_workers}")
+            raise RunSettingsError(f"num_workers must be at least 1, got {num_workers}")
         self.num_workers = num_workers
         self.address = address
         self.tasks_in_flight = max(1, tasks_in_flight)
@@ -156,6 +168,10 @@ class RayExecutor:
             return
         try:
             if self.address is None:
+                # Ray starts workers 15 niceness steps below the driver so that the
+                # driver stays responsive; here the workers are the work, and behind
+                # every other process of a busy machine they would crawl.
+                os.environ.setdefault("RAY_worker_niceness", "0")
                 self.ray.init(include_dashboard=False, log_to_driver=False)
             else:
                 self.ray.init(address=self.address, log_to_driver=False)
@@ -188,61 +204,65 @@ class RayExecutor:
         by_task: dict[int, list[int]] = {}
         for task_index, rollout_index in keys:
             by_task.setdefault(task_index, []).append(rollout_index)
-        pending = list(by_task.items())
+        pending = self._units(by_task)
         results: dict[tuple[int, int], list[Episode]] = {}
         if not pending:
             return results
         actor_class = self._actor_class()
         workers = self._workers(actor_class, settings)
         attempts: dict[int, int] = {}
-        in_flight: dict[Any, tuple[Any, int, list[int]]] = {}
+        in_flight: dict[Any, tuple[Any, Unit]] = {}
         replaced: dict[Any, Any] = {}  # a dead actor -> the actor started in its place
+        per_call = self._tasks_per_call(by_task)
+        calls_per_worker = max(1, math.ceil(self.tasks_in_flight / per_call))
 
         def submit(worker: Any) -> bool:
             if not pending:
                 return False
-            task_index, rollouts = pending.pop(0)
-            row = rows[task_index].model_dump()
-            ref = worker.play.remote(row, task_index, rollouts)
-            in_flight[ref] = (worker, task_index, rollouts)
+            unit = pending.pop(0)
+            tasks = [(rows[t].model_dump(), t, rollouts) for t, rollouts in unit]
+            in_flight[worker.play.remote(tasks)] = (worker, unit)
             return True
 
         for worker in workers:
-            for _ in range(self.tasks_in_flight):
+            for _ in range(calls_per_worker):
                 if not submit(worker):
                     break
         try:
             while in_flight:
+                # Every call that is done, not only the first: one hop for a burst.
                 done, _ = await asyncio.to_thread(
                     self.ray.wait, list(in_flight), num_returns=1, timeout=None
                 )
-                ref = done[0]
-                worker, task_index, rollouts = in_flight.pop(ref)
-                try:
-                    played = await asyncio.to_thread(self.ray.get, ref)
-                except self.ray.exceptions.RayActorError as exc:
-                    if worker not in replaced:
-                        replaced[worker] = self._replace(worker, workers, actor_class, settings)
-                    replacement = replaced[worker]
-                    self._retry_or_fail(
-                        task_index, rollouts, exc, attempts, pending, results, rows, on_episode,
-                        on_trial, job_of,
-                    )
-                    self._refill(replacement, in_flight, submit)
-                    continue
-                except self.ray.exceptions.RayTaskError as exc:
-                    # An exception in our own code, not in an episode: a bug or a bad row.
-                    raise AgentsGymError(
-                        f"a Ray worker failed on task {task_index}: {exc.cause!r}"
-                    ) from exc
-                for key, episodes in played:
-                    results[tuple(key)] = episodes  # type: ignore[index]
-                    if on_episode is not None:
-                        for episode in episodes:
-                            on_episode(episode)
-                    if on_trial is not None and job_of is not None:
-                        on_trial(job_of(*key), episodes)
-                self._refill(worker, in_flight, submit)
+                ready, _ = self.ray.wait(list(in_flight), num_returns=len(in_flight), timeout=0)
+                for ref in ready or done:
+                    worker, unit = in_flight.pop(ref)
+                    try:
+                        played = await asyncio.to_thread(self.ray.get, ref)
+                    except self.ray.exceptions.RayActorError as exc:
+                        if worker not in replaced:
+                            replaced[worker] = self._replace(worker, workers, actor_class, settings)
+                        for task_index, rollouts in unit:
+                            self._retry_or_fail(
+                                task_index, rollouts, exc, attempts, pending, results, rows,
+                                on_episode, on_trial, job_of,
+                            )
+                        self._refill(replaced[worker], in_flight, submit, calls_per_worker)
+                        continue
+                    except self.ray.exceptions.RayTaskError as exc:
+                        # An exception in our own code, not in an episode: a bug or a bad row.
+                        tasks = ", ".join(str(t) for t, _ in unit)
+                        raise AgentsGymError(
+                            f"a Ray worker failed on task(s) {tasks}: {exc.cause!r}"
+                        ) from exc
+                    for key, episodes in played:
+                        results[tuple(key)] = episodes  # type: ignore[index]
+                        if on_episode is not None:
+                            for episode in episodes:
+                                on_episode(episode)
+                        if on_trial is not None and job_of is not None:
+                            on_trial(job_of(*key), episodes)
+                    self._refill(worker, in_flight, submit, calls_per_worker)
         except BaseException:
             # Interrupted (Ctrl-C, an error): calls may still be running on the
             # actors; they are not reused.
@@ -272,9 +292,26 @@ class RayExecutor:
             except Exception:  # already dead
                 pass
 
-    def _refill(self, worker: Any, in_flight: dict[Any, Any], submit: Callable[[Any], bool]) -> None:
-        busy = sum(1 for w, _, _ in in_flight.values() if w is worker)
-        for _ in range(self.tasks_in_flight - busy):
+    @staticmethod
+    def _tasks_per_call(by_task: dict[int, list[int]]) -> int:
+        rollouts = max((len(r) for r in by_task.values()), default=1)
+        return max(1, math.ceil(MIN_TRIALS_PER_CALL / rollouts))
+
+    def _units(self, by_task: dict[int, list[int]]) -> list[Unit]:
+        """The calls to make: whole tasks, batched to at least MIN_TRIALS_PER_CALL trials."""
+        size = self._tasks_per_call(by_task)
+        items = list(by_task.items())
+        return [items[i : i + size] for i in range(0, len(items), size)]
+
+    def _refill(
+        self,
+        worker: Any,
+        in_flight: dict[Any, Any],
+        submit: Callable[[Any], bool],
+        calls_per_worker: int,
+    ) -> None:
+        busy = sum(1 for w, _ in in_flight.values() if w is worker)
+        for _ in range(calls_per_worker - busy):
             if not submit(worker):
                 break
 
@@ -293,7 +330,7 @@ class RayExecutor:
         rollouts: list[int],
         exc: BaseException,
         attempts: dict[int, int],
-        pending: list[tuple[int, list[int]]],
+        pending: list[Unit],
         results: dict[tuple[int, int], list[Episode]],
         rows: Sequence[DatasetRow],
         on_episode: EpisodeCallback | None,
@@ -306,7 +343,7 @@ class RayExecutor:
                 "task %d was on a worker that died (%s); retrying it (attempt %d of %d)",
                 task_index, type(exc).__name__, attempts[task_index] + 1, self.max_task_retries + 1,
             )
-            pending.insert(0, (task_index, rollouts))
+            pending.insert(0, [(task_index, rollouts)])
             return
         row = rows[task_index]
         error = (

@@ -24,7 +24,10 @@ one sequence per scored episode):
 * ``advantages`` (``advantages="per_token"``): agentsgym's per-token rewards,
   normalised over the group's agent tokens (as ``per-token-grpo`` does), 0.0 on env
   tokens; ``None`` by default, so the trainer computes group advantages from scores;
-* ``inference_logprobs``: the sampled logprobs when the agent returned them;
+* ``inference_logprobs``: the sampled logprobs, one per token as atroposlib's
+  ``ManagedServer`` writes them (the sampled value on model tokens, ``1.0`` on the
+  masked ones), when every sequence of the group has them; else ``None`` (a 0.0
+  would claim probability 1 for a token whose logprob is unknown);
 * ``messages``: the episode's conversation;
 * ``group_overrides["agentsgym"]``: the env id, task and session ids, so a trainer
   can trace a sequence back.
@@ -54,11 +57,13 @@ from agentsgym.runner import DEFAULT_MAX_CONCURRENCY, arun_trial
 
 if TYPE_CHECKING:
     from agentsgym.env import MultistepEnv
-    from agentsgym.trajectory import Episode, TrajectoryGroup
+    from agentsgym.trajectory import TrajectoryGroup
 
 logger = logging.getLogger(__name__)
 
 IGNORE_INDEX = -100
+MASKED_LOGPROB = 1.0
+"""atroposlib's placeholder logprob on tokens the model did not generate."""
 Advantages = Literal["none", "per_token"]
 
 
@@ -89,7 +94,7 @@ def to_scored_data_group(
     logprobs: list[list[float]] = []
     rewards: list[np.ndarray] = []
     agent_masks: list[np.ndarray] = []
-    any_logprobs = False
+    all_logprobs = True
     for episode, index in group.rows:
         segment = episode.segments[index]
         ids = segment.token_ids.astype(np.int64)
@@ -99,8 +104,10 @@ def to_scored_data_group(
         scores.append(float(episode.final_reward))
         messages.append([dict(m) for m in episode.messages])
         sampled = segment.logprobs
-        any_logprobs = any_logprobs or sampled is not None
-        logprobs.append(segment.logprobs_or_zeros().tolist())
+        if sampled is None:
+            all_logprobs = False
+        else:
+            logprobs.append(np.where(agent, sampled, MASKED_LOGPROB).tolist())
         rewards.append(np.asarray(episode.segment_rewards[index], dtype=np.float64))
         agent_masks.append(agent)
     data: dict[str, Any] = {
@@ -109,7 +116,7 @@ def to_scored_data_group(
         "scores": scores,
         "messages": messages,
         "advantages": group_advantages(rewards, agent_masks) if advantages == "per_token" else None,
-        "inference_logprobs": logprobs if any_logprobs else None,
+        "inference_logprobs": logprobs if all_logprobs and logprobs else None,
         "group_overrides": {
             "agentsgym": {
                 "env_id": group.env_id,

@@ -7,14 +7,16 @@ are compared field by field and a difference is refused, naming each field:
 
 * what is played: the env id or the rows file's content (its sha256; the file may
   move), the split, the number of tasks and rollouts, the run seed;
-* how it is played: ``env_config`` (except the time budgets below), the agent name,
-  its options (except the operational ones below), the tokenizer (token ids).
+* how it is played: ``env_config`` (except the time budgets below), the agent name
+  (or each env's, in a mixed run), its options (except the operational ones below),
+  the tokenizer (token ids).
 
 Not compared, because they bound or route a run without changing a trial's result,
 and a resumed run is often a run that needs them changed:
 
 * ``hook_timeout_seconds`` / ``episode_timeout_seconds`` (raise them after timeouts),
-* ``--max-concurrency``, ``--max-failure-rate``,
+* ``--max-concurrency``, ``--max-failure-rate``, the executor (``--executor``,
+  ``--num-workers``, ``--ray-address``: a run begun locally may finish on Ray),
 * the agent options in :data:`OPERATIONAL_AGENT_OPTIONS` (the server moved, a
   longer client timeout, a new API key),
 * anything that looks like a secret (never written to the record at all).
@@ -69,7 +71,12 @@ class RunArguments(BaseModel):
     num_rollouts: int
     seed: int = 0
     env_config: dict[str, Any] = Field(default_factory=dict)
-    agent: str
+    agent: str | None = Field(
+        default=None, description="the agent of every env (None: each env has its own)"
+    )
+    env_agents: dict[str, str] = Field(
+        default_factory=dict, description="env id -> agent, when the envs of a run differ"
+    )
     agent_options: dict[str, Any] = Field(default_factory=dict)
     tokenizer: str | None = None
 

@@ -8,9 +8,16 @@ Face dataset, a local file, or by default the embedded generated family), and
 
 from __future__ import annotations
 
-from pydantic import Field, model_validator
+from typing import Any
 
 from agentsgym import EnvConfig
+from pydantic import Field, field_validator, model_validator
+
+MAX_REWARD = 1e6
+MAX_DATASET_NAME = 4096
+MAX_NUM_TASKS = 100_000
+"""Problems per split: the embedded family generates them before the first episode
+(about 12,000 a second), so a count is bounded."""
 
 
 class ClassicalConfig(EnvConfig):
@@ -21,30 +28,49 @@ class ClassicalConfig(EnvConfig):
         ge=1,
         description="attempts per problem: a wrong answer gets feedback and another try",
     )
-    correct_reward: float = Field(default=1.0, description="reward of the attempt that is correct")
-    wrong_reward: float = Field(default=0.0, description="reward of a wrong attempt")
+    correct_reward: float = Field(
+        default=1.0,
+        ge=-MAX_REWARD,
+        le=MAX_REWARD,
+        description="reward of the attempt that is correct",
+    )
+    wrong_reward: float = Field(
+        default=0.0, ge=-MAX_REWARD, le=MAX_REWARD, description="reward of a wrong attempt"
+    )
     unparsed_reward: float = Field(
         default=0.0,
+        ge=-MAX_REWARD,
+        le=MAX_REWARD,
         description="reward of an attempt with no final answer found (or too long to grade)",
     )
     attempt_penalty: float = Field(
         default=0.1,
         ge=0.0,
+        le=MAX_REWARD,
         description="subtracted for every attempt after the first (reward term 'attempt_penalty')",
     )
     grading_timeout_seconds: float = Field(
         default=5.0, gt=0.0, le=300.0, description="wall-clock limit to judge one reply"
     )
     max_reply_chars: int = Field(
-        default=100_000, ge=1, description="longer replies are judged wrong without being read"
+        default=100_000,
+        ge=1,
+        le=10_000_000,
+        description="longer replies are judged wrong without being read",
     )
     instruction: str | None = Field(
         default=None, description="replaces the env's instruction after the problem (answer format)"
     )
     num_tasks: int | None = Field(
-        default=None, ge=1, description="take at most this many problems per split"
+        default=None,
+        ge=1,
+        le=MAX_NUM_TASKS,
+        description="take at most this many problems per split (unset: all of a dataset's, "
+        "1000 train / 200 eval embedded problems)",
     )
-    seed: int = Field(default=0, description="seed of the embedded generated problems")
+    seed: int = Field(
+        default=0, ge=0, le=2**63 - 1, description="seed of the embedded generated problems"
+    )
 
 
 class BenchmarkConfig(ClassicalConfig):
@@ -67,6 +93,19 @@ class BenchmarkConfig(ClassicalConfig):
         default_factory=dict,
         description="the env's field name -> the dataset's column name, when they differ",
     )
+
+    @field_validator("dataset")
+    @classmethod
+    def _names_fit_a_path(cls, value: str | dict[str, str] | None) -> Any:
+        names = [] if value is None else [value] if isinstance(value, str) else value.values()
+        for name in names:
+            if len(name) > MAX_DATASET_NAME:
+                raise ValueError(
+                    f"a dataset name or file path of {len(name)} characters is longer than "
+                    f"any path ({MAX_DATASET_NAME}); give a Hugging Face dataset name or a "
+                    "path to a .jsonl/.parquet file"
+                )
+        return value
 
     @model_validator(mode="after")
     def _splits_differ(self) -> BenchmarkConfig:

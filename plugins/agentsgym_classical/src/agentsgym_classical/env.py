@@ -11,7 +11,9 @@ or unreadable one gets feedback and another attempt, up to
   attempt after the first, so solving sooner earns more.
 
 Step ``info`` carries ``correct`` and ``answer`` (the canonical parsed answer), the
-keys ``agentsgym eval`` reads for accuracy, pass@k and cons@k.
+keys ``agentsgym eval`` reads for accuracy, pass@k and cons@k, and ``graded``: False
+when grading timed out even after its retry (or the grader broke), which ``eval``
+counts apart (``num_ungraded``) instead of as a wrong answer.
 """
 
 from __future__ import annotations
@@ -129,9 +131,12 @@ class ClassicalEnv(MultistepEnv):
             "correct": verdict.correct,
             "answer": verdict.answer,
             "status": verdict.status,
+            "graded": verdict.graded,
             "extracted": verdict.extracted,
             "grading_seconds": round(verdict.seconds, 4),
         }
+        if verdict.attempts > 1:
+            info["grading_attempts"] = verdict.attempts
         if verdict.detail:
             info["detail"] = verdict.detail
         return info

@@ -26,3 +26,7 @@ class NoSuchSplitError(DatasetLoadError, NotImplementedError):
     Also a NotImplementedError, the core's signal for "this env ships no dataset for
     that split", so ``check_env`` skips the split instead of failing.
     """
+
+
+class GenerationError(AgentsGymError):
+    """The embedded generator cannot make as many distinct problems as were asked for."""

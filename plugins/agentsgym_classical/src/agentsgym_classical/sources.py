@@ -28,7 +28,12 @@ LOCAL_SUFFIXES = (".json", ".jsonl", ".parquet")
 
 def is_local(name: str) -> bool:
     """A path to a local file (by suffix or existence), as opposed to a hub name."""
-    return name.endswith(LOCAL_SUFFIXES) or Path(name).expanduser().exists()
+    if name.endswith(LOCAL_SUFFIXES):
+        return True
+    try:
+        return Path(name).expanduser().exists()
+    except (OSError, ValueError):  # a name too long for a path, or with a NUL: not a file
+        return False
 
 
 def describe(dataset: str | Mapping[str, str], dataset_config: str | None = None) -> str:
@@ -68,7 +73,11 @@ def load_split(
 def read_file(path_text: str) -> list[dict[str, Any]]:
     """Rows of a ``.json`` (a list, or JSON lines), ``.jsonl`` or ``.parquet`` file."""
     path = Path(path_text).expanduser()
-    if not path.is_file():
+    try:
+        found = path.is_file()
+    except (OSError, ValueError) as exc:  # e.g. a name longer than the OS takes
+        raise DatasetLoadError(f"dataset file {str(path)[:200]!r} cannot be a path: {exc}") from None
+    if not found:
         raise DatasetLoadError(f"dataset file {str(path)!r} does not exist")
     try:
         if path.suffix == ".parquet":

@@ -14,6 +14,7 @@ from fractions import Fraction
 from typing import Literal
 
 from agentsgym_classical.arithmetic.ops import OPERATIONS, Step
+from agentsgym_classical.errors import GenerationError
 
 Question = Literal["count", "fraction"]
 
@@ -138,7 +139,16 @@ def generate_split(
     problems: list[tuple[str, WordProblem]] = []
     index = 0
     seen = set(exclude)
+    # Duplicates are rare, but a narrow shape could run out of distinct problems: a
+    # bounded number of draws, then a clear error instead of a loop that never ends.
+    max_draws = 20 * count + 1000
     while len(problems) < count:
+        if index >= max_draws:
+            raise GenerationError(
+                f"only {len(problems)} distinct {split} problems in {max_draws} draws with "
+                f"{min_operations}-{max_operations} operations; ask for fewer (num_tasks) "
+                "or allow more operations"
+            )
         problem = generate(
             f"{seed}/{split}/{index}", min_operations=min_operations, max_operations=max_operations
         )

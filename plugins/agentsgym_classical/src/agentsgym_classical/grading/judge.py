@@ -4,6 +4,13 @@ This module runs inside the grading worker process, in its main thread, where
 math-verify's ``signal.alarm`` timeouts work (they raise ``ValueError`` in any other
 thread, and with them disabled a reply like ``9^9^9^9^9`` holds the GIL and stalls
 the whole process). The parent process bounds the worker with a hard deadline on top.
+
+A math-verify timeout is never a judgement: left to itself math-verify logs it and
+answers "no match" (``verify``) or "nothing found" (``parse``), which on a busy
+machine turns a correct answer into ``wrong``. Here both are called with
+``raise_on_error=True``, a timeout becomes a ``timeout`` verdict (the caller retries
+it with a larger budget, see :func:`agentsgym_classical.grading.grade`), and any
+other error keeps math-verify's own meaning (no match, nothing parsed).
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ from math_verify import (
     parse,
     verify,
 )
+from math_verify.errors import TimeoutException
 
 from agentsgym_classical.grading.normalize import normalize_choice_reply, rewrite_hash_answer
 from agentsgym_classical.grading.verdict import GradeRequest, Verdict
@@ -49,14 +57,51 @@ def _alarm(seconds: int) -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
+class GradingTimeout(Exception):
+    """math-verify ran out of its time budget: the reply was not judged."""
+
+
+def _parse(text: str, extraction_config: Any, timeout: int) -> list[Any]:
+    """math-verify's ``parse``; its timeout raises :class:`GradingTimeout`, any other
+    error means nothing was found (as math-verify itself treats it)."""
+    try:
+        return parse(
+            text, extraction_config=extraction_config, parsing_timeout=timeout,
+            raise_on_error=True,
+        )
+    except TimeoutException as exc:  # a BaseException: not caught below
+        raise GradingTimeout(f"math-verify's parse took more than {timeout}s") from exc
+    except Exception:  # noqa: BLE001 - math-verify's own meaning of a parse error
+        return []
+
+
+def _verify(gold: list[Any], predicted: list[Any], timeout: int) -> bool:
+    """math-verify's ``verify`` pair by pair (as it does itself): a pair that times out
+    is remembered, and when no pair matches the judgement is a timeout, not ``wrong``."""
+    timed_out = False
+    for expected in gold:
+        for answer in predicted:
+            try:
+                if verify(expected, answer, timeout_seconds=timeout, raise_on_error=True):
+                    return True
+            except TimeoutException:
+                timed_out = True
+            except Exception:  # noqa: BLE001 - an error comparing one pair: no match
+                continue
+    if timed_out:
+        raise GradingTimeout(f"math-verify's verify took more than {timeout}s")
+    return False
+
+
 @lru_cache(maxsize=4096)
 def _parse_gold(gold: str, timeout: int) -> list[Any]:
-    parsed = parse(f"$\\boxed{{{gold}}}$", extraction_config=MATH_TARGETS, parsing_timeout=timeout)
+    # A timeout raises, so it is never cached as the gold's meaning.
+    parsed = _parse(f"$\\boxed{{{gold}}}$", MATH_TARGETS, timeout)
     return parsed or [gold]
 
 
 def _parse_math(text: str, timeout: int) -> list[Any]:
-    return parse(text, extraction_config=MATH_TARGETS, parsing_timeout=timeout)
+    return _parse(text, MATH_TARGETS, timeout)
 
 
 def canonical(parsed: list[Any], timeout: int) -> str | None:
@@ -100,7 +145,7 @@ def judge_math(request: GradeRequest) -> Verdict:
     predicted = _parse_math(rewrite_hash_answer(request.reply), timeout)
     if not predicted:
         return Verdict(status="unparsed", detail="no final answer found in the reply")
-    correct = verify(_parse_gold(request.gold, timeout), predicted, timeout_seconds=timeout)
+    correct = _verify(_parse_gold(request.gold, timeout), predicted, timeout)
     return Verdict(
         status="correct" if correct else "wrong",
         answer=canonical(predicted, timeout),
@@ -113,10 +158,10 @@ def judge_choice(request: GradeRequest) -> Verdict:
     choices = request.choices or {}
     letters = "".join(sorted(choices)) or "ABCDE"
     timeout = request.timeout_seconds
-    found = parse(
+    found = _parse(
         normalize_choice_reply(request.reply, letters),
-        extraction_config=[StringExtractionConfig(strings=tuple(letters), lowercase=False)],
-        parsing_timeout=timeout,
+        [StringExtractionConfig(strings=tuple(letters), lowercase=False)],
+        timeout,
     )
     letter = found[0].upper() if found and isinstance(found[0], str) else None
     if letter is None:
@@ -135,8 +180,7 @@ def _choice_by_value(reply: str, choices: dict[str, str], timeout: int) -> str |
     matches = [
         letter
         for letter, option in sorted(choices.items())
-        if (gold := _parse_math(option, timeout))
-        and verify(gold, predicted, timeout_seconds=timeout)
+        if (gold := _parse_math(option, timeout)) and _verify(gold, predicted, timeout)
     ]
     return matches[0] if len(matches) == 1 else None
 
@@ -152,5 +196,7 @@ def judge(request: GradeRequest) -> Verdict:
         if request.kind == "choice":
             return judge_choice(request)
         return judge_math(request)
+    except GradingTimeout as exc:
+        return Verdict(status="timeout", detail=str(exc))
     except Exception as exc:  # noqa: BLE001 - a grader bug must not look like a crash of the run
         return Verdict(status="error", detail=f"{type(exc).__name__}: {str(exc)[:200]}")

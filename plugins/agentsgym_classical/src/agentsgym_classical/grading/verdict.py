@@ -39,7 +39,14 @@ class Verdict(BaseModel):
     extracted: str | None = Field(default=None, description="the answer text as found in the reply")
     detail: str = ""
     seconds: float = 0.0
+    attempts: int = Field(default=1, description="2 when a timeout was retried")
 
     @property
     def correct(self) -> bool:
         return self.status == "correct"
+
+    @property
+    def graded(self) -> bool:
+        """False when the reply could not be judged (a timeout, a grader error): the
+        machine failed, not necessarily the answer."""
+        return self.status not in ("timeout", "error")

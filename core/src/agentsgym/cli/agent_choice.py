@@ -1,0 +1,155 @@
+"""Who plays which env: ``--agent`` (repeatable) and ``--agent-option``.
+
+``--agent NAME`` names the agent of every env of the run; ``--agent ENV_ID=NAME``
+(repeatable) names the agent of one env, for rows files that mix envs. An env with
+no agent given plays with its registered ``default_agent``. ``--agent-option
+key=value`` goes to every agent of the run that takes that option (an option that
+none of them takes is an error listing what each one accepts), so one
+``base_url=...`` serves every ``openai`` agent of a mixed run.
+
+Agents are chosen and their options checked before any file is touched; they are
+built here for the local executor, and from an :class:`~agentsgym.AgentSpec` in each
+worker for the Ray executor (a live agent is never shipped).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentsgym.agents.spec import AgentSpec
+from agentsgym.cli.options import accepted_options, build_component, check_options, load_factory
+from agentsgym.errors import AgentError
+from agentsgym.registry import get_registry
+
+
+@dataclass(frozen=True)
+class AgentChoices:
+    """``--agent`` values: one agent for every env, and/or one per env id."""
+
+    default: str | None = None
+    per_env: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def parse(cls, values: Sequence[str] | str | None) -> AgentChoices:
+        if values is None:
+            return cls()
+        if isinstance(values, str):
+            values = [values]
+        default: str | None = None
+        per_env: dict[str, str] = {}
+        for value in values:
+            env_id, sep, name = value.partition("=")
+            if not sep:
+                if default is not None and default != value:
+                    raise AgentError(
+                        f"--agent {default} and --agent {value}: give one agent for every env, "
+                        "or one per env as --agent ENV_ID=AGENT"
+                    )
+                default = value.strip()
+                continue
+            env_id, name = env_id.strip(), name.strip()
+            if not env_id or not name:
+                raise AgentError(f"--agent must be NAME or ENV_ID=NAME, got {value!r}")
+            if per_env.get(env_id, name) != name:
+                raise AgentError(
+                    f"--agent names two agents for {env_id}: {per_env[env_id]} and {name}"
+                )
+            per_env[env_id] = name
+        return cls(default, per_env)
+
+    def resolve(self, env_ids: Iterable[str]) -> dict[str, str]:
+        """The agent name of each env: its own, else the run's, else the env's default."""
+        env_ids = list(dict.fromkeys(env_ids))
+        unknown = sorted(set(self.per_env) - set(env_ids))
+        if unknown:
+            raise AgentError(
+                f"--agent names an agent for {', '.join(unknown)}, which this run does not "
+                f"play (its envs: {', '.join(env_ids)})"
+            )
+        registry = get_registry()
+        chosen: dict[str, str] = {}
+        for env_id in env_ids:
+            name = self.per_env.get(env_id) or self.default
+            if name is None:
+                name = registry.resolve(env_id).default_agent
+            if name is None:
+                raise AgentError(
+                    f"{env_id} registers no default agent; choose one with --agent "
+                    f"{env_id}=AGENT (see `agentsgym list-agents`)"
+                )
+            chosen[env_id] = name
+        return chosen
+
+
+def options_per_agent(names: Iterable[str], options: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Each agent's share of ``--agent-option``: the options it takes.
+
+    With one agent every option must be one it takes (the error lists them); with
+    several, an option goes to each agent that takes it and must fit at least one.
+    """
+    names = list(dict.fromkeys(names))
+    registry = get_registry()
+    factories = {name: load_factory(registry.agent(name), "agent") for name in names}
+    if len(names) == 1:
+        name = names[0]
+        check_options(factories[name], options, what=f"agent {name!r}")
+        return {name: dict(options)}
+    accepted = {name: accepted_options(factory) for name, factory in factories.items()}
+    shares: dict[str, dict[str, Any]] = {name: {} for name in names}
+    for key, value in options.items():
+        takers = [n for n in names if accepted[n] is None or key in (accepted[n] or [])]
+        if not takers:
+            listed = "; ".join(f"{n}: {', '.join(accepted[n] or []) or 'none'}" for n in names)
+            raise AgentError(
+                f"no agent of this run takes the option {key!r}. They accept: {listed}"
+            )
+        for name in takers:
+            shares[name][key] = value
+    return shares
+
+
+@dataclass
+class RunAgents:
+    """The agents of a run, by env id, as recipes (and built, for a local run)."""
+
+    by_env: dict[str, str]
+    options: dict[str, dict[str, Any]]
+    built: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def choose(
+        cls,
+        choices: AgentChoices,
+        env_ids: Iterable[str],
+        options: dict[str, Any],
+        *,
+        build: bool,
+    ) -> RunAgents:
+        by_env = choices.resolve(env_ids)
+        shares = options_per_agent(by_env.values(), options)
+        agents = cls(by_env, shares)
+        if build:
+            registry = get_registry()
+            agents.built = {
+                name: build_component(registry.agent(name), shares[name]) for name in shares
+            }
+        return agents
+
+    @property
+    def names(self) -> list[str]:
+        return list(dict.fromkeys(self.by_env.values()))
+
+    @property
+    def single(self) -> str | None:
+        """The one agent name when every env plays with the same agent."""
+        names = self.names
+        return names[0] if len(names) == 1 else None
+
+    def agent_of(self, env_id: str) -> Any:
+        return self.built[self.by_env[env_id]]
+
+    def spec_of(self, env_id: str) -> AgentSpec:
+        name = self.by_env[env_id]
+        return AgentSpec(name, self.options[name])
