@@ -57,7 +57,8 @@ def resolve_agent_name(env_id: str | None, agent: str | None) -> str:
         return agent
     if env_id is None:
         raise typer.BadParameter("--dataset needs --agent: rows may name several envs")
-    name = get_registry().resolve(env_id).default_agent
+    # An id typed on the command line is the user's own choice, a server URL included.
+    name = get_registry().resolve(env_id, allow_remote=True).default_agent
     if name is None:
         raise typer.BadParameter(
             f"{env_id} registers no default agent; choose one with --agent "
@@ -87,6 +88,12 @@ def rollout(
     ),
     allow_class_paths: bool = typer.Option(
         False, "--allow-class-paths", help="let dataset rows name module:Class paths (imports code)"
+    ),
+    allow_remote_envs: bool = typer.Option(
+        False,
+        "--allow-remote-envs",
+        help="let dataset rows name env server URLs (only some: AGENTSGYM_ALLOW_REMOTE_ENVS="
+        "URL,URL); see docs/serving.md",
     ),
     num_tasks: int = typer.Option(
         8, "--num-tasks", min=1, max=MAX_TASKS, help="tasks taken from the split"
@@ -122,7 +129,7 @@ def rollout(
         plan = plan_rows(
             dataset, num_tasks=num_tasks, num_rollouts=num_rollouts, agent=agent,
             agent_options=agent_option, tokenizer=tokenizer, budgets=budgets,
-            allow_class_paths=allow_class_paths,
+            allow_class_paths=allow_class_paths, allow_remote=True if allow_remote_envs else None,
         )
     else:
         assert env_id is not None
@@ -195,6 +202,7 @@ def plan_rows(
     tokenizer: str,
     budgets: dict[str, float],
     allow_class_paths: bool,
+    allow_remote: bool | None = None,
 ) -> RunPlan:
     """The trials of ``num_rollouts`` rollouts of the first ``num_tasks`` rows of a file."""
     agent_name = resolve_agent_name(None, agent)
@@ -207,7 +215,10 @@ def plan_rows(
         ]
     options = parse_key_values(agent_options, "--agent-option")
     envs = build_envs(
-        rows, tokenizer=tokenizer_option(tokenizer), allow_class_paths=allow_class_paths or None
+        rows,
+        tokenizer=tokenizer_option(tokenizer),
+        allow_class_paths=allow_class_paths or None,
+        allow_remote=allow_remote,
     )
     player = build_component(get_registry().agent(agent_name), options)
     jobs = [

@@ -113,9 +113,9 @@ def url_allowed(url: str, allow: bool | Sequence[str]) -> bool:
 
 
 def _origin_and_path(url: str) -> tuple[tuple[str, str, int], str] | None:
-    _, base = split_protocol(url) if is_remote_url(url) else ("auto", url)
     try:
-        parts = urlsplit(normalise_url(base))
+        _, base = split_protocol(url)
+        parts = urlsplit(base)
         port = parts.port or _DEFAULT_PORTS[parts.scheme]
     except (ValueError, KeyError):
         return None
