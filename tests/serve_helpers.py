@@ -27,9 +27,10 @@ def served(env_id: str = GUESS, env_config: dict[str, Any] | None = None, **opti
 
 
 def fingerprint(batch: Any) -> list[str]:
-    """Every episode of a batch as canonical JSON: token ids, masks, per-token rewards,
-    messages, step rewards, terms and infos, errors. Only the random session id is left
-    out. Two batches with equal fingerprints are byte-identical trajectories."""
+    """Every successful episode of a batch as canonical JSON: token ids, masks,
+    per-token rewards, messages, step rewards, terms and infos. Only the random session
+    id is left out. Equal fingerprints are byte-identical trajectories. (Failed episodes
+    are compared by the tests themselves: a remote failure names the server.)"""
     rows = []
     for group in batch.groups:
         for episode in group.episodes:

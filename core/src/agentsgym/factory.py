@@ -50,7 +50,7 @@ def make(
     )
     config = {**spec.default_env_config, **(env_config or {})}
     if spec.is_remote:
-        from agentsgym.serve.connect import connect
+        from agentsgym.serve.client import connect
 
         env = connect(
             spec.entry_point, tokenizer=load_tokenizer(tokenizer), env_config=config, plugins=plugins

@@ -34,7 +34,7 @@ _LAZY = {
     "RemoteEnv": "agentsgym.serve.remote_env",
     "RetryPolicy": "agentsgym.serve.transport",
     "SessionTable": "agentsgym.serve.sessions",
-    "connect": "agentsgym.serve.connect",
+    "connect": "agentsgym.serve.client",
     "create_app": "agentsgym.serve.app",
 }
 _NEEDS_SERVER = {"create_app", "BackgroundServer"}
@@ -70,7 +70,7 @@ def require_server_extra(what: str) -> None:
 if TYPE_CHECKING:
     from agentsgym.serve.agentgym_env import AgentGymConfig, AgentGymEnv
     from agentsgym.serve.app import create_app
-    from agentsgym.serve.connect import connect
+    from agentsgym.serve.client import connect
     from agentsgym.serve.remote_env import RemoteEnv
     from agentsgym.serve.server import BackgroundServer
     from agentsgym.serve.sessions import SessionTable

@@ -159,7 +159,12 @@ class AgentGymEnv(MultistepEnv):
         return self.location
 
     def close(self) -> None:
+        """Close this env's connections (the runner's event loop's included)."""
         self.transport.close()
+
+    async def aclose(self) -> None:
+        """Close the connections of the running event loop (``asyncio.run`` callers)."""
+        await self.transport.aclose()
 
     # ------------------------------------------------------------------ calls
     async def _post(self, path: str, body: Any, retry: Retry) -> Any:

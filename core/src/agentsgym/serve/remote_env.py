@@ -142,7 +142,12 @@ class RemoteEnv(MultistepEnv):
         return self.url
 
     def close(self) -> None:
+        """Close this env's connections (the runner's event loop's included)."""
         self.transport.close()
+
+    async def aclose(self) -> None:
+        """Close the connections of the running event loop (``asyncio.run`` callers)."""
+        await self.transport.aclose()
 
     # ------------------------------------------------------------------ hooks
     def _timeout(self) -> float:

@@ -16,6 +16,11 @@ is retried for any call, after the server's ``Retry-After``. Every call makes at
 ``max_attempts`` attempts, each within its own timeout, with exponential backoff and
 jitter between them, and stops early at its deadline: it ends in a reply or a
 :class:`RemoteCallError`, never in a hang.
+
+Episode calls go through aiohttp, one session (one connection pool) per event loop:
+httpx's async client spent about 1.5 ms of CPU per request against aiohttp's 0.4 ms
+(bench/bench_serve.py), and a remote env makes one request per turn. The few calls
+of an env's constructor use httpx's blocking client.
 """
 
 from __future__ import annotations
@@ -35,17 +40,20 @@ from agentsgym.serve.urls import redact_url
 
 logger = logging.getLogger("agentsgym.serve.client")
 
-CLIENT_KEEP_ALIVE_SECONDS = 10.0
+CLIENT_KEEP_ALIVE_SECONDS = 4.0
+"""Idle connections are dropped by the client after this long: before the server's own
+keep-alive ends (uvicorn's default is 5 s, agentsgym serve's 30 s), so a request never
+goes out on a connection the server is closing, which would look like a dropped
+reply and, for a call that cannot be repeated, fail its episode."""
 
 
-def import_httpx() -> Any:
+def _import(name: str) -> Any:
     try:
-        import httpx
+        return __import__(name)
     except ImportError as exc:
         raise MissingExtraError(
-            "remote envs need httpx, from the serve extra: pip install 'agentsgym[serve]'"
+            f"remote envs need {name}, from the serve extra: pip install 'agentsgym[serve]'"
         ) from exc
-    return httpx
 
 
 class Retry(Enum):
@@ -122,54 +130,53 @@ def encode(body: Any) -> bytes:
 
 class Transport:
     """Calls one env server (see the module docstring); sync and async, one client per
-    event loop (an httpx connection pool belongs to the loop that made it)."""
+    event loop (a connection pool belongs to the loop that made it)."""
 
     def __init__(self, base_url: str, policy: RetryPolicy | None = None) -> None:
-        self.httpx = import_httpx()
+        self.httpx = _import("httpx")
+        self.aiohttp = _import("aiohttp")
         self.base_url = base_url
         self.policy = policy or RetryPolicy()
-        self._async_clients: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+        self._sessions: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
         self._sync_client: Any = None
+        # An env dropped without close() (or alive at exit) still closes its sessions.
+        weakref.finalize(self, _discard_sessions, self._sessions)
 
     # ------------------------------------------------------------------ clients
-    def _timeout(self, seconds: float) -> Any:
-        return self.httpx.Timeout(seconds, connect=min(self.policy.connect_timeout, seconds))
-
-    def _limits(self) -> Any:
-        return self.httpx.Limits(
-            max_connections=self.policy.max_connections,
-            max_keepalive_connections=min(256, self.policy.max_connections),
-            keepalive_expiry=CLIENT_KEEP_ALIVE_SECONDS,
-        )
-
-    def _async_client(self) -> Any:
+    def _session(self) -> Any:
         loop = asyncio.get_running_loop()
-        client = self._async_clients.get(loop)
-        if client is None:
-            client = self.httpx.AsyncClient(base_url=self.base_url, limits=self._limits())
-            self._async_clients[loop] = client
-        return client
+        session = self._sessions.get(loop)
+        if session is None or session.closed:
+            aiohttp = self.aiohttp
+            connector = aiohttp.TCPConnector(
+                limit=self.policy.max_connections,
+                keepalive_timeout=CLIENT_KEEP_ALIVE_SECONDS,
+            )
+            session = aiohttp.ClientSession(connector=connector)
+            self._sessions[loop] = session
+        return session
 
     def _client(self) -> Any:
         if self._sync_client is None:
-            self._sync_client = self.httpx.Client(base_url=self.base_url, limits=self._limits())
+            httpx = self.httpx
+            self._sync_client = httpx.Client(
+                base_url=self.base_url,
+                limits=httpx.Limits(keepalive_expiry=CLIENT_KEEP_ALIVE_SECONDS),
+            )
         return self._sync_client
 
     def close(self) -> None:
-        """Close the blocking client (async clients close with their loop)."""
+        """Close the blocking client and every event loop's connections."""
         if self._sync_client is not None:
             self._sync_client.close()
             self._sync_client = None
+        _discard_sessions(self._sessions)
 
     async def aclose(self) -> None:
-        """Close this loop's async client."""
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            return
-        client = self._async_clients.pop(loop, None)
-        if client is not None:
-            await client.aclose()
+        """Close this loop's async session."""
+        session = self._sessions.pop(asyncio.get_running_loop(), None)
+        if session is not None:
+            await session.close()
 
     # ------------------------------------------------------------------ calls
     async def call(
@@ -183,25 +190,33 @@ class Transport:
         params: dict[str, Any] | None = None,
     ) -> Any:
         """The parsed JSON reply of ``method path``; a RemoteCallError when it fails."""
+        aiohttp = self.aiohttp
         deadline = time.monotonic() + self._budget(timeout)
         content = encode(body) if body is not None else None
+        url = self.base_url + path
         last = ""
         for attempt in range(1, self.policy.max_attempts + 1):
+            seconds = self._attempt_timeout(timeout, deadline)
+            limits = aiohttp.ClientTimeout(
+                total=seconds, connect=min(self.policy.connect_timeout, seconds)
+            )
             try:
-                response = await self._async_client().request(
+                async with self._session().request(
                     method,
-                    path,
-                    content=content,
+                    url,
+                    data=content,
                     params=params,
                     headers=_HEADERS if content is not None else None,
-                    timeout=self._timeout(self._attempt_timeout(timeout, deadline)),
-                )
-                return self._reply(method, path, response, retry)
+                    timeout=limits,
+                ) as response:
+                    payload = await response.read()
+                    status, headers = response.status, response.headers
+                return self._reply(method, path, status, payload, headers, retry)
             except _Attempt as failed:
                 last = failed.reason
                 wait = self._next(method, path, attempt, failed, deadline)
-            except self.httpx.HTTPError as exc:
-                failed = self._transport_failure(exc, retry)
+            except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
+                failed = self._aiohttp_failure(exc, retry)
                 last = failed.reason
                 wait = self._next(method, path, attempt, failed, deadline)
             await asyncio.sleep(wait)
@@ -222,6 +237,7 @@ class Transport:
         content = encode(body) if body is not None else None
         last = ""
         for attempt in range(1, self.policy.max_attempts + 1):
+            seconds = self._attempt_timeout(timeout, deadline)
             try:
                 response = self._client().request(
                     method,
@@ -229,14 +245,18 @@ class Transport:
                     content=content,
                     params=params,
                     headers=_HEADERS if content is not None else None,
-                    timeout=self._timeout(self._attempt_timeout(timeout, deadline)),
+                    timeout=self.httpx.Timeout(
+                        seconds, connect=min(self.policy.connect_timeout, seconds)
+                    ),
                 )
-                return self._reply(method, path, response, retry)
+                return self._reply(
+                    method, path, response.status_code, response.content, response.headers, retry
+                )
             except _Attempt as failed:
                 last = failed.reason
                 wait = self._next(method, path, attempt, failed, deadline)
             except self.httpx.HTTPError as exc:
-                failed = self._transport_failure(exc, retry)
+                failed = self._httpx_failure(exc, retry)
                 last = failed.reason
                 wait = self._next(method, path, attempt, failed, deadline)
             time.sleep(wait)
@@ -258,10 +278,10 @@ class Transport:
 
     def _next(self, method: str, path: str, attempt: int, failed: _Attempt, deadline: float) -> float:
         """The wait before the next attempt; raises when there is none."""
+        if isinstance(failed, _Refused):
+            raise failed.error
         if not failed.retryable:
-            raise failed.error if isinstance(failed, _Refused) else self._gave_up(
-                method, path, failed.reason, attempts=attempt
-            )
+            raise self._gave_up(method, path, failed.reason, attempts=attempt)
         wait = self.policy.delay(attempt, failed.retry_after)
         if attempt >= self.policy.max_attempts or time.monotonic() + wait >= deadline:
             raise self._gave_up(method, path, failed.reason, attempts=attempt)
@@ -281,36 +301,35 @@ class Transport:
             f"{method} {redact_url(self.base_url + path)} failed{tries}: {reason}"
         )
 
-    def _transport_failure(self, exc: Exception, retry: Retry) -> _Attempt:
+    def _httpx_failure(self, exc: Exception, retry: Retry) -> _Attempt:
         httpx = self.httpx
         unsent = isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout))
-        reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-        if unsent:
-            return _Attempt(reason, retryable=True)
-        if isinstance(exc, httpx.TransportError):  # dropped, timed out: maybe applied
-            if retry is Retry.UNSENT:
-                reason += " (not retried: the server may have applied it)"
-            return _Attempt(reason, retryable=retry is Retry.IDEMPOTENT)
-        return _Attempt(reason, retryable=False)
+        return _failure(exc, retry, unsent=unsent, transport=isinstance(exc, httpx.TransportError))
 
-    def _reply(self, method: str, path: str, response: Any, retry: Retry) -> Any:
-        status = response.status_code
+    def _aiohttp_failure(self, exc: Exception, retry: Retry) -> _Attempt:
+        aiohttp = self.aiohttp
+        unsent = isinstance(exc, (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError))
+        transport = isinstance(exc, (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError))
+        return _failure(exc, retry, unsent=unsent, transport=transport or isinstance(exc, asyncio.TimeoutError))
+
+    def _reply(
+        self, method: str, path: str, status: int, content: bytes, headers: Any, retry: Retry
+    ) -> Any:
         if status < 300:
             try:
-                return response.json()
+                return json.loads(content)
             except ValueError:
                 raise _Refused(
                     RemoteCallError(
                         f"{method} {redact_url(self.base_url + path)} answered {status} with a "
-                        f"body that is not JSON: {response.text[:200]!r}",
+                        f"body that is not JSON: {content[:200]!r}",
                         status=status,
                     )
                 ) from None
-        code, detail = _error_of(response)
+        code, detail = _error_of(content)
         reason = f"HTTP {status}" + (f" {code}" if code else "") + (f": {detail}" if detail else "")
         if status == 503:
-            return_after = _retry_after(response)
-            raise _Attempt(reason, retryable=True, retry_after=return_after)
+            raise _Attempt(reason, retryable=True, retry_after=_retry_after(headers))
         if status >= 500:
             if retry is Retry.UNSENT:
                 reason += " (not retried: the server may have applied it)"
@@ -325,6 +344,41 @@ class Transport:
         )
 
 
+def _discard_sessions(sessions: weakref.WeakKeyDictionary[Any, Any]) -> None:
+    """Close aiohttp sessions from plain code, whatever state their loops are in.
+
+    ``ClientSession.close()`` is a coroutine, and the loop it belongs to may be running
+    in another thread (the runner's background loop), not running, or closed. The
+    session is detached (marked closed) here and its connector's synchronous close
+    runs on the loop's thread when that loop is running elsewhere, directly otherwise.
+    """
+    for loop, session in list(sessions.items()):
+        sessions.pop(loop, None)
+        connector = session.connector
+        session.detach()
+        if connector is None:
+            continue
+        try:
+            if loop.is_running() and asyncio._get_running_loop() is not loop:
+                loop.call_soon_threadsafe(connector._close)
+            else:
+                connector._close()
+        except Exception:  # closing must never mask what the caller is doing
+            logger.debug("closing an HTTP connection pool failed", exc_info=True)
+
+
+def _failure(exc: Exception, retry: Retry, *, unsent: bool, transport: bool) -> _Attempt:
+    """What a transport exception means for a retry (see the module docstring)."""
+    reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    if unsent:
+        return _Attempt(reason, retryable=True)
+    if transport:  # dropped, reset, timed out after sending: maybe applied
+        if retry is Retry.UNSENT:
+            reason += " (not retried: the server may have applied it)"
+        return _Attempt(reason, retryable=retry is Retry.IDEMPOTENT)
+    return _Attempt(reason, retryable=False)
+
+
 class _Refused(_Attempt):
     """The server answered and said no: raised to the caller as it is."""
 
@@ -336,11 +390,11 @@ class _Refused(_Attempt):
 _HEADERS = {"content-type": "application/json"}
 
 
-def _error_of(response: Any) -> tuple[str | None, str]:
+def _error_of(content: bytes) -> tuple[str | None, str]:
     try:
-        body = response.json()
+        body = json.loads(content)
     except ValueError:
-        return None, response.text[:500]
+        return None, content[:500].decode("utf-8", "replace")
     if isinstance(body, dict):
         code = body.get("error") if isinstance(body.get("error"), str) else None
         detail = body.get("detail")
@@ -351,8 +405,8 @@ def _error_of(response: Any) -> tuple[str | None, str]:
     return None, json.dumps(body)[:500]
 
 
-def _retry_after(response: Any) -> float | None:
+def _retry_after(headers: Any) -> float | None:
     try:
-        return float(response.headers.get("retry-after", ""))
-    except ValueError:
+        return float(headers.get("retry-after", ""))
+    except (TypeError, ValueError):
         return None
