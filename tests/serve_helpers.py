@@ -93,8 +93,16 @@ class FaultProxy:
 
     def __exit__(self, *exc: object) -> None:
         self._call(self._stop_listening())
+        self._call(self._cancel_handlers())
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=10)
+        self._loop.close()
+
+    async def _cancel_handlers(self) -> None:
+        tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
     def _call(self, coroutine: Any) -> Any:
         return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result(timeout=30)

@@ -42,7 +42,7 @@ from agentsgym.errors import RemoteEnvError
 from agentsgym.hookspecs import hookimpl
 from agentsgym.serve.schemas import ChatMessage
 from agentsgym.serve.transport import RemoteCallError, Retry, RetryPolicy, Transport
-from agentsgym.serve.urls import redact_url, split_protocol
+from agentsgym.serve.urls import is_remote_url, redact_url, split_protocol
 from agentsgym.types import Messages, StepResult
 
 if TYPE_CHECKING:
@@ -152,7 +152,9 @@ class AgentGymEnv(MultistepEnv):
     @property
     def location(self) -> str:
         """What dataset rows name to play on this server."""
-        return self.spec.id if self.spec is not None else f"agentgym+{self.url}"
+        if self.spec is not None and not is_remote_url(self.spec.id):
+            return self.spec.id  # a registered id that points at the server
+        return f"agentgym+{self.url}"
 
     @property
     def env_id(self) -> str:

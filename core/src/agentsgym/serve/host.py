@@ -208,13 +208,21 @@ class EnvHost:
         cached = self._datasets.get((hosted.key, split))
         if cached is not None:
             return cached
+        lock = self._building.setdefault(f"{split}:{hosted.key}", asyncio.Lock())
+        async with lock:  # one build, however many sessions ask at once
+            cached = self._datasets.get((hosted.key, split))
+            if cached is None:
+                cached = await self._build_tasks(hosted, split)
+                self._datasets[(hosted.key, split)] = cached
+        return cached
 
+    async def _build_tasks(self, hosted: HostedEnv, split: str) -> list[dict[str, Any]]:
         def build() -> list[dict[str, Any]]:
             rows = getattr(hosted.env, f"get_{split}_dataset")()
             return [dict(row["task_data"]) for row in rows]
 
         try:
-            tasks = await self.pool.run(build)
+            return await self.pool.run(build)
         except NotImplementedError:
             raise NoTask(
                 f"{self.spec.id} ships no {split} dataset; give the task itself "
@@ -224,8 +232,6 @@ class EnvHost:
             raise EnvFailure(
                 f"building the {split} dataset failed: {type(exc).__name__}: {exc}"
             ) from None
-        self._datasets[(hosted.key, split)] = tasks
-        return tasks
 
     # ------------------------------------------------------------------ hooks
     async def reset(
