@@ -62,7 +62,9 @@ class GuessGame:
         left = MAX_TURNS - self.turn
         match = GUESS.search(action)
         if match is None:
-            self.observation = f"I could not find a guess like [50] in your reply. Guesses left: {left}."
+            self.observation = (
+                f"I could not find a guess like [50] in your reply. Guesses left: {left}."
+            )
             return self.observation, 0.0, False
         guess = int(match.group(1))
         if guess == self.target:
@@ -148,7 +150,7 @@ def build_app(score: bool = False) -> FastAPI:
         return server.reset(body.id, body.data_idx)
 
     @app.get("/observation")
-    def get_observation(id: int) -> dict[str, Any]:  # noqa: A002
+    def get_observation(id: int) -> dict[str, Any]:
         return server.observe(id)
 
     @app.post("/close")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any
+from typing import Any, ClassVar
 
 from agentsgym import RewardTerm, StepResult, hookimpl
 from agentsgym.builtin.guess_number import GuessState, GuessTheNumberEnv
@@ -15,7 +15,7 @@ class TermsEnv(GuessTheNumberEnv):
     message, reward_shaping terms (two implementations of one name), a finish term,
     an info with a tuple and a nested dict, and non-ASCII text."""
 
-    finished: list[tuple[str, bool, str | None]] = []
+    finished: ClassVar[list[tuple[str, bool, str | None]]] = []
 
     @hookimpl
     def format_prompt(self, state: GuessState, step: int) -> Any:
@@ -38,7 +38,9 @@ class TermsEnv(GuessTheNumberEnv):
         return [RewardTerm("brevity", -0.01 * len(action)), RewardTerm("step", 0.1 * step)]
 
     @hookimpl
-    def finish_episode(self, state: Any, truncated: bool, error: str | None, session_id: str) -> Any:
+    def finish_episode(
+        self, state: Any, truncated: bool, error: str | None, session_id: str
+    ) -> Any:
         TermsEnv.finished.append((session_id, truncated, error))
         if state is None or error is not None:
             return None

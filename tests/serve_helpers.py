@@ -17,7 +17,9 @@ TINY = "agentsgym/tiny-chatml"
 
 
 @contextlib.contextmanager
-def served(env_id: str = GUESS, env_config: dict[str, Any] | None = None, **options: Any) -> Iterator[Any]:
+def served(
+    env_id: str = GUESS, env_config: dict[str, Any] | None = None, **options: Any
+) -> Iterator[Any]:
     """A real uvicorn server of ``env_id`` on 127.0.0.1 (free port), stopped afterwards;
     yields the BackgroundServer, with ``.service`` (the session table and host)."""
     app = create_app(env_id, env_config, **options)
@@ -61,6 +63,8 @@ class FaultProxy:
     * ``"pass"``: forwarded both ways;
     * ``"drop"``: the request reaches the server, which applies it; its reply is thrown
       away and both connections are closed (a dropped socket);
+    * ``"<fault>-once"``: that fault, unless the very same request (byte for byte: a
+      client's retry) was hit before, so that no request is lost for good;
     * ``"delay:S"``: the reply is held back S seconds (a slow network);
     * ``"502"``: the request reaches the server; the client gets a 502 instead of the
       reply (a gateway failing after the fact);
@@ -77,6 +81,7 @@ class FaultProxy:
         self.faults: collections.deque[str] = collections.deque()
         self.seen: list[tuple[int, str, str]] = []
         self._count = 0
+        self._dropped: set[bytes] = set()
         self._lock = threading.Lock()
         self._loop = asyncio.new_event_loop()
         self._server: asyncio.AbstractServer | None = None
@@ -132,6 +137,12 @@ class FaultProxy:
             await self._server.wait_closed()
             self._server = None
 
+    def _first_time(self, request: bytes) -> bool:
+        with self._lock:
+            seen = request in self._dropped
+            self._dropped.add(request)
+        return not seen
+
     def _decide(self, line: str) -> str:
         with self._lock:
             number = self._count
@@ -153,7 +164,7 @@ class FaultProxy:
         except OSError:
             client_w.close()
             return
-        pending: collections.deque[str] = collections.deque()
+        pending: collections.deque[list[Any]] = collections.deque()  # [fault, request bytes]
 
         def close_all() -> None:
             for writer in (client_w, server_w):
@@ -168,10 +179,14 @@ class FaultProxy:
                 if data[:4] in (b"POST", b"GET ", b"PUT ", b"DELE"):
                     line = data.split(b"\r\n", 1)[0].decode("latin-1")
                     fault = self._decide(line)
+                    if fault == "reset-once":
+                        fault = "reset" if self._first_time(bytes(data)) else "pass"
                     if fault == "reset":
                         close_all()
                         return
-                    pending.append(fault)
+                    pending.append([fault, bytearray()])
+                if pending:
+                    pending[-1][1].extend(data)
                 server_w.write(data)
                 await server_w.drain()
             with contextlib.suppress(Exception):
@@ -183,7 +198,10 @@ class FaultProxy:
                 if not data:
                     break
                 if data.startswith(b"HTTP/") and pending:
-                    fault = pending.popleft()
+                    fault, request = pending.popleft()
+                    if fault.endswith("-once"):
+                        once = fault.removesuffix("-once")
+                        fault = once if self._first_time(bytes(request)) else "pass"
                     if fault == "drop":
                         close_all()
                         return

@@ -8,14 +8,13 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+import agentsgym
 import httpx
 import pytest
 from agentgym_style_server import build_app
-from serve_helpers import GUESS, TINY, served
-
-import agentsgym
 from agentsgym.builtin.guess_number import BisectAgent
 from agentsgym.serve import AgentGymEnv, BackgroundServer
+from serve_helpers import GUESS, TINY, served
 
 pytestmark = pytest.mark.timeout(120)
 INSTRUCTIONS = [
@@ -75,7 +74,10 @@ def test_the_conversation_start_and_system_prompt_come_from_env_config(third_par
     batch = env.run_trial([{"data_idx": 7}], ActionAgent())
     episode = batch.groups[0].episodes[0]
     assert episode.ok and episode.final_reward == 1.0
-    assert episode.messages[:3] == [{"role": "system", "content": "You are careful."}, *INSTRUCTIONS]
+    assert episode.messages[:3] == [
+        {"role": "system", "content": "You are careful."},
+        *INSTRUCTIONS,
+    ]
     assert episode.messages[3]["content"].startswith("I am thinking of an integer")
     assert episode.steps[0].info["action_sent"] == "[50]"
     mask = episode.agent_token_mask

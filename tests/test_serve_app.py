@@ -10,12 +10,11 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+import agentsgym
 import httpx
 import pytest
-from serve_helpers import GUESS, served
-
-import agentsgym
 from agentsgym.serve.logs import JsonFormatter
+from serve_helpers import GUESS, served
 
 pytestmark = pytest.mark.timeout(120)
 V1 = "/agentsgym/v1"
@@ -70,7 +69,9 @@ def test_an_agentgym_episode_ends_with_done_at_the_step_limit(guess_server: Any)
     with httpx.Client(base_url=guess_server.url, timeout=30) as http:
         env_id = http.post("/create").json()["id"]
         http.post("/reset", json={"id": env_id, "data_idx": 0})
-        replies = [http.post("/step", json={"id": env_id, "action": "no guess"}).json() for _ in range(10)]
+        replies = [
+            http.post("/step", json={"id": env_id, "action": "no guess"}).json() for _ in range(10)
+        ]
         assert [r["done"] for r in replies] == [False] * 9 + [True]
         over = http.post("/step", json={"id": env_id, "action": "[1]"})
         assert over.status_code == 409 and "is over" in over.json()["detail"]
@@ -84,7 +85,11 @@ def test_an_agentgym_episode_ends_with_done_at_the_step_limit(guess_server: Any)
         ("/reset", {"id": 0, "data_idx": -1}, ["body", "data_idx"]),
         ("/step", {"id": 0}, ["body", "action"]),
         ("/reset", {"id": 0, "data_index": 3}, ["body", "data_index"]),
-        (f"{V1}/sessions/0/step", {"token": "t", "episode": 1, "step": -1, "action": "a"}, ["body", "step"]),
+        (
+            f"{V1}/sessions/0/step",
+            {"token": "t", "episode": 1, "step": -1, "action": "a"},
+            ["body", "step"],
+        ),
         (f"{V1}/sessions", {"task_data": "seed=1"}, ["body", "task_data"]),
     ],
 )
@@ -133,7 +138,10 @@ def test_a_repeated_v1_step_is_answered_again_and_applied_once(
     session = created.json()
     assert session["episode"] == 1 and session["messages"][0]["role"] == "user"
     # the same create again (its reply was lost): the same session, not a second one
-    assert http.post(f"{V1}/sessions", json={"task_data": {"seed": 4}, "request_id": "abc"}).json() == session
+    assert (
+        http.post(f"{V1}/sessions", json={"task_data": {"seed": 4}, "request_id": "abc"}).json()
+        == session
+    )
     url = f"{V1}/sessions/{session['id']}/step"
     body = {"token": session["token"], "episode": 1, "step": 0, "action": "[50]"}
     applied, replayed = service.steps_applied, service.steps_replayed
@@ -152,7 +160,12 @@ def test_a_repeated_v1_step_is_answered_again_and_applied_once(
     assert state["messages"][1]["content"] == "[50]" and state["step"] == 1
     finish = {"token": session["token"], "episode": 1, "truncated": False, "error": None}
     finished = http.post(f"{V1}/sessions/{session['id']}/finish", json=finish)
-    assert finished.json() == {"id": session["id"], "episode": 1, "reward_terms": {}, "closed": True}
+    assert finished.json() == {
+        "id": session["id"],
+        "episode": 1,
+        "reward_terms": {},
+        "closed": True,
+    }
     # its reply lost, the finish is sent again: the same answer from the closed session
     assert http.post(f"{V1}/sessions/{session['id']}/finish", json=finish).json() == finished.json()
     assert http.post(url, json={**body, "step": 1}).status_code == 410
@@ -187,7 +200,10 @@ def test_env_config_is_validated_by_the_server(http: httpx.Client) -> None:
 
 
 def test_a_locked_config_refuses_other_configs() -> None:
-    with served(GUESS, {"high": 20}, lock_config=True) as server, httpx.Client(base_url=server.url) as http:
+    with (
+        served(GUESS, {"high": 20}, lock_config=True) as server,
+        httpx.Client(base_url=server.url) as http,
+    ):
         locked = http.post(f"{V1}/sessions", json={"env_config": {"high": 30}, "task_data": {}})
         assert locked.status_code == 403 and "--lock-config" in locked.json()["detail"]
         same = http.post(f"{V1}/env/config", json={"env_config": {"high": 20}})
@@ -215,9 +231,12 @@ def test_concurrent_steps_on_one_instance_are_serialised() -> None:
     from serve_envs import TrackingEnv
 
     TrackingEnv.max_in_flight = 0
-    with served(
-        "serve_envs:TrackingEnv", {"max_steps_per_episode": 50}, allow_class_paths=True
-    ) as server, httpx.Client(base_url=server.url, timeout=60) as http:
+    with (
+        served(
+            "serve_envs:TrackingEnv", {"max_steps_per_episode": 50}, allow_class_paths=True
+        ) as server,
+        httpx.Client(base_url=server.url, timeout=60) as http,
+    ):
         env_id = http.post("/create").json()["id"]
         http.post("/reset", json={"id": env_id, "data_idx": 0})
 
@@ -235,14 +254,16 @@ def test_idle_sessions_are_reaped_and_their_episodes_finished() -> None:
     from serve_envs import TermsEnv
 
     TermsEnv.finished.clear()
-    with served("serve_envs:TermsEnv", allow_class_paths=True, idle_timeout=0.2) as server:
-        with httpx.Client(base_url=server.url) as http:
-            env_id = http.post("/create").json()["id"]
-            http.post("/reset", json={"id": env_id, "data_idx": 0})
-            deadline = time.monotonic() + 60
-            while http.get("/health").json()["sessions"] and time.monotonic() < deadline:
-                time.sleep(0.05)
-            late = http.post("/step", json={"id": env_id, "action": "[1]"})
+    with (
+        served("serve_envs:TermsEnv", allow_class_paths=True, idle_timeout=0.2) as server,
+        httpx.Client(base_url=server.url) as http,
+    ):
+        env_id = http.post("/create").json()["id"]
+        http.post("/reset", json={"id": env_id, "data_idx": 0})
+        deadline = time.monotonic() + 60
+        while http.get("/health").json()["sessions"] and time.monotonic() < deadline:
+            time.sleep(0.05)
+        late = http.post("/step", json={"id": env_id, "action": "[1]"})
     assert late.status_code == 410 and "reaped" in late.json()["detail"]
     assert [(s, e is not None and "idle" in e) for s, _, e in TermsEnv.finished] == [
         (f"agentgym-{env_id}", True)

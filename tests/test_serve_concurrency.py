@@ -7,14 +7,12 @@ from __future__ import annotations
 import asyncio
 import random
 import re
-from typing import Any
-
-import aiohttp
-import pytest
-from serve_helpers import GUESS, fingerprint, served
 
 import agentsgym
+import aiohttp
+import pytest
 from agentsgym.builtin.guess_number import BisectAgent
+from serve_helpers import GUESS, fingerprint, served
 
 pytestmark = pytest.mark.timeout(300)
 SESSIONS = 256

@@ -8,14 +8,13 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
+import agentsgym
 import pytest
 from agentgym_style_server import build_app
-from serve_helpers import GUESS, TINY, FaultProxy, fingerprint, served
-
-import agentsgym
 from agentsgym.builtin.guess_number import BisectAgent
 from agentsgym.errors import RemoteEnvError
 from agentsgym.serve import AgentGymEnv, BackgroundServer, RemoteEnv, RetryPolicy
+from serve_helpers import GUESS, TINY, FaultProxy, fingerprint, served
 
 pytestmark = pytest.mark.timeout(180)
 TASKS = [{"seed": seed} for seed in range(8)]
@@ -57,10 +56,10 @@ def test_dropped_replies_are_retried_and_applied_exactly_once(
 ) -> None:
     server, proxy = proxied
     env = remote(proxy.url)
-    proxy.rule = every(3, "drop", "/sessions")  # creates, steps and finishes alike
+    proxy.rule = every(3, "drop-once", "/sessions")  # creates, steps and finishes alike
     batch = env.run_trial(TASKS, BisectAgent())
     service = server.service
-    assert proxy.applied("drop") >= 10
+    assert proxy.applied("drop-once") >= 10
     assert fingerprint(batch) == fingerprint(local_batch)
     assert service.steps_applied == steps_played(batch)  # no step applied twice
     assert service.steps_replayed >= 1  # the lost replies were answered again
@@ -68,7 +67,7 @@ def test_dropped_replies_are_retried_and_applied_exactly_once(
     assert len(service.table) == 0  # nothing left open
 
 
-@pytest.mark.parametrize("fault", ["502", "reset"])
+@pytest.mark.parametrize("fault", ["502-once", "reset-once"])
 def test_gateway_errors_and_resets_are_retried(
     proxied: tuple[Any, FaultProxy], local_batch: Any, fault: str
 ) -> None:
@@ -96,7 +95,7 @@ def test_slow_replies_time_out_and_are_retried(
 def test_refused_connections_are_retried_until_the_server_is_back(
     proxied: tuple[Any, FaultProxy], local_batch: Any
 ) -> None:
-    server, proxy = proxied
+    _, proxy = proxied
     env = remote(proxy.url, RetryPolicy(max_attempts=12, backoff=0.05, max_backoff=1.0))
     proxy.pause()  # connections are refused
     timer = threading.Timer(0.5, proxy.resume)
@@ -121,7 +120,7 @@ def test_past_max_sessions_creates_wait_their_turn() -> None:
 def test_a_server_gone_for_good_fails_episodes_in_bounded_time(
     proxied: tuple[Any, FaultProxy],
 ) -> None:
-    server, proxy = proxied
+    _, proxy = proxied
     env = remote(proxy.url, RetryPolicy(max_attempts=3, backoff=0.01))
     proxy.pause()
     batch = env.run_trial(TASKS, BisectAgent())
@@ -131,7 +130,7 @@ def test_a_server_gone_for_good_fails_episodes_in_bounded_time(
 
 
 def test_a_server_that_never_answers_times_out(proxied: tuple[Any, FaultProxy]) -> None:
-    server, proxy = proxied
+    _, proxy = proxied
     env = remote(proxy.url, RetryPolicy(max_attempts=2, backoff=0.01, request_timeout=0.5))
     proxy.rule = lambda number, line: "delay:60"  # a black hole from now on
     batch = env.run_trial(TASKS[:2], BisectAgent())
@@ -151,10 +150,10 @@ def test_agentgym_steps_that_may_have_been_applied_are_never_repeated() -> None:
         lost = {"reset": 0, "step": 0}
 
         def rule(number: int, line: str) -> str:
-            for kind in lost:
+            for kind, count in lost.items():
                 if f"/{kind} " in line:
-                    lost[kind] += 1
-                    if (kind, lost[kind]) in {("reset", 1), ("step", 2)}:
+                    lost[kind] = count + 1
+                    if (kind, count + 1) in {("reset", 1), ("step", 2)}:
                         return "drop"
             return "pass"
 

@@ -9,13 +9,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
-from serve_helpers import GUESS, TINY, fingerprint, served
-
 import agentsgym
+import pytest
 from agentsgym.builtin.guess_number import BisectAgent
 from agentsgym.errors import EnvConfigError, RemoteEnvError, UntrustedRemoteEnvError
 from agentsgym.serve import RemoteEnv
+from serve_helpers import GUESS, TINY, fingerprint, served
 
 pytestmark = pytest.mark.timeout(180)
 TWENTYQ = "twentyq/TwentyQuestions-v0"
@@ -27,12 +26,15 @@ def guess_server() -> Iterator[Any]:
         yield server
 
 
-def both(env_id: str, url: str, tasks: list[dict[str, Any]], agent: Any, **kwargs: Any) -> tuple[Any, Any]:
+def both(
+    env_id: str, url: str, tasks: list[dict[str, Any]], agent: Any, **kwargs: Any
+) -> tuple[Any, Any]:
     """The same tasks played on the local env and through the server."""
     config = kwargs.pop("env_config", None)
     plugins = kwargs.pop("plugins", ())
-    local = agentsgym.make(env_id, tokenizer=TINY, env_config=config, plugins=plugins,
-                           allow_class_paths=True)
+    local = agentsgym.make(
+        env_id, tokenizer=TINY, env_config=config, plugins=plugins, allow_class_paths=True
+    )
     remote = agentsgym.make(url, tokenizer=TINY, env_config=config)
     return local.run_trial(tasks, agent, **kwargs), remote.run_trial(tasks, agent, **kwargs)
 
@@ -52,8 +54,9 @@ def test_a_remote_config_is_the_servers_and_matches_a_local_one(guess_server: An
     assert isinstance(remote_env, RemoteEnv)
     assert (remote_env.config.high, remote_env.config.max_steps_per_episode) == (10, 3)
     tasks = [{"seed": seed} for seed in range(6)]
-    local, remote = both(GUESS, guess_server.url, tasks, BisectAgent(low=1, high=10),
-                         env_config=config)
+    local, remote = both(
+        GUESS, guess_server.url, tasks, BisectAgent(low=1, high=10), env_config=config
+    )
     assert fingerprint(remote) == fingerprint(local)
     assert any(e.truncated for g in local.groups for e in g.episodes)  # the limit was reached
     with pytest.raises(EnvConfigError) as remote_error:
@@ -110,7 +113,11 @@ def test_a_remote_env_plays_on_the_callers_own_event_loop(guess_server: Any) -> 
 
     remote = asyncio.run(play())
     again = asyncio.run(play())  # another loop, another connection pool
-    assert fingerprint(remote) == fingerprint(again) == fingerprint(local.run_trial(tasks, BisectAgent()))
+    assert (
+        fingerprint(remote)
+        == fingerprint(again)
+        == fingerprint(local.run_trial(tasks, BisectAgent()))
+    )
 
 
 def test_rows_that_name_a_server_play_only_when_allowed(
@@ -125,7 +132,9 @@ def test_rows_that_name_a_server_play_only_when_allowed(
     other = "http://127.0.0.1:1"
     with pytest.raises(UntrustedRemoteEnvError):
         agentsgym.run_dataset(rows, BisectAgent(), allow_remote=[other])
-    allowed = agentsgym.run_dataset(rows, BisectAgent(), tokenizer=TINY, allow_remote=[guess_server.url])
+    allowed = agentsgym.run_dataset(
+        rows, BisectAgent(), tokenizer=TINY, allow_remote=[guess_server.url]
+    )
     local = agentsgym.make(GUESS, tokenizer=TINY)
     expected = local.run_trial([row["task_data"] for row in rows], BisectAgent())
     assert fingerprint(allowed) == fingerprint(expected)

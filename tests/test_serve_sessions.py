@@ -4,7 +4,6 @@ create retries; URL trust rules. No server: the table and the URL helpers direct
 from __future__ import annotations
 
 import pytest
-
 from agentsgym.serve.errors import ServerFull, SessionClosed, UnknownSession, WrongProtocol
 from agentsgym.serve.sessions import SessionTable
 from agentsgym.serve.urls import is_remote_url, normalise_url, split_protocol, url_allowed
@@ -93,7 +92,7 @@ def test_idle_sessions_are_those_unused_for_the_timeout_and_not_in_use() -> None
     old, _ = table.create("agentgym", "k")
     busy, _ = table.create("agentgym", "k")
     clock.now += 30
-    fresh, _ = table.create("agentgym", "k")
+    table.create("agentgym", "k")  # a fresh one
     clock.now += 31
     busy.active = 1  # a call is running or waiting on it
     assert table.idle() == [old]

@@ -47,8 +47,12 @@ def serve_command(
     lock_config: bool = typer.Option(
         False, "--lock-config", help="refuse client env_configs that differ from the served one"
     ),
-    split: str = typer.Option("train", "--split", help="the dataset split AgentGym's data_idx indexes"),
-    threads: int = typer.Option(32, "--threads", min=1, max=4096, help="worker threads for env hooks"),
+    split: str = typer.Option(
+        "train", "--split", help="the dataset split AgentGym's data_idx indexes"
+    ),
+    threads: int = typer.Option(
+        32, "--threads", min=1, max=4096, help="worker threads for env hooks"
+    ),
     allow_class_paths: bool = typer.Option(
         False, "--allow-class-paths", help="let ENV_ID be a module:Class path (imports code)"
     ),

@@ -93,7 +93,7 @@ def create_app(
     instance = secrets.token_hex(8)
     try:
         config_schema = host.env_class.config_class.model_json_schema()
-    except Exception:  # a config type pydantic cannot describe: the server still works
+    except Exception:  # noqa: BLE001 (a config type pydantic cannot describe: serve anyway)
         config_schema = {}
     spec = host.spec
 
@@ -141,8 +141,8 @@ def create_app(
     app.add_exception_handler(ServeError, _serve_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_middleware(AccessLogMiddleware)
-    app.include_router(agentgym_router)
     app.include_router(v1_router)
+    app.include_router(agentgym_router)
 
     @app.get("/", include_in_schema=False)
     async def hello() -> Response:

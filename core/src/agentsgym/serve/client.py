@@ -50,7 +50,9 @@ def connect(
     return RemoteEnv(base, tokenizer, env_config, plugins=plugins, retry=retry, info=info)
 
 
-def detect(base_url: str, retry: RetryPolicy | None = None) -> tuple[Protocol, dict[str, Any] | None]:
+def detect(
+    base_url: str, retry: RetryPolicy | None = None
+) -> tuple[Protocol, dict[str, Any] | None]:
     """Which protocol the server at ``base_url`` speaks, and its env info if agentsgym's."""
     transport = Transport(base_url, retry)
     try:

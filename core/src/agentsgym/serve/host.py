@@ -111,7 +111,9 @@ class EnvHost:
         )
         self.env_class: type[MultistepEnv] = type(default)
         self.default_key = self.config_key({})
-        self.envs: dict[str, HostedEnv] = {self.default_key: self._hosted(self.default_key, default)}
+        self.envs: dict[str, HostedEnv] = {
+            self.default_key: self._hosted(self.default_key, default)
+        }
         self._building: dict[str, asyncio.Lock] = {}
         self._datasets: dict[tuple[str, str], list[dict[str, Any]]] = {}
 
@@ -141,7 +143,9 @@ class EnvHost:
             )
         return key
 
-    async def hosted(self, client_config: dict[str, Any], in_use: Callable[[str], bool]) -> HostedEnv:
+    async def hosted(
+        self, client_config: dict[str, Any], in_use: Callable[[str], bool]
+    ) -> HostedEnv:
         """The env instance for a client config, built on first use.
 
         ``in_use(key)`` says whether live sessions still play an instance; unused
@@ -175,11 +179,13 @@ class EnvHost:
                 )
             except EnvConfigError as exc:
                 raise BadEnvConfig(str(exc)) from None
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 (the env's own failure, reported)
                 raise EnvFailure(f"building the env failed: {type(exc).__name__}: {exc}") from None
             hosted = self._hosted(key, env)
             self.envs[key] = hosted
-            logger.info("env built", extra={"fields": {"event": "env_built", "configs": len(self.envs)}})
+            logger.info(
+                "env built", extra={"fields": {"event": "env_built", "configs": len(self.envs)}}
+            )
         self._building.pop(key, None)
         return hosted
 
@@ -228,7 +234,7 @@ class EnvHost:
                 f"{self.spec.id} ships no {split} dataset; give the task itself "
                 "(task_data) through /agentsgym/v1"
             ) from None
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 (the env's own failure, reported)
             raise EnvFailure(
                 f"building the {split} dataset failed: {type(exc).__name__}: {exc}"
             ) from None
@@ -321,5 +327,5 @@ class EnvHost:
             return await hosted.runtime.turn(make, lambda: name)
         except EnvFailure:
             raise
-        except Exception as exc:  # the env's answer to this request, not a server fault
+        except Exception as exc:  # noqa: BLE001 (the env's answer to this request)
             raise EnvFailure(f"{name}: {type(exc).__name__}: {exc}") from None

@@ -294,5 +294,3 @@ def _expect(reply: dict[str, Any], path: str, **wanted: int) -> None:
                 "another call (a proxy mixing up connections?); the episode is stopped so "
                 "that nothing is applied to the wrong session"
             )
-
-

@@ -44,7 +44,10 @@ def dump_json(content: Any) -> bytes:
         )
     except (ValueError, TypeError):  # a NaN, an infinity or a key JSON cannot take
         text = json.dumps(
-            _plain(content), ensure_ascii=True, allow_nan=False, default=_default,
+            _plain(content),
+            ensure_ascii=True,
+            allow_nan=False,
+            default=_default,
             separators=(",", ":"),
         )
     return text.encode("ascii")

@@ -74,7 +74,7 @@ async def step(body: AgentGymStep, request: Request) -> Response:
     responses=_errors(403, 404, 409, 410),
     summary="The last observation",
 )
-async def observation(request: Request, id: int = Query(...)) -> Response:  # noqa: A002
+async def observation(request: Request, id: int = Query(...)) -> Response:
     return SafeJSONResponse(_service(request).agentgym_observation(id))
 
 

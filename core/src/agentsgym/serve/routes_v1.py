@@ -47,6 +47,69 @@ def _errors(*statuses: int) -> dict[int | str, dict[str, object]]:
     return {status: {"model": ErrorReply} for status in statuses}
 
 
+# The hot path first: the router tries routes in order.
+@router.post(
+    "/sessions/{session_id}/step",
+    response_model=StepReply,
+    responses=_errors(*SESSION_ERRORS),
+    summary="Apply the agent's action (a retry of the last step gets the same reply)",
+)
+async def step(body: StepRequest, request: Request, session_id: int = Path(...)) -> Response:
+    return SafeJSONResponse(await _service(request).step(session_id, body))
+
+
+@router.post(
+    "/sessions",
+    response_model=Created,
+    responses=_errors(400, 403, 409, 410, 422, 503),
+    summary="Create a session (and start its first episode when task_data is given)",
+)
+async def create(body: CreateRequest, request: Request) -> Response:
+    return SafeJSONResponse(await _service(request).create(body))
+
+
+@router.post(
+    "/sessions/{session_id}/finish",
+    response_model=FinishReply,
+    responses=_errors(*SESSION_ERRORS),
+    summary="End the episode (finish_episode) and, by default, close the session",
+)
+async def finish(body: FinishRequest, request: Request, session_id: int = Path(...)) -> Response:
+    return SafeJSONResponse(await _service(request).finish(session_id, body))
+
+
+@router.post(
+    "/sessions/{session_id}/reset",
+    response_model=ResetReply,
+    responses=_errors(*SESSION_ERRORS),
+    summary="Start the next episode with a task",
+)
+async def reset(body: ResetRequest, request: Request, session_id: int = Path(...)) -> Response:
+    return SafeJSONResponse(await _service(request).reset(session_id, body))
+
+
+@router.post(
+    "/sessions/{session_id}/close",
+    response_model=Closed,
+    responses=_errors(403, 404, 410),
+    summary="Close a session",
+)
+async def close(body: TokenRequest, request: Request, session_id: int = Path(...)) -> Response:
+    return SafeJSONResponse(await _service(request).close(session_id, body.token))
+
+
+@router.get(
+    "/sessions/{session_id}",
+    response_model=SessionState,
+    responses=_errors(403, 404, 410),
+    summary="The current episode: conversation, counters",
+)
+async def session_state(
+    request: Request, session_id: int = Path(...), token: str = Query(..., max_length=256)
+) -> Response:
+    return SafeJSONResponse(_service(request).session_state(session_id, token))
+
+
 @router.get("/env", response_model=EnvInfo, summary="What this server serves")
 async def env_info(request: Request) -> Response:
     return SafeJSONResponse(request.app.state.env_info())
@@ -72,65 +135,3 @@ async def dataset(
     body: DatasetRequest, request: Request, split: Literal["train", "eval"] = Path(...)
 ) -> Response:
     return SafeJSONResponse(await _service(request).dataset(split, body))
-
-
-@router.post(
-    "/sessions",
-    response_model=Created,
-    responses=_errors(400, 403, 409, 410, 422, 503),
-    summary="Create a session (and start its first episode when task_data is given)",
-)
-async def create(body: CreateRequest, request: Request) -> Response:
-    return SafeJSONResponse(await _service(request).create(body))
-
-
-@router.get(
-    "/sessions/{session_id}",
-    response_model=SessionState,
-    responses=_errors(403, 404, 410),
-    summary="The current episode: conversation, counters",
-)
-async def session_state(
-    request: Request, session_id: int = Path(...), token: str = Query(..., max_length=256)
-) -> Response:
-    return SafeJSONResponse(_service(request).session_state(session_id, token))
-
-
-@router.post(
-    "/sessions/{session_id}/reset",
-    response_model=ResetReply,
-    responses=_errors(*SESSION_ERRORS),
-    summary="Start the next episode with a task",
-)
-async def reset(body: ResetRequest, request: Request, session_id: int = Path(...)) -> Response:
-    return SafeJSONResponse(await _service(request).reset(session_id, body))
-
-
-@router.post(
-    "/sessions/{session_id}/step",
-    response_model=StepReply,
-    responses=_errors(*SESSION_ERRORS),
-    summary="Apply the agent's action (a retry of the last step gets the same reply)",
-)
-async def step(body: StepRequest, request: Request, session_id: int = Path(...)) -> Response:
-    return SafeJSONResponse(await _service(request).step(session_id, body))
-
-
-@router.post(
-    "/sessions/{session_id}/finish",
-    response_model=FinishReply,
-    responses=_errors(*SESSION_ERRORS),
-    summary="End the episode (finish_episode) and, by default, close the session",
-)
-async def finish(body: FinishRequest, request: Request, session_id: int = Path(...)) -> Response:
-    return SafeJSONResponse(await _service(request).finish(session_id, body))
-
-
-@router.post(
-    "/sessions/{session_id}/close",
-    response_model=Closed,
-    responses=_errors(403, 404, 410),
-    summary="Close a session",
-)
-async def close(body: TokenRequest, request: Request, session_id: int = Path(...)) -> Response:
-    return SafeJSONResponse(await _service(request).close(session_id, body.token))

@@ -65,7 +65,9 @@ def _log(event: str, **fields: Any) -> None:
 class EnvService:
     """What the routes of both protocols call (see the module docstring)."""
 
-    def __init__(self, host: EnvHost, table: SessionTable, *, agentgym_split: str = "train") -> None:
+    def __init__(
+        self, host: EnvHost, table: SessionTable, *, agentgym_split: str = "train"
+    ) -> None:
         self.host = host
         self.table = table
         self.agentgym_split = agentgym_split
@@ -306,9 +308,7 @@ class EnvService:
                 await self._end_episode(
                     session, truncated=False, error="reset before the episode ended", quiet=True
                 )
-            return await self._start_episode(
-                session, body.episode, body.task_data, body.session_id
-            )
+            return await self._start_episode(session, body.episode, body.task_data, body.session_id)
 
     async def step(self, session_id: int, body: StepRequest) -> dict[str, Any]:
         session = self.table.get(session_id, body.token)
@@ -362,9 +362,9 @@ class EnvService:
             session = self.table.get(session_id, body.token)
         except SessionClosed:
             stone = self.table.tombstone(session_id, body.token)
-            if stone is not None and stone.last_finish is not None:
-                if stone.last_finish[0] == body.episode:
-                    return stone.last_finish[1]
+            finished = stone.last_finish if stone is not None else None
+            if finished is not None and finished[0] == body.episode:
+                return finished[1]
             raise
         async with self._use(session):
             if session.last_finish is not None and session.last_finish[0] == body.episode:

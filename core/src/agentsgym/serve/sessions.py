@@ -176,13 +176,12 @@ class SessionTable:
                         "reached only there, with its token"
                     )
                 return session
-            if secrets.compare_digest(session.token, token):
+            if _same_token(session.token, token):
                 return session
             raise UnknownSession(f"no session {session_id} with this token")
         if 0 <= session_id < self._next_id:
             raise SessionClosed(
-                f"session {session_id} is closed ({self._reason(session_id)}); create a new "
-                "one",
+                f"session {session_id} is closed ({self._reason(session_id)}); create a new one",
                 id=session_id,
             )
         raise UnknownSession(
@@ -192,7 +191,7 @@ class SessionTable:
     def tombstone(self, session_id: int, token: str) -> Tombstone | None:
         """The tombstone of a closed session, for the holder of its token."""
         stone = self.tombstones.get(session_id)
-        if stone is not None and secrets.compare_digest(stone.token, token):
+        if stone is not None and _same_token(stone.token, token):
             return stone
         return None
 
@@ -222,3 +221,8 @@ class SessionTable:
     @property
     def next_id(self) -> int:
         return self._next_id
+
+
+def _same_token(issued: str, given: str) -> bool:
+    # compare_digest refuses non-ASCII str; bytes take any text a client may send.
+    return secrets.compare_digest(issued.encode(), given.encode("utf-8", "surrogatepass"))

@@ -88,7 +88,9 @@ class RetryPolicy:
             raise ValueError(f"max_attempts must be at least 1, got {self.max_attempts}")
         if self.backoff < 0 or self.max_backoff < 0:
             raise ValueError("backoff and max_backoff must not be negative")
-        if self.connect_timeout <= 0 or (self.request_timeout is not None and self.request_timeout <= 0):
+        if self.connect_timeout <= 0 or (
+            self.request_timeout is not None and self.request_timeout <= 0
+        ):
             raise ValueError("timeouts must be positive")
 
     def delay(self, attempt: int, retry_after: float | None = None) -> float:
@@ -276,7 +278,9 @@ class Transport:
         per_attempt = self.policy.request_timeout or timeout
         return max(0.05, min(per_attempt, deadline - time.monotonic()))
 
-    def _next(self, method: str, path: str, attempt: int, failed: _Attempt, deadline: float) -> float:
+    def _next(
+        self, method: str, path: str, attempt: int, failed: _Attempt, deadline: float
+    ) -> float:
         """The wait before the next attempt; raises when there is none."""
         if isinstance(failed, _Refused):
             raise failed.error
@@ -295,7 +299,9 @@ class Transport:
         )
         return wait
 
-    def _gave_up(self, method: str, path: str, reason: str, attempts: int | None = None) -> RemoteCallError:
+    def _gave_up(
+        self, method: str, path: str, reason: str, attempts: int | None = None
+    ) -> RemoteCallError:
         tries = f" after {attempts} attempt{'s' if attempts != 1 else ''}" if attempts else ""
         return RemoteCallError(
             f"{method} {redact_url(self.base_url + path)} failed{tries}: {reason}"
@@ -310,7 +316,9 @@ class Transport:
         aiohttp = self.aiohttp
         unsent = isinstance(exc, (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError))
         transport = isinstance(exc, (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError))
-        return _failure(exc, retry, unsent=unsent, transport=transport or isinstance(exc, asyncio.TimeoutError))
+        return _failure(
+            exc, retry, unsent=unsent, transport=transport or isinstance(exc, asyncio.TimeoutError)
+        )
 
     def _reply(
         self, method: str, path: str, status: int, content: bytes, headers: Any, retry: Retry
