@@ -6,8 +6,10 @@ from __future__ import annotations
 import concurrent.futures
 import json
 import logging
+import re
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import agentsgym
@@ -285,3 +287,26 @@ def test_request_logs_are_json_lines_with_their_fields(
     assert isinstance(requests[0]["ms"], float)
     closed = [line for line in lines if line.get("event") == "session_closed"]
     assert closed and closed[0]["id"] == env_id and closed[0]["reason"] == "closed by the client"
+
+
+def test_the_serving_guide_lists_every_endpoint_and_option(http: httpx.Client) -> None:
+    from agentsgym.cli import app
+    from typer.main import get_command
+
+    guide = (Path(__file__).resolve().parents[1] / "docs" / "serving.md").read_text()
+    documented = {
+        (method, path.replace("{id}", "{session_id}").replace("{train\\|eval}", "{split}"))
+        for method, path in re.findall(r"^\| `(GET|POST) ([^ ?`]+)", guide, re.MULTILINE)
+    }
+    published = {
+        (method.upper(), path.removeprefix(V1))
+        for path, item in http.get("/openapi.json").json()["paths"].items()
+        for method in item
+        if path != "/health"
+    }
+    assert documented == published
+    command = get_command(app).commands["serve"]  # type: ignore[attr-defined]
+    for param in command.params:
+        names = [*param.opts, *getattr(param, "secondary_opts", [])]
+        if names[0].startswith("--"):
+            assert any(f"`{name}" in guide or f" {name} " in guide for name in names), names

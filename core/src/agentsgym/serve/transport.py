@@ -266,12 +266,14 @@ class Transport:
 
     # ------------------------------------------------------------------ policy
     def _budget(self, timeout: float) -> float:
-        """A call's whole budget: its attempts' timeouts and the waits between them."""
+        """A call's whole budget: its attempts' timeouts (connecting included) and the
+        longest waits between them. A backstop: attempts and their timeouts end a call
+        first, unless the machine is too slow to notice its own timeouts in time."""
         waits = sum(
             min(self.policy.max_backoff, self.policy.backoff * 2**i)
             for i in range(self.policy.max_attempts - 1)
         )
-        per_attempt = self.policy.request_timeout or timeout
+        per_attempt = (self.policy.request_timeout or timeout) + self.policy.connect_timeout
         return per_attempt * self.policy.max_attempts + waits
 
     def _attempt_timeout(self, timeout: float, deadline: float) -> float:
