@@ -14,6 +14,9 @@ the benchmark instead (client and server then share one GIL).
   /proc.
 * throughput: 256 episodes of 20 turns at max_concurrency 64 and 256 (as many live
   sessions), steps per second through the server against the same run in-process.
+* against a model: the same 256 episodes at max_concurrency 256 with an agent that
+  takes 50 ms per reply (asyncio.sleep, a stand-in for a model server); the ideal
+  wall time is 20 x 50 ms = 1 s, efficiency = ideal / measured.
 """
 
 from __future__ import annotations
@@ -45,16 +48,43 @@ class Counter:
         return "".join(ch for ch in messages[-1]["content"] if ch.isdigit()), agent_state
 
 
+class SlowCounter:
+    """Counter behind a 50 ms wait, as if a model server answered."""
+
+    async def get_action(self, messages: Any, agent_state: Any) -> tuple[str, Any]:
+        import asyncio
+
+        await asyncio.sleep(0.05)
+        return Counter().get_action(messages, agent_state)
+
+
 class ServerProcess:
     """``agentsgym serve`` of CountdownEnv in its own process, on a free port."""
 
     def __enter__(self) -> ServerProcess:
         env = {**os.environ, "PYTHONPATH": f"{TESTS}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "agentsgym", "serve", ENV, "--allow-class-paths",
-             "--port", "0", "--max-sessions", "1024", "--no-access-log", "--log-level",
-             "warning", "--threads", "32"],
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env,
+            [
+                sys.executable,
+                "-m",
+                "agentsgym",
+                "serve",
+                ENV,
+                "--allow-class-paths",
+                "--port",
+                "0",
+                "--max-sessions",
+                "1024",
+                "--no-access-log",
+                "--log-level",
+                "warning",
+                "--threads",
+                "32",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            env=env,
         )
         assert self.process.stdout is not None
         line = self.process.stdout.readline()
@@ -103,7 +133,9 @@ def per_step(server: Any, turns: int, repeats: int) -> None:
     config = {"start": turns, "max_steps_per_episode": turns}
     episodes = 8
     print(f"\nper-step overhead: {episodes} episodes of {turns} turns, one at a time")
-    print("| tokenizer | in-process, per turn | through the server, per turn | overhead per step | server CPU per step |")
+    print(
+        "| tokenizer | in-process, per turn | through the server, per turn | overhead per step | server CPU per step |"
+    )
     print("| --- | --- | --- | --- | --- |")
     for label, tokenizer in (("none", None), ("tiny-chatml", TINY)):
         tok = agentsgym.load_tokenizer(tokenizer)
@@ -131,11 +163,15 @@ def throughput(server: Any, repeats: int) -> None:
     tasks = [{}] * episodes
     remote.run_trial(tasks[:8], Counter())  # warm up
     print(f"\nthroughput: {episodes} episodes of {turns} turns, no tokenizer")
-    print("| max_concurrency (= live sessions) | in-process | through the server | server CPU per step |")
+    print(
+        "| max_concurrency (= live sessions) | in-process | through the server | server CPU per step |"
+    )
     print("| --- | --- | --- | --- |")
     steps = turns * episodes
     for concurrency in (64, 256):
-        local_s = best(lambda: local.run_trial(tasks, Counter(), max_concurrency=concurrency), repeats)
+        local_s = best(
+            lambda: local.run_trial(tasks, Counter(), max_concurrency=concurrency), repeats
+        )
         cpu = server.cpu()
         remote_s = best(
             lambda: remote.run_trial(tasks, Counter(), max_concurrency=concurrency), repeats
@@ -145,6 +181,24 @@ def throughput(server: Any, repeats: int) -> None:
             f"| {concurrency} | {steps / local_s:,.0f} steps/s | {steps / remote_s:,.0f} steps/s "
             f"({episodes / remote_s:,.1f} episodes/s) | {server_cpu * 1e3:.3f} ms |"
         )
+    remote.close()
+
+
+def against_a_model(server: Any, repeats: int) -> None:
+    turns, episodes = 20, 256
+    config = {"start": turns, "max_steps_per_episode": turns}
+    local = CountdownEnv(env_config=config)
+    remote = agentsgym.make(server.url, env_config=config)
+    tasks = [{}] * episodes
+    ideal = turns * 0.05
+    print(f"\nagainst a 50 ms agent: {episodes} episodes of {turns} turns, max_concurrency 256")
+    print("| env | wall time | efficiency (ideal 1 s) |")
+    print("| --- | --- | --- |")
+    for label, env in (("in-process", local), ("through the server", remote)):
+        seconds = best(
+            lambda env=env: env.run_trial(tasks, SlowCounter(), max_concurrency=256), repeats
+        )
+        print(f"| {label} | {seconds:.2f} s | {ideal / seconds:.2f} |")
     remote.close()
 
 
@@ -159,6 +213,7 @@ def main() -> None:
         print(f"server: {server.url} ({'thread' if args.in_process else 'own process'})")
         per_step(server, args.turns, args.repeats)
         throughput(server, args.repeats)
+        against_a_model(server, args.repeats)
 
 
 if __name__ == "__main__":
