@@ -174,3 +174,16 @@ def test_a_server_that_is_not_there_is_a_clear_error_quickly() -> None:
         port = sock.getsockname()[1]
     with pytest.raises(RemoteEnvError, match=r"failed after 3 attempts: ConnectError"):
         connect(f"http://127.0.0.1:{port}", retry=RetryPolicy(max_attempts=3, backoff=0.01))
+
+
+def test_a_real_chat_template_sees_the_same_tokens_through_the_server(qwen25: Any) -> None:
+    from serve_envs import StepShaping
+
+    with served("serve_envs:TermsEnv", allow_class_paths=True, plugins=[StepShaping()]) as server:
+        tasks = [{"seed": seed} for seed in range(4)]
+        local = agentsgym.make(
+            "serve_envs:TermsEnv", tokenizer=qwen25, plugins=[StepShaping()], allow_class_paths=True
+        ).run_trial(tasks, BisectAgent())
+        remote = agentsgym.make(server.url, tokenizer=qwen25).run_trial(tasks, BisectAgent())
+    assert fingerprint(remote) == fingerprint(local)
+    assert all(e.ok and e.num_tokens > 0 for g in remote.groups for e in g.episodes)
