@@ -310,3 +310,20 @@ def test_the_serving_guide_lists_every_endpoint_and_option(http: httpx.Client) -
         names = [*param.opts, *getattr(param, "secondary_opts", [])]
         if names[0].startswith("--"):
             assert any(f"`{name}" in guide or f" {name} " in guide for name in names), names
+
+
+def test_a_retried_create_or_reset_gets_its_first_reply_even_after_steps(
+    http: httpx.Client,
+) -> None:
+    first = http.post(f"{V1}/sessions", json={"task_data": {"seed": 8}, "request_id": "late"})
+    session = first.json()
+    step = {"token": session["token"], "episode": 1, "step": 0, "action": "[50]"}
+    assert http.post(f"{V1}/sessions/{session['id']}/step", json=step).status_code == 200
+    again = http.post(f"{V1}/sessions", json={"task_data": {"seed": 8}, "request_id": "late"})
+    assert again.content == first.content  # not the conversation as it is now
+    url = f"{V1}/sessions/{session['id']}/reset"
+    reset = {"token": session["token"], "episode": 2, "task_data": {"seed": 9}}
+    reply = http.post(url, json=reset)
+    http.post(f"{V1}/sessions/{session['id']}/step", json={**step, "episode": 2})
+    assert http.post(url, json=reset).content == reply.content
+    http.post(f"{V1}/sessions/{session['id']}/close", json={"token": session["token"]})

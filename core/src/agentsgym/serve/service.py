@@ -26,7 +26,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -71,7 +70,6 @@ class EnvService:
         self.host = host
         self.table = table
         self.agentgym_split = agentgym_split
-        self.started = time.time()
         self.steps_applied = 0
         self.steps_replayed = 0
 
@@ -121,7 +119,8 @@ class EnvService:
         reply = {
             "id": session.id,
             "episode": episode,
-            "messages": session.messages,
+            # a copy: the session's conversation grows, the reply kept for retries must not
+            "messages": [dict(m) for m in messages],
             "observation": session.observation,
         }
         session.last_reset = (episode, reply)
