@@ -187,3 +187,11 @@ def test_a_real_chat_template_sees_the_same_tokens_through_the_server(qwen25: An
         remote = agentsgym.make(server.url, tokenizer=qwen25).run_trial(tasks, BisectAgent())
     assert fingerprint(remote) == fingerprint(local)
     assert all(e.ok and e.num_tokens > 0 for g in remote.groups for e in g.episodes)
+
+
+def test_a_served_env_passes_the_contract_test(guess_server: Any) -> None:
+    from agentsgym.testing import check_env
+
+    report = check_env(guess_server.url, agent="agentsgym/bisect", raise_on_failure=False)
+    assert report.passed, [(c.name, c.detail) for c in report.checks if not c.passed]
+    assert len(report.checks) >= 10
