@@ -74,6 +74,12 @@ def test_the_conversation_start_and_system_prompt_come_from_env_config(third_par
     batch = env.run_trial([{"data_idx": 7}], ActionAgent())
     episode = batch.groups[0].episodes[0]
     assert episode.ok and episode.final_reward == 1.0
+    agentgym_form = [
+        {"from": "human", "loss": None, "value": INSTRUCTIONS[0]["content"]},
+        {"from": "gpt", "loss": False, "value": INSTRUCTIONS[1]["content"]},
+    ]
+    same = AgentGymEnv(third_party.url, env_config={**config, "conversation_start": agentgym_form})
+    assert same.config.conversation_start == env.config.conversation_start
     assert episode.messages[:3] == [
         {"role": "system", "content": "You are careful."},
         *INSTRUCTIONS,

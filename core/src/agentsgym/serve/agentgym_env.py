@@ -63,7 +63,8 @@ class AgentGymConfig(EnvConfig):
         default_factory=list,
         description="messages before the first observation, e.g. AgentGym's instructions "
         "as a user turn and its canned assistant reply: [{role: user, content: ...}, "
-        "{role: assistant, content: 'OK. ...'}]",
+        "{role: assistant, content: 'OK. ...'}] (AgentGym's {from: human|gpt, value} "
+        "form is taken too)",
     )
     reset_index_field: str = Field(
         TASK_KEY,
@@ -93,6 +94,15 @@ class AgentGymConfig(EnvConfig):
     dataset_size: int | None = Field(
         None, ge=0, description="tasks on the server: get_train_dataset() gives data_idx 0..n-1"
     )
+
+    @field_validator("conversation_start", mode="before")
+    @classmethod
+    def _agentgym_messages(cls, value: Any) -> Any:
+        # AgentGym's clients write ConversationMessage({"from": "human"|"gpt", "value":
+        # ..., "loss": ...}); those are taken as they are written there.
+        if isinstance(value, list):
+            return [_chat_message(m) for m in value]
+        return value
 
     @field_validator("action_regex")
     @classmethod
@@ -287,6 +297,16 @@ class AgentGymEnv(MultistepEnv):
             {"env_class_path": self.location, "env_config": config, "task_data": task}
             for task in task_data_list
         )
+
+
+AGENTGYM_ROLES = {"human": "user", "gpt": "assistant", "system": "system"}
+
+
+def _chat_message(message: Any) -> Any:
+    if isinstance(message, dict) and "from" in message and "role" not in message:
+        role = AGENTGYM_ROLES.get(str(message["from"]), str(message["from"]))
+        return {"role": role, "content": message.get("value", "")}
+    return message
 
 
 def _observation(reply: Any, path: str) -> str:
