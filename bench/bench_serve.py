@@ -143,9 +143,15 @@ def per_step(server: Any, turns: int, repeats: int) -> None:
         remote = agentsgym.make(server.url, tokenizer=tok, env_config=config)
         tasks = [{}] * episodes
         remote.run_trial(tasks[:1], Counter(), max_concurrency=1)  # warm up
-        local_s = best(lambda: local.run_trial(tasks, Counter(), max_concurrency=1), repeats)
+        local_s = best(
+            lambda env=local, tasks=tasks: env.run_trial(tasks, Counter(), max_concurrency=1),
+            repeats,
+        )
         cpu = server.cpu()
-        remote_s = best(lambda: remote.run_trial(tasks, Counter(), max_concurrency=1), repeats)
+        remote_s = best(
+            lambda env=remote, tasks=tasks: env.run_trial(tasks, Counter(), max_concurrency=1),
+            repeats,
+        )
         server_cpu = (server.cpu() - cpu) / repeats / (episodes * turns)
         steps = episodes * turns
         print(
@@ -170,11 +176,11 @@ def throughput(server: Any, repeats: int) -> None:
     steps = turns * episodes
     for concurrency in (64, 256):
         local_s = best(
-            lambda: local.run_trial(tasks, Counter(), max_concurrency=concurrency), repeats
+            lambda c=concurrency: local.run_trial(tasks, Counter(), max_concurrency=c), repeats
         )
         cpu = server.cpu()
         remote_s = best(
-            lambda: remote.run_trial(tasks, Counter(), max_concurrency=concurrency), repeats
+            lambda c=concurrency: remote.run_trial(tasks, Counter(), max_concurrency=c), repeats
         )
         server_cpu = (server.cpu() - cpu) / repeats / steps
         print(
