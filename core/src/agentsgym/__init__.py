@@ -14,6 +14,7 @@ from agentsgym.hookspecs import hookimpl, hookspec
 __all__ = [
     "Agent",
     "AgentAction",
+    "AgentGymEnv",
     "AgentSpec",
     "EnvConfig",
     "EnvSpec",
@@ -21,6 +22,7 @@ __all__ = [
     "EpisodeContext",
     "FunctionAgent",
     "MultistepEnv",
+    "RemoteEnv",
     "RewardTerm",
     "ScriptedAgent",
     "StepResult",
@@ -63,6 +65,8 @@ _LAZY = {
     "rows_to_dataset": "agentsgym.rows",
     "run_dataset": "agentsgym.dataset_runner",
     "errors": "agentsgym.errors",
+    "RemoteEnv": "agentsgym.serve.remote_env",
+    "AgentGymEnv": "agentsgym.serve.agentgym_env",
 }
 
 
@@ -88,5 +92,7 @@ if TYPE_CHECKING:
     from agentsgym.factory import load_tokenizer, make
     from agentsgym.registry import EnvSpec, make_agent, make_trainer, resolve
     from agentsgym.rows import parse_rows, rows_to_dataset
+    from agentsgym.serve.agentgym_env import AgentGymEnv
+    from agentsgym.serve.remote_env import RemoteEnv
     from agentsgym.trajectory import Episode, TrajectoryBatch, TrajectoryGroup
     from agentsgym.types import AgentAction, EpisodeContext, RewardTerm, StepResult

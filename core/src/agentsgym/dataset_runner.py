@@ -34,6 +34,7 @@ def build_envs(
     tokenizer: Any = None,
     allow_class_paths: bool | Sequence[str] | None = None,
     envs: dict[tuple[str, str], MultistepEnv] | None = None,
+    allow_remote: bool | Sequence[str] | None = None,
 ) -> dict[tuple[str, str], MultistepEnv]:
     """One env per distinct :meth:`DatasetRow.env_key`, built before any episode plays
     (so an unknown id or a bad config fails fast), reusing those already in ``envs``."""
@@ -50,6 +51,7 @@ def build_envs(
                 tokenizer=tokenizer,
                 env_config=row.env_config,
                 allow_class_paths=allow_class_paths,
+                allow_remote=allow_remote,
             )
     return envs
 
@@ -71,6 +73,7 @@ async def arun_dataset(
     executor: str = "local",
     num_workers: int = 2,
     ray_address: str | None = None,
+    allow_remote: bool | Sequence[str] | None = None,
 ) -> TrajectoryBatch:
     """The coroutine of :func:`run_dataset`."""
     check_run_settings(num_rollouts, max_concurrency)
@@ -79,7 +82,13 @@ async def arun_dataset(
             f"executor must be one of {', '.join(EXECUTORS)}, got {executor!r}"
         )
     parsed = parse_rows(rows)
-    envs = build_envs(parsed, tokenizer=tokenizer, allow_class_paths=allow_class_paths, envs=envs)
+    envs = build_envs(
+        parsed,
+        tokenizer=tokenizer,
+        allow_class_paths=allow_class_paths,
+        envs=envs,
+        allow_remote=allow_remote,
+    )
     agents = dict(agents or {})
     missing = sorted({r.env_class_path for r in parsed if r.env_class_path not in agents})
     if agent is None and missing:
@@ -110,6 +119,7 @@ async def arun_dataset(
             agents={k: as_agent_spec(v) for k, v in agents.items()},
             max_concurrency=max_concurrency,
             seed=seed,
+            allow_remote=allow_remote,
         )
         ray_executor = RayExecutor(
             num_workers,
@@ -160,6 +170,7 @@ def run_dataset(
     executor: str = "local",
     num_workers: int = 2,
     ray_address: str | None = None,
+    allow_remote: bool | Sequence[str] | None = None,
 ) -> TrajectoryBatch:
     """Play every row ``num_rollouts`` times; group ``i`` of the batch is row ``i``.
 
@@ -179,6 +190,8 @@ def run_dataset(
         :class:`~agentsgym.AgentSpec` recipes, built in each worker).
     :param num_workers: Ray actors (``executor="ray"``).
     :param ray_address: a Ray cluster to join (default: start or join a local one).
+    :param allow_remote: let rows name env server URLs (``True`` or URL prefixes;
+        default from ``AGENTSGYM_ALLOW_REMOTE_ENVS``); see docs/serving.md.
     """
     return run_sync(
         arun_dataset(
@@ -197,6 +210,7 @@ def run_dataset(
             executor=executor,
             num_workers=num_workers,
             ray_address=ray_address,
+            allow_remote=allow_remote,
         )
     )
 

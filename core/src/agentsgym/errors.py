@@ -40,6 +40,20 @@ class UntrustedClassPathError(AgentsGymError):
     """A `module:Class` env path that the user has not allowed to be imported."""
 
 
+class UntrustedRemoteEnvError(AgentsGymError):
+    """A dataset row names an env server URL that the user has not allowed."""
+
+
+class RemoteEnvError(AgentsGymError):
+    """An env server could not be reached, refused a request, or answered something that
+    is not its protocol's reply (see docs/serving.md). Inside an episode it is recorded
+    as the episode's error."""
+
+
+class MissingExtraError(AgentsGymError, ImportError):
+    """A feature needs an optional dependency group that is not installed."""
+
+
 class EnvConfigError(AgentsGymError, ValueError):
     """An env_config value has the wrong type, or a key the env does not know."""
 

@@ -22,11 +22,13 @@ def make(
     *,
     plugins: Iterable[object] = (),
     allow_class_paths: bool | Sequence[str] | None = None,
+    allow_remote: bool | Sequence[str] | None = True,
 ) -> MultistepEnv:
     """Build an env, like Gymnasium's ``make``.
 
-    :param id_or_class_path: a registered id (``"twentyq/TwentyQuestions-v0"``) or,
-        when allowed, a ``"package.module:Class"`` path.
+    :param id_or_class_path: a registered id (``"twentyq/TwentyQuestions-v0"``), the
+        URL of an env server (``"http://host:port"``, see docs/serving.md) or, when
+        allowed, a ``"package.module:Class"`` path.
     :param tokenizer: a tokenizer object, a name or path for
         ``AutoTokenizer.from_pretrained``, ``"agentsgym/tiny-chatml"`` for the bundled
         tokenizer, or ``None`` to play without token fields.
@@ -34,16 +36,28 @@ def make(
     :param plugins: extra plugins for the env's hook relay.
     :param allow_class_paths: allow importing ``module:Class`` paths (``True`` or
         module prefixes); default from ``AGENTSGYM_ALLOW_CLASS_PATHS``.
+    :param allow_remote: allow env server URLs (``True`` or URL prefixes; ``None``: from
+        ``AGENTSGYM_ALLOW_REMOTE_ENVS``). ``True`` here, because a URL given to ``make``
+        is the caller's own; rows from a dataset are checked with the run's setting.
     """
     if env_config is not None and not isinstance(env_config, Mapping):
         raise EnvConfigError(
             f"env_config for {id_or_class_path!r} must be a dict of settings (key -> value), "
             f"got {type(env_config).__name__}: {env_config!r:.80}"
         )
-    spec = resolve(id_or_class_path, allow_class_paths=allow_class_paths)
-    cls = spec.load_class()
+    spec = resolve(
+        id_or_class_path, allow_class_paths=allow_class_paths, allow_remote=allow_remote
+    )
     config = {**spec.default_env_config, **(env_config or {})}
-    env = cls(tokenizer=load_tokenizer(tokenizer), env_config=config, plugins=plugins)
+    if spec.is_remote:
+        from agentsgym.serve.client import connect
+
+        env = connect(
+            spec.entry_point, tokenizer=load_tokenizer(tokenizer), env_config=config, plugins=plugins
+        )
+    else:
+        cls = spec.load_class()
+        env = cls(tokenizer=load_tokenizer(tokenizer), env_config=config, plugins=plugins)
     env.spec = spec
     return env
 

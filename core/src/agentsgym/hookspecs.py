@@ -64,7 +64,8 @@ def register_envs(register: RegisterEnv) -> None:
           allowed, e.g. ``"twentyq/TwentyQuestions-v0-hardcore"``). Two
           distributions registering the same id is an error naming both.
         * ``entry_point``: ``"package.module:Class"``, a :class:`MultistepEnv`
-          subclass. It is imported only when the env is built.
+          subclass, imported only when the env is built; or the URL of an env
+          server (``"http://host:port"``, docs/serving.md) that plays it.
         * ``description``: one line, shown by ``agentsgym list-envs``.
         * ``default_agent``: name of a registered agent that plays this env well
           enough for demos (``agentsgym rollout`` uses it when ``--agent`` is not

@@ -24,8 +24,15 @@ from agentsgym.errors import (
     UnknownEnvError,
     UnknownTrainerError,
     UntrustedClassPathError,
+    UntrustedRemoteEnvError,
 )
 from agentsgym.plugins import PluginHost, PluginInfo, load_plugins
+from agentsgym.serve.urls import (
+    is_remote_url,
+    remote_envs_allowed_from_environ,
+    split_protocol,
+    url_allowed,
+)
 
 if TYPE_CHECKING:
     from agentsgym.env import MultistepEnv
@@ -45,7 +52,9 @@ class EnvSpec(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     id: str
-    entry_point: str = Field(description="'package.module:Class' of the env")
+    entry_point: str = Field(
+        description="'package.module:Class' of the env, or the URL of a server that serves it"
+    )
     description: str = ""
     default_env_config: dict[str, Any] = Field(default_factory=dict)
     default_agent: str | None = None
@@ -57,7 +66,17 @@ class EnvSpec(BaseModel):
     def namespace(self) -> str:
         return self.id.split("/", 1)[0] if "/" in self.id else ""
 
+    @property
+    def is_remote(self) -> bool:
+        """The env is played on a server (its entry point is a URL)."""
+        return is_remote_url(self.entry_point)
+
     def load_class(self) -> type[MultistepEnv]:
+        if self.is_remote:
+            protocol, _ = split_protocol(self.entry_point)
+            if protocol == "agentgym":
+                return import_env_class("agentsgym.serve.agentgym_env:AgentGymEnv")
+            return import_env_class("agentsgym.serve.remote_env:RemoteEnv")
         return import_env_class(self.entry_point)
 
 
@@ -177,10 +196,17 @@ class Registry:
             **default_env_config: Any,
         ) -> None:
             validate_env_id(env_id)
-            if not CLASS_PATH_PATTERN.match(entry_point):
+            if is_remote_url(entry_point):
+                try:
+                    split_protocol(entry_point)
+                except ValueError as exc:
+                    raise RegistrationError(
+                        f"{info.distribution or info.name} registers {env_id!r} at {exc}"
+                    ) from None
+            elif not CLASS_PATH_PATTERN.match(entry_point):
                 raise RegistrationError(
                     f"{info.distribution or info.name} registers {env_id!r} with entry point "
-                    f"{entry_point!r}; expected 'package.module:Class'"
+                    f"{entry_point!r}; expected 'package.module:Class' or a server URL"
                 )
             existing = self.envs.get(env_id)
             if existing is not None:
@@ -226,15 +252,42 @@ class Registry:
 
     # ---------------------------------------------------------------- lookups
     def resolve(
-        self, env_class_path: str, *, allow_class_paths: bool | Sequence[str] | None = None
+        self,
+        env_class_path: str,
+        *,
+        allow_class_paths: bool | Sequence[str] | None = None,
+        allow_remote: bool | Sequence[str] | None = None,
     ) -> EnvSpec:
-        """The spec of a registered id, or of an allowed ``module:Class`` path."""
+        """The spec of a registered id, of an allowed ``module:Class`` path, or of an
+        allowed env server URL."""
         spec = self.envs.get(env_class_path)
         if spec is not None:
             return spec
         if CLASS_PATH_PATTERN.match(env_class_path):
             return self._resolve_class_path(env_class_path, allow_class_paths)
+        if is_remote_url(env_class_path):
+            return self._resolve_remote(env_class_path, allow_remote)
         raise UnknownEnvError(self._unknown_env_message(env_class_path))
+
+    @staticmethod
+    def _resolve_remote(url: str, allow: bool | Sequence[str] | None) -> EnvSpec:
+        if allow is None:
+            allow = remote_envs_allowed_from_environ()
+        try:
+            protocol, base = split_protocol(url)
+        except ValueError as exc:
+            raise UnknownEnvError(str(exc)) from None
+        if not url_allowed(url, allow):
+            raise UntrustedRemoteEnvError(
+                f"env_class_path {url!r} is an env server URL, and playing on servers named "
+                "by a dataset is disabled: the server writes the observations and rewards, "
+                "and this machine would connect wherever a row points. Allow it with "
+                "allow_remote=True or a list of URL prefixes (CLI: --allow-remote-envs; "
+                "environment: AGENTSGYM_ALLOW_REMOTE_ENVS=1 or a comma-separated list of "
+                "URL prefixes such as http://10.0.0.5:8000)."
+            )
+        location = f"agentgym+{base}" if protocol == "agentgym" else base
+        return EnvSpec(id=location, entry_point=location, description="(env server)")
 
     def _resolve_class_path(
         self, path: str, allow: bool | Sequence[str] | None
@@ -341,10 +394,16 @@ def reset_registry() -> None:
 
 
 def resolve(
-    env_class_path: str, *, allow_class_paths: bool | Sequence[str] | None = None
+    env_class_path: str,
+    *,
+    allow_class_paths: bool | Sequence[str] | None = None,
+    allow_remote: bool | Sequence[str] | None = None,
 ) -> EnvSpec:
-    """Resolve a registered env id or an allowed ``module:Class`` path to its spec."""
-    return get_registry().resolve(env_class_path, allow_class_paths=allow_class_paths)
+    """Resolve a registered env id, an allowed ``module:Class`` path or an allowed env
+    server URL to its spec."""
+    return get_registry().resolve(
+        env_class_path, allow_class_paths=allow_class_paths, allow_remote=allow_remote
+    )
 
 
 def make_agent(name: str, **options: Any) -> Any:

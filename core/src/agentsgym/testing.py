@@ -197,7 +197,8 @@ class _Checker:
         )
 
     def resolves(self) -> str:
-        self.spec = get_registry().resolve(self.env_id)
+        # the id given to check is the user's own: a server URL needs no allowing
+        self.spec = get_registry().resolve(self.env_id, allow_remote=True)
         self.spec.load_class()
         return f"{self.spec.entry_point} from {self.spec.distribution}"
 
@@ -225,7 +226,9 @@ class _Checker:
             rows = parse_rows(dataset)
             assert rows, f"{split} dataset is empty"
             for row in rows[:50]:
-                assert get_registry().resolve(row.env_class_path).id == self.spec.id or \
+                assert get_registry().resolve(
+                    row.env_class_path, allow_remote=True
+                ).id == self.spec.id or \
                     row.env_class_path == env.env_id, f"{split} row names {row.env_class_path!r}"
                 make(row.env_class_path, env_config=row.env_config)
             with tempfile.TemporaryDirectory() as tmp:

@@ -103,6 +103,7 @@ from agentsgym.cli import (  # noqa: F401
     listing,
     new_env,
     rollout,
+    serve,
     train,
     view,
 )

@@ -64,7 +64,8 @@ def resolve_agent_name(env_id: str | None, agent: str | None) -> str:
         return agent
     if env_id is None:
         raise typer.BadParameter("give --agent: there is no env to take a default agent from")
-    name = get_registry().resolve(env_id).default_agent
+    # An id typed on the command line is the user's own choice, a server URL included.
+    name = get_registry().resolve(env_id, allow_remote=True).default_agent
     if name is None:
         raise typer.BadParameter(
             f"{env_id} registers no default agent; choose one with --agent "
@@ -97,6 +98,12 @@ def rollout(
     ),
     allow_class_paths: bool = typer.Option(
         False, "--allow-class-paths", help="let dataset rows name module:Class paths (imports code)"
+    ),
+    allow_remote_envs: bool = typer.Option(
+        False,
+        "--allow-remote-envs",
+        help="let dataset rows name env server URLs (only some: AGENTSGYM_ALLOW_REMOTE_ENVS="
+        "URL,URL); see docs/serving.md",
     ),
     num_tasks: int | None = typer.Option(
         None, "--num-tasks", min=1, max=MAX_TASKS,
@@ -151,6 +158,7 @@ def rollout(
             dataset, num_tasks=num_tasks, num_rollouts=num_rollouts, agents=choices,
             agent_options=options, tokenizer=tokenizer, budgets=budgets,
             allow_class_paths=allow_class_paths, local=where.kind == "local",
+            allow_remote=True if allow_remote_envs else None,
         )
     else:
         assert env_id is not None
@@ -226,6 +234,7 @@ def plan_rows(
     budgets: dict[str, float],
     allow_class_paths: bool,
     local: bool = True,
+    allow_remote: bool | None = None,
 ) -> RunPlan:
     """The trials of ``num_rollouts`` rollouts of every row of a file (or its first
     ``num_tasks``); each env plays with its own agent (see :mod:`.agent_choice`)."""
@@ -239,7 +248,10 @@ def plan_rows(
             row.model_copy(update={"env_config": {**row.env_config, **budgets}}) for row in rows
         ]
     envs = build_envs(
-        rows, tokenizer=tokenizer_option(tokenizer), allow_class_paths=allow_class_paths or None
+        rows,
+        tokenizer=tokenizer_option(tokenizer),
+        allow_class_paths=allow_class_paths or None,
+        allow_remote=allow_remote,
     )
     env_ids = [row.env_class_path for row in rows]
     players = RunAgents.choose(agents, env_ids, agent_options, build=local)

@@ -73,6 +73,7 @@ class WorkerSettings:
     agents: dict[str, AgentSpec]
     max_concurrency: int
     seed: int
+    allow_remote: Any = None
 
 
 class RolloutWorker:
@@ -110,6 +111,7 @@ class RolloutWorker:
                 tokenizer=self.tokenizer,
                 allow_class_paths=self.settings.allow_class_paths,
                 envs=self.envs,
+                allow_remote=self.settings.allow_remote,
             )
             env = envs[parsed.env_key()]
             agent = self._agent(parsed.env_class_path)

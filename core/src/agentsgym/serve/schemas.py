@@ -1,0 +1,245 @@
+"""The request and reply bodies of the env server: the wire contract (docs/serving.md).
+
+Two families share one session table:
+
+* **AgentGym's protocol** (``/create``, ``/reset``, ``/step``, ``/observation``,
+  ``/close``), field for field as AgentGym's env servers speak it, so its clients
+  work unchanged;
+* **agentsgym's own** (``/agentsgym/v1/...``), which carries what that protocol
+  drops: a full ``task_data``, chat messages (system prompts included), reward terms,
+  step ``info``, and the counters that make every call safe to retry (each reply
+  names the session, episode and step it answers).
+
+Every body is validated: a wrong or missing field is a 422 naming it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+PROTOCOL = "agentsgym/v1"
+V1_PREFIX = "/agentsgym/v1"
+
+MAX_ID_TEXT = 256
+MAX_ERROR_TEXT = 10_000
+
+
+class _Body(BaseModel):
+    # Unknown fields are refused: a misspelt `data_idx` must not silently become task 0.
+    model_config = ConfigDict(extra="forbid")
+
+
+class ChatMessage(BaseModel):
+    """One chat message, as chat templates take it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    role: str = Field(description="system, user, assistant, ...")
+    content: str
+
+
+class ErrorReply(BaseModel):
+    """Every error the server answers itself (422s from validation have FastAPI's shape)."""
+
+    error: str = Field(description="a stable code: unknown_session, session_closed, ...")
+    detail: str = Field(description="what was wrong and what to do, for a person")
+
+
+# ---------------------------------------------------------------------- AgentGym
+class AgentGymCreated(BaseModel):
+    id: int = Field(description="the new instance's id; never reused while the server runs")
+
+
+class AgentGymReset(_Body):
+    id: int
+    data_idx: int = Field(0, ge=0, description="index of the task in the served dataset split")
+
+
+class AgentGymStep(_Body):
+    id: int
+    action: str
+
+
+class AgentGymClose(_Body):
+    id: int
+
+
+class AgentGymObservation(BaseModel):
+    observation: str = Field(
+        description="the env's new messages as text (contents joined by blank lines); empty "
+        "once the episode is over"
+    )
+    reward: float = Field(
+        description="the step's whole reward: env reward, shaping terms and, on the last "
+        "step, the end-of-episode terms"
+    )
+    done: bool = Field(description="the episode is over (the env said so, or the step limit)")
+
+
+class AgentGymObservationOnly(BaseModel):
+    observation: str
+
+
+class AgentGymClosed(BaseModel):
+    closed: bool
+    error: str | None = None
+
+
+# ---------------------------------------------------------------------- agentsgym/v1
+class EnvInfo(BaseModel):
+    """What is served: ``GET /agentsgym/v1/env``."""
+
+    protocol: Literal["agentsgym/v1"] = PROTOCOL
+    env_id: str
+    description: str = ""
+    distribution: str | None = None
+    version: str | None = None
+    default_agent: str | None = Field(
+        None, description="the agent the env registers for demos (a name clients may have)"
+    )
+    env_config: dict[str, Any] = Field(description="the served config (defaults + --env-config)")
+    config_schema: dict[str, Any] = Field(description="JSON schema of the env's config")
+    config_locked: bool = Field(description="clients may not change the served config")
+    datasets: list[str] = Field(description="dataset splits the env ships (train, eval)")
+    agentgym_split: str = Field(description="the split /reset's data_idx indexes")
+    max_sessions: int
+    idle_timeout_seconds: float
+    server_instance: str = Field(description="random per server start: a restart changes it")
+
+
+class ConfigRequest(_Body):
+    env_config: dict[str, Any] = Field(default_factory=dict)
+
+
+class ConfigReply(BaseModel):
+    env_config: dict[str, Any] = Field(description="the effective config: served + yours")
+
+
+class DatasetRequest(_Body):
+    env_config: dict[str, Any] = Field(default_factory=dict)
+    offset: int = Field(0, ge=0)
+    limit: int = Field(1000, ge=1, le=10_000)
+
+
+class DatasetReply(BaseModel):
+    split: str
+    total: int
+    offset: int
+    env_config: dict[str, Any]
+    tasks: list[dict[str, Any]] = Field(description="task_data of rows offset..offset+limit")
+
+
+class CreateRequest(_Body):
+    request_id: str | None = Field(
+        None,
+        min_length=1,
+        max_length=MAX_ID_TEXT,
+        description="your unique key for this create: a retry with the same key gets the "
+        "same session instead of a second one",
+    )
+    env_config: dict[str, Any] = Field(
+        default_factory=dict, description="layered over the served config"
+    )
+    task_data: dict[str, Any] | None = Field(
+        None, description="start episode 1 of this task right away (saves a /reset)"
+    )
+    session_id: str | None = Field(
+        None, max_length=MAX_ID_TEXT, description="the session id the env's hooks see"
+    )
+
+
+class Created(BaseModel):
+    id: int
+    token: str = Field(description="send it with every call on this session")
+    episode: int = Field(description="1 when task_data was given, else 0")
+    env_config: dict[str, Any]
+    messages: list[ChatMessage] = Field(description="the first prompt when task_data was given")
+    observation: str
+
+
+class ResetRequest(_Body):
+    token: str = Field(max_length=MAX_ID_TEXT)
+    episode: int = Field(
+        ge=1, description="the number of the episode this reset starts: 1 + the last one"
+    )
+    task_data: dict[str, Any]
+    session_id: str | None = Field(None, max_length=MAX_ID_TEXT)
+
+
+class ResetReply(BaseModel):
+    id: int
+    episode: int
+    messages: list[ChatMessage] = Field(description="the episode's first prompt")
+    observation: str
+
+
+class StepRequest(_Body):
+    token: str = Field(max_length=MAX_ID_TEXT)
+    episode: int = Field(ge=1)
+    step: int = Field(ge=0, description="index of this action in the episode, from 0")
+    action: str = Field(description="the agent's reply text, exactly as generated")
+    truncated: bool = Field(False, description="the reply was cut at the length limit")
+    token_ids: list[int] | None = Field(None, description="the sampled ids, if any")
+
+
+class StepReply(BaseModel):
+    id: int
+    episode: int
+    step: int
+    reward: float = Field(description="the env's step reward (without the terms)")
+    reward_terms: dict[str, float] = Field(description="reward_shaping terms, by name")
+    done: bool = Field(description="the env ended the episode")
+    truncated: bool = Field(description="the step limit ended it (done is false)")
+    info: dict[str, Any]
+    messages: list[ChatMessage] = Field(description="the next prompt; empty when over")
+    observation: str
+
+
+class FinishRequest(_Body):
+    token: str = Field(max_length=MAX_ID_TEXT)
+    episode: int = Field(ge=1)
+    truncated: bool = False
+    error: str | None = Field(None, max_length=MAX_ERROR_TEXT)
+    close: bool = Field(True, description="close the session afterwards")
+
+
+class FinishReply(BaseModel):
+    id: int
+    episode: int
+    reward_terms: dict[str, float] = Field(description="finish_episode terms, by name")
+    closed: bool
+
+
+class TokenRequest(_Body):
+    token: str = Field(max_length=MAX_ID_TEXT)
+
+
+class Closed(BaseModel):
+    id: int
+    closed: bool = Field(description="false when it was already closed")
+
+
+class SessionState(BaseModel):
+    """``GET /agentsgym/v1/sessions/{id}``: the current episode as the agent saw it."""
+
+    id: int
+    episode: int
+    step: int = Field(description="actions applied in this episode")
+    done: bool
+    truncated: bool
+    finished: bool
+    messages: list[ChatMessage] = Field(
+        description="the whole conversation of this episode, system prompt included"
+    )
+    observation: str
+    idle_seconds: float
+
+
+class Health(BaseModel):
+    status: Literal["ok"] = "ok"
+    env_id: str
+    sessions: int
+    max_sessions: int
+    server_instance: str
