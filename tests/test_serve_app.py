@@ -87,6 +87,8 @@ def test_an_agentgym_episode_ends_with_done_at_the_step_limit(guess_server: Any)
         ("/reset", {"id": 0, "data_idx": -1}, ["body", "data_idx"]),
         ("/step", {"id": 0}, ["body", "action"]),
         ("/reset", {"id": 0, "data_index": 3}, ["body", "data_index"]),
+        ("/close", {"id": True}, ["body", "id"]),  # not session 1 (found by schemathesis)
+        ("/reset", {"id": "0", "data_idx": 0}, ["body", "id"]),
         (
             f"{V1}/sessions/0/step",
             {"token": "t", "episode": 1, "step": -1, "action": "a"},

@@ -28,7 +28,9 @@ MAX_ERROR_TEXT = 10_000
 
 class _Body(BaseModel):
     # Unknown fields are refused: a misspelt `data_idx` must not silently become task 0.
-    model_config = ConfigDict(extra="forbid")
+    # Strict types: `{"id": true}` or `{"id": "3"}` is a client's mistake, not session 1
+    # or 3 (pydantic's lax mode would read them so).
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 class ChatMessage(BaseModel):
