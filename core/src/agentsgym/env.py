@@ -50,6 +50,12 @@ class MultistepEnv:
     """
 
     config_class: ClassVar[type[EnvConfig]] = EnvConfig
+    run_hooks_inline: bool = False
+    """Set to ``True`` when every hook only computes on the state for microseconds and
+    never waits (board games, puzzles, an offline judge): the runner then calls the
+    turns on its event loop instead of handing each to a worker thread, which costs
+    more than such a turn. A hook that waits (a network call, a model, a sleep) would
+    stall every episode: leave it ``False`` or write that hook ``async def``."""
 
     def __init__(
         self,

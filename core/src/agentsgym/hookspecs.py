@@ -16,8 +16,10 @@ There are two kinds of hooks:
 
 Episode hooks may be plain functions or ``async def`` coroutines (an env that calls
 a tool or a remote service). Plain hooks run in a worker thread of the runner, so a
-slow one never stalls other episodes' agent calls; ``async def`` hooks are awaited on
-the runner's event loop and must not block it. The hook calls of one env turn share
+slow one never stalls other episodes' agent calls, unless the env sets
+``run_hooks_inline = True`` (hooks that compute for microseconds and never wait): its
+turns then run on the event loop, which spares the thread hop. ``async def`` hooks are
+awaited on the runner's event loop and must not block it. The hook calls of one env turn share
 the budget ``hook_timeout_seconds`` of the env_config.
 
 State ownership: the runner hands each hook the state the previous hook returned and
