@@ -33,7 +33,7 @@ of it).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Literal, get_args
 
 import numpy as np
@@ -96,6 +96,34 @@ def _normalise(values: np.ndarray, units: np.ndarray, how: Normalization, eps: f
     return centred / (units.std() + eps)
 
 
+def _units(
+    rows: Sequence[tuple[Episode, int]],
+    members: np.ndarray,
+    mask: np.ndarray,
+    per_token_rewards: np.ndarray,
+    credit: CreditAssignment,
+    gamma: float,
+) -> tuple[dict[int, Episode], dict[int, np.ndarray], dict[int, np.ndarray]]:
+    """(episodes, per-step scores, units) of the rows ``members``, keyed by ``id()``."""
+    episodes = {id(rows[row][0]): rows[row][0] for row in members}
+    scores: dict[int, np.ndarray] = {}
+    units: dict[int, np.ndarray] = {}
+    for key, episode in episodes.items():
+        if credit == "token_rewards":
+            values = [
+                per_token_rewards[row][mask[row]] for row in members if rows[row][0] is episode
+            ]
+            units[key] = np.concatenate(values).astype(np.float64)
+            continue
+        scores[key] = np.asarray(turn_scores(episode, credit, gamma), dtype=np.float64)
+        if credit == "episode":
+            units[key] = np.asarray([episode.final_reward], dtype=np.float64)
+        else:
+            counted = [i for i, step in enumerate(episode.steps) if step.num_agent_tokens]
+            units[key] = scores[key][counted]
+    return episodes, scores, units
+
+
 def advantages(
     rows: Sequence[tuple[Episode, int]],
     group_indices: np.ndarray,
@@ -106,45 +134,44 @@ def advantages(
     gamma: float = 1.0,
     normalization: Normalization = "group",
     eps: float = 1e-4,
+    failed: Collection[int] = (),
 ) -> np.ndarray:
     """``(B, T)`` advantages of padded rows (``rows[i]`` is the (episode, segment) of
-    row ``i``); exactly 0 wherever ``agent_mask`` is 0. See the module docstring."""
+    row ``i``); exactly 0 wherever ``agent_mask`` is 0. See the module docstring.
+
+    :param failed: ``id()`` of episodes that count as failures whatever they earned
+        (episodes masked for a truncated reply, see
+        :mod:`agentsgym.trainers.screening`): every score of theirs is the lowest
+        score of the whole batch.
+    """
     check_credit_options(credit, gamma, normalization)
     mask = agent_mask.astype(bool)
     out = np.zeros(agent_mask.shape, dtype=np.float64)
-    for group in np.unique(group_indices):
-        members = np.flatnonzero(group_indices == group)
-        if credit == "token_rewards":
-            units = per_token_rewards[members][mask[members]].astype(np.float64)
-            for row in members:
-                values = per_token_rewards[row][mask[row]].astype(np.float64)
-                out[row, mask[row]] = _normalise(values, units, normalization, eps)
-            continue
-        scores: dict[int, list[float]] = {}
-        unit_values: list[float] = []
-        for row in members:
-            episode = rows[row][0]
-            if id(episode) in scores:
-                continue
-            scores[id(episode)] = turn_scores(episode, credit, gamma)
-            if credit == "episode":
-                unit_values.append(episode.final_reward)
-            else:
-                unit_values += [
-                    score
-                    for score, step in zip(scores[id(episode)], episode.steps)
-                    if step.num_agent_tokens
-                ]
-        units = np.asarray(unit_values, dtype=np.float64)
+    groups = [np.flatnonzero(group_indices == g) for g in np.unique(group_indices)]
+    found = [_units(rows, m, mask, per_token_rewards, credit, gamma) for m in groups]
+    every = [u for _, _, units in found for u in units.values() if u.size]
+    floor = float(np.concatenate(every).min()) if every else 0.0
+    for members, (episodes, scores, units) in zip(groups, found):
+        for key in episodes:
+            if key in failed:
+                units[key] = np.full_like(units[key], floor)
+                if key in scores:
+                    scores[key] = np.full_like(scores[key], floor)
+        stats = np.concatenate(list(units.values())) if units else np.zeros(0)
         for row in members:
             episode, segment = rows[row]
-            steps = agent_token_steps(episode, segment)
             positions = np.flatnonzero(mask[row])
-            if len(steps) != len(positions):
-                raise TokenFidelityError(
-                    f"{episode.session_id} segment {segment}: {len(positions)} agent tokens in "
-                    f"the padded row but {len(steps)} in the segment"
-                )
-            values = np.asarray(scores[id(episode)], dtype=np.float64)[steps]
-            out[row, positions] = _normalise(values, units, normalization, eps)
+            if credit == "token_rewards":
+                values = per_token_rewards[row][mask[row]].astype(np.float64)
+                if id(episode) in failed:
+                    values = np.full_like(values, floor)
+            else:
+                steps = agent_token_steps(episode, segment)
+                if len(steps) != len(positions):
+                    raise TokenFidelityError(
+                        f"{episode.session_id} segment {segment}: {len(positions)} agent "
+                        f"tokens in the padded row but {len(steps)} in the segment"
+                    )
+                values = scores[id(episode)][steps]
+            out[row, positions] = _normalise(values, stats, normalization, eps)
     return out.astype(np.float32)

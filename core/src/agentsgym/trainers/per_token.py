@@ -343,6 +343,7 @@ class PerTokenGRPOTrainer(BatchTrainer):
                 credit=self.credit_assignment,
                 gamma=self.gamma,
                 normalization=self.advantage_normalization,
+                failed={id(e) for (e, _), m in zip(rows, masked) if m},
             ),
             "sampled_logprobs": sampled,
             "group_indices": picked["group_indices"],
@@ -446,13 +447,11 @@ class PerTokenGRPOTrainer(BatchTrainer):
             for index, chunk in enumerate(chunks):
                 ids, attention = tensors["input_ids"][chunk], tensors["attention_mask"][chunk]
                 if self.num_iterations > 1:
-                    old_logps[index] = token_logprobs(self.model, ids, attention, self.temperature)[
-                        0
-                    ]
+                    old, _ = token_logprobs(self.model, ids, attention, self.temperature)
+                    old_logps[index] = old
                 if self.beta:
-                    ref_logps[index] = token_logprobs(
-                        self.ref_model, ids, attention, self.temperature
-                    )[0]
+                    ref, _ = token_logprobs(self.ref_model, ids, attention, self.temperature)
+                    ref_logps[index] = ref
         self.model.train()
         grad_norm = 0.0
         all_stats: dict[str, list[torch.Tensor]] = {}
@@ -478,12 +477,9 @@ class PerTokenGRPOTrainer(BatchTrainer):
                 all_stats["entropy"] = stats.get("entropy", [])
         self.model.eval()
         tokens = float(total_tokens)
-        metrics.update(
-            loss=step_loss,
-            policy_loss=step_policy / tokens,
-            kl=step_kl / tokens,
-            grad_norm=grad_norm,
-        )
+        metrics.update(loss=step_loss, policy_loss=step_policy / tokens, grad_norm=grad_norm)
+        if self.beta:
+            metrics["kl"] = step_kl / tokens
         metrics.update(_summary(all_stats))
         return metrics
 

@@ -24,11 +24,17 @@ Every step of an episode records where its token ids came from
 
 It also applies the truncation policy (``mask_truncated_completions``): an episode
 in which a reply was cut at the generation length limit
-(``StepRecord.reply_truncated``) keeps its reward in the group's baseline but gives
-no gradient. Such a reply never ended its turn, and in a multi-turn env the env
-answered a cut-off text; rewarding it teaches the model to run to the length limit.
-``None`` (default) masks them for multi-turn envs (``max_steps_per_episode > 1``)
-and not for single-turn ones, where TRL's default (no masking) applies.
+(``StepRecord.reply_truncated``) gives no gradient, and counts as a failure in its
+group's baseline: it scores the lowest score of the batch, whatever the env paid.
+Such a reply never ended its turn, and in a multi-turn env the env answered a
+cut-off text. Masking alone keeps it from being reinforced but lets it spread: a
+policy that runs to the length limit while the env still pays then scores as well
+as one that ends its turns, and nothing teaches it to stop (see bench/README.md).
+Counted as a failure, it ranks below the rollouts of its group that ended their
+turns, and level with those that failed (a fixed penalty instead would push a
+group's honest failures up, and measurably collapsed a run onto a wrong answer).
+``None`` (default) masks for multi-turn envs (``max_steps_per_episode > 1``) and not
+for single-turn ones, where TRL's default (no masking) applies.
 """
 
 from __future__ import annotations

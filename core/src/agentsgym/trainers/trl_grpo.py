@@ -38,10 +38,11 @@ How an agentsgym rollout becomes TRL completions:
   TRL normalises it within each group of ``num_generations`` rollouts of a task. A
   failed episode becomes a one-token, fully masked completion whose reward is
   ``None``, so TRL gives it advantage 0;
-* an episode with a reply cut at the length limit keeps its reward (the group's
-  baseline) but is masked out of the loss, by default in multi-turn envs
-  (``mask_truncated_completions``, see :mod:`agentsgym.trainers.screening`); steps
-  re-tokenized from text are trained with a warning by default (``on_retokenized``).
+* an episode with a reply cut at the length limit is masked out of the loss and
+  counts as a failure (the batch's lowest reward) in its group's baseline, by
+  default in multi-turn envs (``mask_truncated_completions``, see
+  :mod:`agentsgym.trainers.screening`); steps re-tokenized from text are trained
+  with a warning by default (``on_retokenized``).
 
 By default the rollouts are played by a
 :class:`~agentsgym.agents.transformers_agent.TransformersAgent` sharing the
@@ -165,6 +166,11 @@ def rollouts_to_trl(
         usable = bool(trial) and all(e.ok for e in trial) and trial[-1].num_agent_tokens > 0
         episodes.append(trial[-1] if usable else None)
     dropped = screen.dropped(e for e in episodes if e is not None)
+    # A cut episode counts as a failure: the lowest reward of the batch (see screening).
+    floor = min(
+        (e.final_reward for e in episodes if e is not None and id(e) not in dropped),
+        default=0.0,
+    )
     any_logprobs = False
     for row, episode in enumerate(episodes):
         if episode is None or id(episode) in dropped:
@@ -175,11 +181,13 @@ def rollouts_to_trl(
             rewards.append(None)
             continue
         views = episode_views(episode)
+        reward = episode.final_reward
         if screen.masks(episode, multi_turn):
             views = [
                 View(v.prompt_ids, v.completion_ids, [0] * len(v.env_mask), v.logprobs)
                 for v in views
             ]
+            reward = floor
         *earlier, last = views
         extra += [
             ExtraView(row, v.prompt_ids, v.completion_ids, v.env_mask, v.logprobs) for v in earlier
@@ -192,7 +200,7 @@ def rollouts_to_trl(
             logprobs.append(last.logprobs)
         else:
             logprobs.append([None if m else 0.0 for m in last.env_mask])
-        rewards.append(episode.final_reward)
+        rewards.append(reward)
     output = {
         "prompt_ids": prompt_ids,
         "completion_ids": completion_ids,
@@ -257,10 +265,10 @@ class TRLGRPOAdapter:
     :param on_retokenized: what to do with steps re-tokenized from text: ``"warn"``
         (default), ``"error"``, ``"drop"`` or ``"allow"``.
     :param mask_truncated_completions: mask episodes holding a reply cut at the
-        length limit out of the loss (their reward still counts in the group's
-        baseline); ``None`` (default): in multi-turn envs only. Unlike TRL's option
-        of the same name, which looks at the completion's last token only, every
-        reply of the episode counts.
+        length limit out of the loss, counting them as failures in their group's
+        baseline; ``None`` (default): in multi-turn envs only. Unlike TRL's option of
+        the same name, which looks at the completion's last token only, every reply
+        of the episode counts.
     :param grpo_config: further ``trl.GRPOConfig`` fields (``beta``, ``loss_type``,
         ``use_vllm``, ``vllm_mode``, ``vllm_importance_sampling_mode``,
         ``gradient_checkpointing``, ...); they win over the values this adapter derives.
