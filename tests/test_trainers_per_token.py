@@ -17,6 +17,7 @@ from agentsgym.trainers import PerTokenGRPOTrainer, RolloutSource, TrainerAdapte
 from agentsgym.trainers.credit import advantages, agent_token_steps
 from agentsgym.trainers.importance import importance_weights
 from agentsgym.trainers.per_token import per_token_policy_loss
+from agentsgym.trainers.screening import RolloutScreen
 from agentsgym.trajectory import Episode, StepRecord, TokenSegment
 from trainer_agents import THINK_STRIPPING_TEMPLATE, ThinkingAgent, with_template
 
@@ -114,7 +115,7 @@ def test_return_to_go_credits_a_winning_first_turn_with_the_win() -> None:
 
 def test_a_truncated_episode_counts_as_a_failure() -> None:
     """An episode masked for a truncated reply gets no gradient, and for the baseline
-    it scores the batch's lowest score: a policy that runs to the length limit while
+    it scores the lowest score seen: a policy that runs to the length limit while
     the env still pays must not look as good as one that ends its turns, and a group's
     honest failures must not look better than a cut one."""
     clean, lost, cut = episode("w", [(3, 1.0)]), episode("l", [(3, 0.0)]), episode("c", [(8, 1.0)])
@@ -156,6 +157,20 @@ def test_a_truncated_episode_counts_as_a_failure() -> None:
     )
     assert agent_values(out[0], batch["agent_mask"][0]) == [0.25] * 3  # 1 - mean(1, 1, 1, 0)
     assert all(v == 0 for v in out[4:].flatten())  # failures level with a cut failure
+    # a batch where everyone won: the cut winner takes the lowest score of the run
+    screen = RolloutScreen()
+    screen.failure_score([0.0])  # an earlier batch held a failure
+    winners = padded([(e, 0) for e in [*wins, cut_win]], [0, 0, 0, 0])
+    out = advantages(
+        winners["rows"],
+        winners["group_indices"],
+        winners["agent_mask"],
+        winners["per_token_rewards"],
+        normalization="mean",
+        failed={id(cut_win)},
+        failure_score=screen.failure_score,
+    )
+    assert agent_values(out[0], winners["agent_mask"][0]) == [0.25] * 3
 
 
 def test_a_turns_tokens_share_its_full_advantage_whatever_its_length() -> None:

@@ -296,9 +296,13 @@ def test_truncated_and_retokenized_rollouts_follow_the_policies(
         assert episode.steps[0].reply_truncated and episode.ok
     output, _ = rollouts_to_trl(cut, 0, multi_turn=source.is_multi_turn)
     assert all(not any(mask) for mask in output["env_mask"]), "masked: a reply was cut"
-    # in the group's baseline a cut episode counts as a failure: the batch's lowest reward
+    # in the group's baseline a cut episode counts as a failure: the lowest reward seen
     earned = [g.trials[0][-1].final_reward for g in cut.groups]
     assert output[REWARD_FIELD] == [min(earned)] * len(earned)
+    seen = RolloutScreen()
+    assert seen.failure_score([-2.0, 1.0]) == -2.0
+    remembered, _ = rollouts_to_trl(cut, 0, screen=seen)  # the run's lowest, not the batch's
+    assert remembered[REWARD_FIELD] == [-2.0] * len(earned)
     kept, _ = rollouts_to_trl(cut, 0, screen=RolloutScreen(mask_truncated_completions=False))
     assert all(any(mask) for mask in kept["env_mask"]) and kept[REWARD_FIELD] == earned
     single, _ = rollouts_to_trl(cut, 0, multi_turn=lambda _episode: False)

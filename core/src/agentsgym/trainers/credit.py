@@ -33,7 +33,7 @@ of it).
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Literal, get_args
 
 import numpy as np
@@ -135,6 +135,7 @@ def advantages(
     normalization: Normalization = "group",
     eps: float = 1e-4,
     failed: Collection[int] = (),
+    failure_score: Callable[[Iterable[float]], float] | None = None,
 ) -> np.ndarray:
     """``(B, T)`` advantages of padded rows (``rows[i]`` is the (episode, segment) of
     row ``i``); exactly 0 wherever ``agent_mask`` is 0. See the module docstring.
@@ -142,15 +143,22 @@ def advantages(
     :param failed: ``id()`` of episodes that count as failures whatever they earned
         (episodes masked for a truncated reply, see
         :mod:`agentsgym.trainers.screening`): every score of theirs is the lowest
-        score of the whole batch.
+        score of the batch, or what ``failure_score`` makes of the batch's scores
+        (:meth:`~agentsgym.trainers.screening.RolloutScreen.failure_score`: the
+        lowest of the run).
     """
     check_credit_options(credit, gamma, normalization)
     mask = agent_mask.astype(bool)
     out = np.zeros(agent_mask.shape, dtype=np.float64)
     groups = [np.flatnonzero(group_indices == g) for g in np.unique(group_indices)]
     found = [_units(rows, m, mask, per_token_rewards, credit, gamma) for m in groups]
-    every = [u for _, _, units in found for u in units.values() if u.size]
-    floor = float(np.concatenate(every).min()) if every else 0.0
+    every = np.concatenate(
+        [u for _, _, units in found for u in units.values() if u.size] or [np.zeros(0)]
+    )
+    if failure_score is not None:
+        floor = failure_score(every.tolist())
+    else:
+        floor = float(every.min()) if every.size else 0.0
     for members, (episodes, scores, units) in zip(groups, found):
         for key in episodes:
             if key in failed:

@@ -344,6 +344,7 @@ class PerTokenGRPOTrainer(BatchTrainer):
                 gamma=self.gamma,
                 normalization=self.advantage_normalization,
                 failed={id(e) for (e, _), m in zip(rows, masked) if m},
+                failure_score=self.screen.failure_score,
             ),
             "sampled_logprobs": sampled,
             "group_indices": picked["group_indices"],

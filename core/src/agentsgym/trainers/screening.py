@@ -25,7 +25,8 @@ Every step of an episode records where its token ids came from
 It also applies the truncation policy (``mask_truncated_completions``): an episode
 in which a reply was cut at the generation length limit
 (``StepRecord.reply_truncated``) gives no gradient, and counts as a failure in its
-group's baseline: it scores the lowest score of the batch, whatever the env paid.
+group's baseline: it scores the lowest score the trainer has seen in this run
+(:meth:`RolloutScreen.failure_score`), whatever the env paid.
 Such a reply never ended its turn, and in a multi-turn env the env answered a
 cut-off text. Masking alone keeps it from being reinforced but lets it spread: a
 policy that runs to the length limit while the env still pays then scores as well
@@ -33,6 +34,8 @@ as one that ends its turns, and nothing teaches it to stop (see bench/README.md)
 Counted as a failure, it ranks below the rollouts of its group that ended their
 turns, and level with those that failed (a fixed penalty instead would push a
 group's honest failures up, and measurably collapsed a run onto a wrong answer).
+The lowest score of the run rather than of the batch: once a policy wins every game,
+a batch holds no failure to compare with, and cut replies would go on unchecked.
 ``None`` (default) masks for multi-turn envs (``max_steps_per_episode > 1``) and not
 for single-turn ones, where TRL's default (no masking) applies.
 """
@@ -93,6 +96,15 @@ class RolloutScreen:
         self.mask_truncated = mask_truncated_completions
         self.trainer = trainer
         self._warned = False
+        self._lowest: float | None = None
+
+    def failure_score(self, scores: Iterable[float]) -> float:
+        """The score a masked episode takes: the lowest of ``scores`` (this batch's)
+        and of every batch before."""
+        for score in scores:
+            if self._lowest is None or score < self._lowest:
+                self._lowest = float(score)
+        return 0.0 if self._lowest is None else self._lowest
 
     def dropped(self, episodes: Iterable[Episode]) -> set[int]:
         """``id()`` of the episodes to leave out entirely (``on_retokenized="drop"``);

@@ -39,7 +39,7 @@ How an agentsgym rollout becomes TRL completions:
   failed episode becomes a one-token, fully masked completion whose reward is
   ``None``, so TRL gives it advantage 0;
 * an episode with a reply cut at the length limit is masked out of the loss and
-  counts as a failure (the batch's lowest reward) in its group's baseline, by
+  counts as a failure (the lowest reward of the run) in its group's baseline, by
   default in multi-turn envs (``mask_truncated_completions``, see
   :mod:`agentsgym.trainers.screening`); steps re-tokenized from text are trained
   with a warning by default (``on_retokenized``).
@@ -166,10 +166,9 @@ def rollouts_to_trl(
         usable = bool(trial) and all(e.ok for e in trial) and trial[-1].num_agent_tokens > 0
         episodes.append(trial[-1] if usable else None)
     dropped = screen.dropped(e for e in episodes if e is not None)
-    # A cut episode counts as a failure: the lowest reward of the batch (see screening).
-    floor = min(
-        (e.final_reward for e in episodes if e is not None and id(e) not in dropped),
-        default=0.0,
+    # A cut episode counts as a failure: the lowest reward seen (see screening).
+    floor = screen.failure_score(
+        e.final_reward for e in episodes if e is not None and id(e) not in dropped
     )
     any_logprobs = False
     for row, episode in enumerate(episodes):
