@@ -152,6 +152,12 @@ def test_training_steps_change_the_weights(tokenizer: Any, rows: Any, tmp_path: 
     assert [s.step for s in result.steps] == [1, 2] and seen == result.steps
     assert all(s.loss is not None and math.isfinite(s.loss) for s in result.steps)
     assert all(s.num_rollouts == 8 and s.mean_reward is not None for s in result.steps)
+    for step in result.steps:  # the step log: TRL's figures and ours, under shared names
+        log = step.to_dict()
+        assert log["entropy"] > 0 and log["grad_norm"] > 0 and log["advantage_std"] >= 0
+        # the policy agent samples from the trained weights: importance ratios sit at 1
+        assert log["is_ratio_mean"] == pytest.approx(1.0, abs=1e-3)
+        assert log["token_source/sampled"] == 1.0 and log["rows"] == 8
     changed = [k for k, v in model.state_dict().items() if not torch.equal(v, before[k])]
     assert changed, "two optimizer steps left every weight as it was"
     assert (tmp_path / "out" / "model.safetensors").exists()

@@ -211,8 +211,9 @@ def rollouts_to_trl(
 
 
 TRL_METRICS = {
-    "reward": "reward",
-    "reward_std": "reward_std",
+    # TRL's view of the rewards (a cut episode counted as a failure); ours are the env's
+    "trl_reward": "reward",
+    "trl_reward_std": "reward_std",
     "frac_reward_zero_std": "frac_reward_zero_std",
     "grad_norm": "grad_norm",
     "entropy": "entropy",
