@@ -105,6 +105,19 @@ def test_completions_api_sends_the_episode_token_ids_as_the_prompt(vllm_like: An
     assert all(s.info["token_source"] == "sampled" for s in episode.steps)
 
 
+@pytest.mark.parametrize("api", ["chat", "completions"])
+def test_a_reply_cut_at_max_tokens_is_flagged_truncated(vllm_like: Any, api: str) -> None:
+    agent = agent_for(vllm_like, api=api, max_tokens=2)
+    env = agentsgym.make(GUESS, tokenizer=TINY, env_config={"max_steps_per_episode": 2})
+    batch = env.run_trial([{"seed": 1}], agent, num_rollouts=2)
+    agent.close()
+    steps = [s for e in batch.episodes for s in e.steps]
+    assert steps and not batch.failed
+    for step in steps:  # the untrained model rarely stops within 2 tokens
+        assert step.reply_truncated == (step.info["finish_reason"] == "length")
+    assert any(s.reply_truncated for s in steps)
+
+
 def test_a_server_without_token_ids_gives_text_and_the_trajectory_says_so(caplog: Any) -> None:
     with OpenAICompatServer(
         ScriptedPolicy(["My guess is [50]."]), models=["gpt"], vllm=False

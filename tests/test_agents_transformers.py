@@ -193,10 +193,12 @@ def test_a_reply_ends_with_the_stop_token_it_sampled_or_at_the_length_limit(toke
         action = agent.to_action(generation)
         assert action.text == tokenizer.decode(generation.token_ids[:-1])
         assert action.token_ids == generation.token_ids
-    short = TransformersAgent(warm, tokenizer=tokenizer, max_new_tokens=1, seed=0).generate(
-        [prompt]
-    )[0]
+        assert not action.truncated
+    cut = TransformersAgent(warm, tokenizer=tokenizer, max_new_tokens=1, seed=0)
+    short = cut.generate([prompt])[0]
     assert short.finish_reason == "length" and len(short.token_ids) == 1
+    assert cut.to_action(short).truncated  # flagged for the step, the env and the trainers
+    cut.close()
     assert eot in agent.stop_token_ids
     agent.close()
 

@@ -101,11 +101,21 @@ def test_train_per_token_grpo_with_a_tiny_model_built_on_the_fly(tmp_path: Path)
         "1",
         "--output-dir",
         str(out),
+        "--trainer-option",
+        "beta=0.04",
+        "--trainer-option",
+        "credit_assignment=return_to_go",
+        "--trainer-option",
+        "gamma=0.9",
+        # an untrained model never ends its turn: keep its cut replies in the loss
+        "--trainer-option",
+        "mask_truncated_completions=false",
         *SMALL,
     )
     assert result.exit_code == 0, result.output
     log = json.loads((out / "train_log.jsonl").read_text())
     assert math.isfinite(log["loss"]) and log["grad_norm"] >= 0
+    assert log["kl"] == 0.0  # one step: the policy still is the reference
     assert (out / "model.safetensors").exists()
 
 
@@ -146,6 +156,39 @@ def test_train_exits_1_when_every_episode_failed(tmp_path: Path) -> None:
     assert "every trial failed (8 of 8)" in result.stdout
     assert "8 x AgentError: cannot reach an OpenAI-compatible server" in result.stdout
     assert "Traceback" not in result.output
+
+
+def test_train_chat_template_option(tmp_path: Path) -> None:
+    out = tmp_path / "sink"
+    result = run(
+        "train",
+        GUESS,
+        "--trainer",
+        "dataset-sink",
+        "--max-steps",
+        "1",
+        "--output-dir",
+        str(out),
+        "--num-tasks",
+        "1",
+        "--num-rollouts",
+        "1",
+        "--chat-template",
+        "training",
+    )
+    assert result.exit_code == 0, result.output
+    assert "already prefix-preserving" in result.output  # the bundled ChatML is kept
+    result = run(
+        "train",
+        GUESS,
+        "--trainer",
+        "dataset-sink",
+        "--output-dir",
+        str(out),
+        "--chat-template",
+        str(tmp_path / "nope.jinja"),
+    )
+    assert result.exit_code != 0 and "a template file that exists" in str(result.exception)
 
 
 def test_train_explains_what_is_missing(tmp_path: Path) -> None:
@@ -194,12 +237,21 @@ def test_a_trainer_from_a_plugin_runs_through_the_train_command(
     assert "counting/agent-tokens" in listed.output
     out = tmp_path / "counting"
     result = run(
-        "train", GUESS, "--trainer", "counting/agent-tokens", "--max-steps", "3",
-        "--output-dir", str(out), "--num-tasks", "2", "--num-rollouts", "2",
+        "train",
+        GUESS,
+        "--trainer",
+        "counting/agent-tokens",
+        "--max-steps",
+        "3",
+        "--output-dir",
+        str(out),
+        "--num-tasks",
+        "2",
+        "--num-rollouts",
+        "2",
     )
     assert result.exit_code == 0, result.output
     log = [json.loads(line) for line in (out / "train_log.jsonl").read_text().splitlines()]
     counts = [s["agent_tokens_so_far"] for s in log]
     assert len(counts) == 3 and counts[0] > 0 and counts == sorted(counts)
     assert all(s["num_rollouts"] == 4 for s in log)  # 2 tasks x 2 rollouts, bisect agent
-

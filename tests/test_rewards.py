@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import pytest
-from envs_for_tests import CountdownEnv, CountingAgent
-
 import agentsgym
-from agentsgym.rewards import assign_token_rewards
+import pytest
+from agentsgym.rewards import assign_token_rewards, discounted_returns
 from agentsgym.tokenization import AgentSpan
+from envs_for_tests import CountdownEnv, CountingAgent
 
 SPANS = [AgentSpan(0, [2, 3]), AgentSpan(0, [6, 7, 8, 9])]
 
@@ -43,3 +42,15 @@ def test_strategies_in_an_episode_keep_env_tokens_at_zero(strategy: str) -> None
     if strategy == "last_token":
         assert rewards[last_agent] == pytest.approx(1.5)  # the final step: 0.5 + 1.0 bonus
         assert sum(1 for r in rewards if r) == 2
+
+
+def test_discounted_returns_credit_each_step_with_what_follows_it() -> None:
+    assert discounted_returns([0.0, 0.0, 1.0]) == [1.0, 1.0, 1.0]
+    assert discounted_returns([0.0, 0.0, 1.0], 0.5) == [0.25, 0.5, 1.0]
+    assert discounted_returns([1.0, -0.5, 2.0], 0.9) == pytest.approx(
+        [1.0 - 0.5 * 0.9 + 2.0 * 0.81, -0.5 + 2.0 * 0.9, 2.0]
+    )
+    assert discounted_returns([1.0, 2.0], 0.0) == [1.0, 2.0]  # immediate rewards only
+    assert discounted_returns([]) == []
+    with pytest.raises(ValueError, match="gamma"):
+        discounted_returns([1.0], 1.5)

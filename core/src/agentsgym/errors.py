@@ -96,6 +96,11 @@ class TokenFidelityError(AgentsGymError):
     """An episode's token stream broke an invariant (lengths, growth, mask coverage)."""
 
 
+class TrainerOptionError(AgentsGymError, ValueError):
+    """A trainer adapter was given an option value it cannot use (the message names the
+    option, the value and what it accepts)."""
+
+
 class EpisodeTimeoutError(EpisodeError):
     """An env turn or a whole episode took longer than its budget.
 

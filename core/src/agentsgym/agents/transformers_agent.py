@@ -217,6 +217,9 @@ class TransformersAgent:
             token_ids=list(ids),
             logprobs=list(generation.logprobs),
             info={"token_source": "sampled", "finish_reason": generation.finish_reason},
+            # Cut at max_new_tokens without a stop token: trainers mask such replies
+            # (they did not end the turn) and envs see it as reply.truncated.
+            truncated=generation.finish_reason == "length",
         )
 
     def _ensure_thread(self) -> None:

@@ -20,7 +20,9 @@ from agentsgym.output.failures import failure_report
 from agentsgym.runner import DEFAULT_MAX_CONCURRENCY
 from agentsgym.factory import DEFAULT_TOKENIZER, load_tokenizer, make
 from agentsgym.registry import get_registry, import_object
+from agentsgym.runner import DEFAULT_MAX_CONCURRENCY
 from agentsgym.trainers.base import RolloutSource, StepMetrics, TrainResult
+from agentsgym.trainers.chat_templates import apply_chat_template_choice
 
 
 def _factory_parameters(name: str) -> tuple[set[str], bool]:
@@ -69,6 +71,13 @@ def train(
     ),
     split: str = typer.Option("train", "--split", help="train or eval"),
     tokenizer: str | None = typer.Option(None, "--tokenizer", help="default: the model's"),
+    chat_template: str = typer.Option(
+        "model",
+        "--chat-template",
+        help="model (the tokenizer's own), training (TRL's prefix-preserving training "
+        "variant: Qwen3, DeepSeek-R1 episodes then stay in one segment) or a .jinja path; "
+        "used to render rollouts and to train alike",
+    ),
     learning_rate: float | None = typer.Option(
         None, "--learning-rate", help="default: the trainer's"
     ),
@@ -86,7 +95,9 @@ def train(
         None, "--trainer-option", help="key=value for the trainer, repeatable (e.g. beta=0.04)"
     ),
     max_concurrency: int = typer.Option(
-        DEFAULT_MAX_CONCURRENCY, "--max-concurrency", min=1,
+        DEFAULT_MAX_CONCURRENCY,
+        "--max-concurrency",
+        min=1,
         help="episodes in flight at once; size it to your model server (see README)",
     ),
     max_failure_rate: float | None = max_failure_rate_option(),
@@ -101,6 +112,9 @@ def train(
     _quiet_progress_bars()
     started = time.perf_counter()
     tok = load_tokenizer(tokenizer or _default_tokenizer(model))
+    tok, template = apply_chat_template_choice(tok, chat_template)
+    if chat_template != "model":
+        console.print(f"chat template: {template}")
     env = make(env_id, tokenizer=tok, env_config=parse_key_values(env_config, "--env-config"))
     dataset = env.get_train_dataset() if split == "train" else env.get_eval_dataset()
     rows = [dataset[i] for i in range(min(num_tasks, len(dataset)))]

@@ -34,10 +34,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from agentsgym.dataset_runner import run_dataset
+from agentsgym.errors import TrainerOptionError
 from agentsgym.factory import load_tokenizer
 from agentsgym.rows import DatasetRow, parse_rows
 from agentsgym.runner import DEFAULT_MAX_CONCURRENCY
-from agentsgym.trajectory import TrajectoryBatch
+from agentsgym.trajectory import Episode, TrajectoryBatch
 
 if TYPE_CHECKING:
     from agentsgym.agents import Agent
@@ -141,9 +142,11 @@ class RolloutSource:
     ) -> None:
         self.rows = parse_rows(rows)
         if not self.rows:
-            raise ValueError("RolloutSource needs at least one dataset row")
+            raise TrainerOptionError("RolloutSource needs at least one dataset row")
         if num_rollouts < 1 or tasks_per_step < 1 or max_concurrency < 1:
-            raise ValueError("num_rollouts, tasks_per_step and max_concurrency must be at least 1")
+            raise TrainerOptionError(
+                "num_rollouts, tasks_per_step and max_concurrency must be at least 1"
+            )
         self.tokenizer = load_tokenizer(tokenizer)
         self.num_rollouts = num_rollouts
         self.tasks_per_step = tasks_per_step
@@ -188,6 +191,16 @@ class RolloutSource:
             envs=self._envs,
         )
 
+    def is_multi_turn(self, episode: Episode) -> bool:
+        """Whether the episode's env allows more than one agent action per episode
+        (``max_steps_per_episode > 1`` in any config of it played so far)."""
+        limits = [
+            env.config.max_steps_per_episode
+            for env in self._envs.values()
+            if env.env_id == episode.env_id
+        ]
+        return max(limits, default=2) > 1 or episode.num_turns > 1
+
     def close(self) -> None:
         """Close env instances that hold resources (a ``close()`` method)."""
         for env in self._envs.values():
@@ -229,6 +242,8 @@ class BatchTrainer(ABC):
     """An adapter that consumes one padded :class:`TrajectoryBatch` per step."""
 
     output_dir: Path | None = None
+    source: RolloutSource | None = None
+    """The source of the running ``train`` call (for ``consume`` to ask it about envs)."""
 
     def policy(self) -> Agent | None:
         """The agent playing this trainer's own model, or ``None`` if it has none."""
@@ -250,14 +265,15 @@ class BatchTrainer(ABC):
         agent: Agent | None = None,
     ) -> TrainResult:
         if max_steps < 1:
-            raise ValueError(f"max_steps must be at least 1, got {max_steps}")
+            raise TrainerOptionError(f"max_steps must be at least 1, got {max_steps}")
         player = agent if agent is not None else self.policy()
         if player is None:
-            raise ValueError(
+            raise TrainerOptionError(
                 f"{type(self).__name__} owns no model, so it needs an agent to play the "
                 "rollouts (agent=..., CLI: --agent NAME)"
             )
         result = TrainResult(output_dir=self.output_dir)
+        self.source = source
         for step in range(1, max_steps + 1):
             started = time.perf_counter()
             batch = source.play(source.next_rows(), player)
@@ -296,10 +312,17 @@ def policy_sampling(
 
 
 def batch_metrics(batch: TrajectoryBatch, step: int) -> StepMetrics:
-    """Rollout statistics of a batch (reward, tokens, failures)."""
+    """Rollout statistics of a batch: reward mean and std, tokens, failures, and
+
+    * ``truncated_replies``: the fraction of agent replies cut at the length limit
+      (a policy that stops ending its turns shows here first);
+    * ``split_episodes``: scored episodes split into several views;
+    * ``token_source/<source>``: the fraction of steps whose ids came from each
+      source (``sampled``, ``server``, ``unchecked``, ``retokenized``).
+    """
     episodes = [e for group in batch.groups for e in group.episodes]
     rewards = [e.final_reward for e in episodes]
-    return StepMetrics(
+    metrics = StepMetrics(
         step=step,
         mean_reward=statistics.fmean(rewards) if rewards else None,
         num_rollouts=len(episodes),
@@ -307,3 +330,16 @@ def batch_metrics(batch: TrajectoryBatch, step: int) -> StepMetrics:
         num_tokens=sum(e.num_tokens for e in episodes),
         num_agent_tokens=sum(e.num_agent_tokens for e in episodes),
     )
+    if rewards:
+        metrics.extra["reward_std"] = statistics.pstdev(rewards)
+    steps = [s for e in episodes for s in e.steps]
+    if steps:
+        metrics.extra["truncated_replies"] = sum(s.reply_truncated for s in steps) / len(steps)
+        sources: dict[str, int] = {}
+        for s in steps:
+            if s.token_source is not None:
+                sources[s.token_source] = sources.get(s.token_source, 0) + 1
+        for source, count in sorted(sources.items()):
+            metrics.extra[f"token_source/{source}"] = count / len(steps)
+    metrics.extra["split_episodes"] = float(sum(len(e.segments) > 1 for e in episodes))
+    return metrics

@@ -69,7 +69,7 @@ def batch_rows(
                     "num_tokens": len(episode.segments[segment]),
                     "num_agent_tokens": sum(episode.segments[segment].agent_mask),
                     "token_sources": sorted(
-                        {str(s.info.get("token_source", "unspecified")) for s in episode.steps}
+                        {s.token_source or "unspecified" for s in episode.steps}
                     ),
                 }
             )

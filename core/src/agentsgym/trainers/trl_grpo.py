@@ -16,7 +16,7 @@ repeated ``num_generations`` times (TRL's ``RepeatSampler``), and one completion
 returned per entry. TRL treats ``env_mask`` as its tool mask: the loss mask is
 ``completion_mask * env_mask``, so environment tokens never enter the loss.
 
-How an agentsgym rollout becomes one TRL completion:
+How an agentsgym rollout becomes TRL completions:
 
 * the dataset prompt is the JSON of a dataset row ``{env_class_path, env_config,
   task_data}``; each prompt entry is played as one trial by the runner;
@@ -24,16 +24,25 @@ How an agentsgym rollout becomes one TRL completion:
   prompt, exactly as the model saw it); ``completion_ids`` is everything after,
   through the agent's last token: its replies (mask 1) and the env turns between
   them (mask 0), token for token as the episode holds them;
+* an episode that a chat template which is not prefix-preserving split into several
+  views gives one completion per view, each with the episode's advantage: the last
+  view is the entry's completion, the earlier ones are extra rows
+  (:mod:`agentsgym.trainers.trl_trainer`). Every agent token is trained once.
+  ``--chat-template training`` (TRL's prefix-preserving training templates) keeps
+  such episodes in one view instead;
 * ``logprobs`` are the sampled logprobs of the agent tokens (0.0 on env tokens,
-  which the mask removes); ``None`` when the agent returned none;
+  which the mask removes; ``None`` for an agent token whose logprob is unknown);
+  ``None`` when no agent returned any. TRL's importance-sampling correction then
+  uses them whatever sampled them (see :mod:`agentsgym.trainers.trl_trainer`);
 * the reward function returns the episode's ``final_reward`` as the sequence reward;
   TRL normalises it within each group of ``num_generations`` rollouts of a task. A
   failed episode becomes a one-token, fully masked completion whose reward is
-  ``None``, so TRL gives it advantage 0.
-
-For a chat template that is not prefix-preserving (an episode split into views),
-the last view is trained and a warning is logged; use ``per-token-grpo``, which
-trains every view, for those templates.
+  ``None``, so TRL gives it advantage 0;
+* an episode with a reply cut at the length limit is masked out of the loss and
+  counts as a failure (the lowest reward of the run) in its group's baseline, by
+  default in multi-turn envs (``mask_truncated_completions``, see
+  :mod:`agentsgym.trainers.screening`); steps re-tokenized from text are trained
+  with a warning by default (``on_retokenized``).
 
 By default the rollouts are played by a
 :class:`~agentsgym.agents.transformers_agent.TransformersAgent` sharing the
@@ -51,11 +60,13 @@ import math
 import time
 import warnings
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from agentsgym.errors import TrainerOptionError
 from agentsgym.trainers.base import (
     RolloutSource,
     StepCallback,
@@ -64,6 +75,9 @@ from agentsgym.trainers.base import (
     batch_metrics,
     policy_sampling,
 )
+from agentsgym.trainers.chat_templates import apply_chat_template_choice, check_source_template
+from agentsgym.trainers.screening import RetokenizedPolicy, RolloutScreen
+from agentsgym.trainers.trl_trainer import ExtraView, grpo_trainer_class
 from agentsgym.trajectory import Episode, TrajectoryBatch
 
 if TYPE_CHECKING:
@@ -74,75 +88,156 @@ logger = logging.getLogger(__name__)
 REWARD_FIELD = "agentsgym_final_reward"
 
 
+@dataclass
+class View:
+    """One view of an episode as a TRL completion (see the module docstring)."""
+
+    prompt_ids: list[int]
+    completion_ids: list[int]
+    env_mask: list[int]
+    logprobs: list[float | None] | None
+    """Sampled logprobs: a float on agent tokens whose logprob is known, ``None`` on
+    agent tokens whose logprob is unknown, 0.0 on env tokens; ``None`` altogether
+    when the episode has none."""
+
+
+def episode_views(episode: Episode) -> list[View]:
+    """Every view of a finished episode that holds agent tokens, in order.
+
+    One view unless a chat template that is not prefix-preserving split the episode.
+    Each view's prompt is its tokens before its first agent token; its completion runs
+    from there through its last agent token.
+    """
+    views = []
+    for segment in episode.segments:
+        agent = np.flatnonzero(segment.agent_mask)
+        if not agent.size:
+            continue
+        first, last = int(agent[0]), int(agent[-1])
+        ids = segment.token_ids.tolist()
+        mask = segment.agent_mask[first : last + 1].tolist()
+        logprobs: list[float | None] | None = None
+        if episode.has_logprobs and segment.logprobs is not None:
+            values = segment.logprobs[first : last + 1].tolist()
+            logprobs = [(None if math.isnan(v) else v) if m else 0.0 for v, m in zip(values, mask)]
+        views.append(View(ids[:first], ids[first : last + 1], mask, logprobs))
+    return views
+
+
 def episode_completion(episode: Episode) -> tuple[list[int], list[int], list[int], list[float]]:
-    """(prompt_ids, completion_ids, env_mask, logprobs) of a finished episode."""
-    segment = episode.segments[-1]
-    agent = np.flatnonzero(segment.agent_mask)
-    first, last = int(agent[0]), int(agent[-1])
-    ids = segment.token_ids.tolist()
+    """(prompt_ids, completion_ids, env_mask, logprobs) of an episode's last view
+    (logprobs 0.0 where unknown)."""
+    view = episode_views(episode)[-1]
+    logprobs = view.logprobs or [0.0] * len(view.completion_ids)
     return (
-        ids[:first],
-        ids[first : last + 1],
-        segment.agent_mask[first : last + 1].tolist(),
-        segment.logprobs_or_zeros()[first : last + 1].tolist(),
+        view.prompt_ids,
+        view.completion_ids,
+        view.env_mask,
+        [0.0 if x is None else x for x in logprobs],
     )
 
 
-def rollouts_to_trl(batch: TrajectoryBatch, pad_token_id: int) -> dict[str, Any]:
-    """TRL ``rollout_func`` output for a batch played with one trial per group.
+def rollouts_to_trl(
+    batch: TrajectoryBatch,
+    pad_token_id: int,
+    *,
+    screen: RolloutScreen | None = None,
+    multi_turn: Callable[[Episode], bool] | None = None,
+) -> tuple[dict[str, Any], list[ExtraView]]:
+    """TRL ``rollout_func`` output for a batch played with one trial per group, and
+    the earlier views of split episodes (extra rows, see :mod:`.trl_trainer`).
 
-    Group ``i`` (one prompt entry) gives completion ``i``; see the module docstring.
+    Group ``i`` (one prompt entry) gives completion ``i``: its episode's last view.
+    ``screen`` applies the re-tokenized and truncation policies (default: warn about
+    re-tokenized data; mask episodes with a truncated reply, in multi-turn envs as
+    ``multi_turn`` tells, default all).
     """
+    screen = screen if screen is not None else RolloutScreen(trainer="trl-grpo")
+    multi_turn = multi_turn if multi_turn is not None else (lambda _episode: True)
     prompt_ids: list[list[int]] = []
     completion_ids: list[list[int]] = []
     env_mask: list[list[int]] = []
     logprobs: list[list[float | None]] = []
     rewards: list[float | None] = []
-    any_logprobs = False
-    split = 0
+    extra: list[ExtraView] = []
+    episodes: list[Episode | None] = []
     for group in batch.groups:
         trial = group.trials[0] if group.trials else []
-        episode = trial[-1] if trial else None
-        usable = (
-            episode is not None
-            and all(e.ok for e in trial)
-            and episode.segments
-            and 1 in episode.segments[-1].agent_mask
-        )
-        if not usable:
+        usable = bool(trial) and all(e.ok for e in trial) and trial[-1].num_agent_tokens > 0
+        episodes.append(trial[-1] if usable else None)
+    dropped = screen.dropped(e for e in episodes if e is not None)
+    # A cut episode counts as a failure: the lowest reward seen (see screening).
+    floor = screen.failure_score(
+        e.final_reward for e in episodes if e is not None and id(e) not in dropped
+    )
+    any_logprobs = False
+    for row, episode in enumerate(episodes):
+        if episode is None or id(episode) in dropped:
             prompt_ids.append([pad_token_id])
             completion_ids.append([pad_token_id])
             env_mask.append([0])
             logprobs.append([0.0])
             rewards.append(None)
             continue
-        assert episode is not None
-        if len(episode.segments) > 1:
-            split += 1
-        prompt, completion, mask, lps = episode_completion(episode)
-        prompt_ids.append(prompt)
-        completion_ids.append(completion)
-        env_mask.append(mask)
-        if episode.has_logprobs:
+        views = episode_views(episode)
+        reward = episode.final_reward
+        if screen.masks(episode, multi_turn):
+            views = [
+                View(v.prompt_ids, v.completion_ids, [0] * len(v.env_mask), v.logprobs)
+                for v in views
+            ]
+            reward = floor
+        *earlier, last = views
+        extra += [
+            ExtraView(row, v.prompt_ids, v.completion_ids, v.env_mask, v.logprobs) for v in earlier
+        ]
+        prompt_ids.append(last.prompt_ids)
+        completion_ids.append(last.completion_ids)
+        env_mask.append(last.env_mask)
+        if last.logprobs is not None:
             any_logprobs = True
-            logprobs.append(lps)
+            logprobs.append(last.logprobs)
         else:
-            logprobs.append([None if m else 0.0 for m in mask])
-        rewards.append(episode.final_reward)
-    if split:
-        logger.warning(
-            "%d episode(s) were split into several views (the chat template is not "
-            "prefix-preserving); trl-grpo trains their last view only. Use per-token-grpo "
-            "to train every view.",
-            split,
-        )
-    return {
+            logprobs.append([None if m else 0.0 for m in last.env_mask])
+        rewards.append(reward)
+    output = {
         "prompt_ids": prompt_ids,
         "completion_ids": completion_ids,
         "logprobs": logprobs if any_logprobs else None,
         "env_mask": env_mask,
         REWARD_FIELD: rewards,
     }
+    return output, extra
+
+
+TRL_METRICS = {
+    # TRL's view of the rewards (a cut episode counted as a failure); ours are the env's
+    "trl_reward": "reward",
+    "trl_reward_std": "reward_std",
+    "frac_reward_zero_std": "frac_reward_zero_std",
+    "grad_norm": "grad_norm",
+    "entropy": "entropy",
+    "kl": "kl",
+    "clip_fraction": "clip_ratio/region_mean",
+    "clip_fraction_low": "clip_ratio/low_mean",
+    "clip_fraction_high": "clip_ratio/high_mean",
+    "is_ratio_min": "sampling/importance_sampling_ratio/min",
+    "is_ratio_mean": "sampling/importance_sampling_ratio/mean",
+    "is_ratio_max": "sampling/importance_sampling_ratio/max",
+    "sampling_logp_diff_mean": "sampling/sampling_logp_difference/mean",
+    "sampling_logp_diff_max": "sampling/sampling_logp_difference/max",
+    "completion_length": "completions/mean_length",
+}
+"""Step-log names (shared with per-token-grpo) of the TRL log entries kept."""
+
+
+def pad_token_id(tokenizer: Any) -> int:
+    """The pad id of batches: the tokenizer's pad token, else its EOS (Llama 3.2 has no
+    pad token and pads with ``<|eot_id|>``; masks tell padding apart), else 0."""
+    for candidate in (tokenizer.pad_token_id, tokenizer.eos_token_id):
+        if candidate is not None:
+            return int(candidate)
+    return 0
 
 
 def final_reward(completions: list[Any], **kwargs: Any) -> list[float | None]:
@@ -163,9 +258,20 @@ class TRLGRPOAdapter:
         scores tokens at that temperature.
     :param seed: training and sampling seed.
     :param agent_batch_size: prompts the default agent generates together.
+    :param chat_template: ``"model"`` (default), ``"training"`` (TRL's
+        prefix-preserving training variant) or a ``.jinja`` path; set on the
+        tokenizer, which the rollout source must share (see
+        :mod:`agentsgym.trainers.chat_templates`).
+    :param on_retokenized: what to do with steps re-tokenized from text: ``"warn"``
+        (default), ``"error"``, ``"drop"`` or ``"allow"``.
+    :param mask_truncated_completions: mask episodes holding a reply cut at the
+        length limit out of the loss, counting them as failures in their group's
+        baseline; ``None`` (default): in multi-turn envs only. Unlike TRL's option of
+        the same name, which looks at the completion's last token only, every reply
+        of the episode counts.
     :param grpo_config: further ``trl.GRPOConfig`` fields (``beta``, ``loss_type``,
-        ``use_vllm``, ``vllm_mode``, ``gradient_checkpointing``, ...); they win over
-        the values this adapter derives.
+        ``use_vllm``, ``vllm_mode``, ``vllm_importance_sampling_mode``,
+        ``gradient_checkpointing``, ...); they win over the values this adapter derives.
     """
 
     def __init__(
@@ -181,11 +287,14 @@ class TRLGRPOAdapter:
         max_new_tokens: int = 256,
         seed: int = 0,
         agent_batch_size: int = 8,
+        chat_template: str | None = None,
+        on_retokenized: RetokenizedPolicy = "warn",
+        mask_truncated_completions: bool | None = None,
         grpo_config: dict[str, Any] | None = None,
         **grpo_fields: Any,
     ) -> None:
         if model is None:
-            raise ValueError("trl-grpo needs a model (a folder, a loaded model, or 'tiny')")
+            raise TrainerOptionError("trl-grpo needs a model (a folder, a loaded model, or 'tiny')")
         try:
             import trl  # noqa: F401
         except ImportError as exc:  # pragma: no cover - depends on the install
@@ -213,6 +322,13 @@ class TRLGRPOAdapter:
             batch_size=agent_batch_size,
         )
         self.grpo_overrides = {**(grpo_config or {}), **grpo_fields}
+        # Ours masks an episode when any of its replies was cut, not only the last one.
+        mask = self.grpo_overrides.pop("mask_truncated_completions", mask_truncated_completions)
+        self.screen = RolloutScreen(on_retokenized, mask, trainer="trl-grpo")
+        self.chat_template = chat_template
+        self.tokenizer, self.chat_template_source = apply_chat_template_choice(
+            self.tokenizer, chat_template
+        )
         self.trainer: Any = None
         self._agent: Any = None
         self._pending: list[StepMetrics] = []
@@ -248,7 +364,9 @@ class TRLGRPOAdapter:
         if "gradient_checkpointing" in fields:  # the pre-5.x name of the same switch
             fields["activation_checkpointing"] = fields.pop("gradient_checkpointing")
         if fields["num_generations"] < 2:
-            raise ValueError("trl-grpo needs at least 2 rollouts per task (--num-rollouts 2)")
+            raise TrainerOptionError(
+                "trl-grpo needs at least 2 rollouts per task (--num-rollouts 2)"
+            )
         with warnings.catch_warnings():
             # GRPOConfig's own default for the old name triggers transformers' rename warning.
             warnings.filterwarnings(
@@ -266,10 +384,11 @@ class TRLGRPOAdapter:
 
     def build(self, source: RolloutSource, max_steps: int, agent: Agent | None = None) -> Any:
         """The configured ``GRPOTrainer`` (not yet trained)."""
-        from trl import GRPOTrainer
+        GRPOTrainer = grpo_trainer_class()
 
+        check_source_template(source, self.tokenizer, self.chat_template)
         if source.tasks_per_step > len(source.rows):
-            raise ValueError(
+            raise TrainerOptionError(
                 f"tasks_per_step ({source.tasks_per_step}) exceeds the number of tasks "
                 f"({len(source.rows)})"
             )
@@ -322,8 +441,22 @@ class TRLGRPOAdapter:
             player = agent if agent is not None else self.policy(trainer)
             batch = source.play(rows, player, num_rollouts=1)
             self.last_batch = batch
-            output = rollouts_to_trl(batch, self.tokenizer.pad_token_id or 0)
+            output, views = rollouts_to_trl(
+                batch,
+                pad_token_id(self.tokenizer),
+                screen=self.screen,
+                multi_turn=source.is_multi_turn,
+            )
+            trainer.pending_views = views
             metrics = batch_metrics(batch, step=trainer.state.global_step + 1)
+            metrics.extra["extra_views"] = float(len(views))
+            metrics.extra["masked_rollouts"] = float(
+                sum(
+                    1
+                    for mask, reward in zip(output["env_mask"], output[REWARD_FIELD])
+                    if reward is not None and not any(mask)
+                )
+            )
             metrics.seconds = time.perf_counter() - started
             metrics.extra["rollout_seconds"] = metrics.seconds
             self._pending.append(metrics)
@@ -351,7 +484,7 @@ class TRLGRPOAdapter:
         agent: Agent | None = None,
     ) -> TrainResult:
         if max_steps < 1:
-            raise ValueError(f"max_steps must be at least 1, got {max_steps}")
+            raise TrainerOptionError(f"max_steps must be at least 1, got {max_steps}")
         trainer = self.build(source, max_steps, agent)
         result = TrainResult(output_dir=self.output_dir)
         self._on_step = on_step
@@ -377,10 +510,12 @@ class TRLGRPOAdapter:
         metrics.step = step
         loss = logs.get("loss")
         metrics.loss = float(loss) if loss is not None else None
-        for key in ("reward", "reward_std", "frac_reward_zero_std", "grad_norm", "entropy"):
-            value = logs.get(key)
+        for ours, theirs in TRL_METRICS.items():
+            value = logs.get(theirs)
             if isinstance(value, (int, float)) and math.isfinite(value):
-                metrics.extra[key] = float(value)
+                metrics.extra[ours] = float(value)
+        if self.trainer is not None:
+            metrics.extra.update(getattr(self.trainer, "scored_stats", {}))
         result = getattr(self, "_result", None)
         if result is not None:
             result.steps.append(metrics)
