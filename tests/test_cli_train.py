@@ -184,7 +184,7 @@ def test_train_chat_template_option(tmp_path: Path) -> None:
         "--trainer",
         "dataset-sink",
         "--output-dir",
-        str(out),
+        str(tmp_path / "other"),
         "--chat-template",
         str(tmp_path / "nope.jinja"),
     )

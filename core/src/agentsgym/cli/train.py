@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import shutil
 import statistics
 import time
 from pathlib import Path
@@ -16,13 +17,24 @@ from agentsgym.cli import app, console
 from agentsgym.cli.options import complete_env_id, max_failure_rate_option, parse_key_values
 from agentsgym.cli.rollout import build_agent, progress_bar
 from agentsgym.cli.running import exit_on_failures, print_failures
-from agentsgym.output.failures import failure_report
-from agentsgym.runner import DEFAULT_MAX_CONCURRENCY
+from agentsgym.errors import TrainerOptionError
 from agentsgym.factory import DEFAULT_TOKENIZER, load_tokenizer, make
+from agentsgym.output.failures import failure_report
+from agentsgym.output.manifest import OPERATIONAL_AGENT_OPTIONS, RUN_LIMIT_ENV_KEYS
+from agentsgym.output.redaction import is_secret
 from agentsgym.registry import get_registry, import_object
 from agentsgym.runner import DEFAULT_MAX_CONCURRENCY
 from agentsgym.trainers.base import RolloutSource, StepMetrics, TrainResult
 from agentsgym.trainers.chat_templates import apply_chat_template_choice
+from agentsgym.trainers.checkpoints import (
+    CHECKPOINT_PREFIX,
+    changed_arguments,
+    complete_checkpoints,
+    last_checkpoint,
+    read_run_state,
+)
+
+TRAIN_LOG = "train_log.jsonl"
 
 
 def _factory_parameters(name: str) -> tuple[set[str], bool]:
@@ -49,7 +61,8 @@ def _default_tokenizer(model: str | None) -> str:
 @app.command()
 def train(
     env_id: str = typer.Argument(
-        ..., help="registered env id, e.g. agentsgym/GuessTheNumber-v0",
+        ...,
+        help="registered env id, e.g. agentsgym/GuessTheNumber-v0",
         autocompletion=complete_env_id,
     ),
     trainer: str = typer.Option(
@@ -101,14 +114,28 @@ def train(
         help="episodes in flight at once; size it to your model server (see README)",
     ),
     max_failure_rate: float | None = max_failure_rate_option(),
+    save_steps: int = typer.Option(
+        50, "--save-steps", min=0, help="write a checkpoint every N steps (0: none)"
+    ),
+    save_total_limit: int = typer.Option(
+        2, "--save-total-limit", min=1, help="checkpoints kept (the newest)"
+    ),
+    resume: bool = typer.Option(
+        False, "--resume", help="continue from the newest checkpoint in --output-dir"
+    ),
+    overwrite: bool = typer.Option(
+        False, "--overwrite", help="start over in an --output-dir that holds an earlier run"
+    ),
 ) -> None:
     """Train on ENV_ID: play rollouts, compute the loss, step the optimizer.
 
-    With --trainer dataset-sink, write the rollouts as a dataset instead. Exits 1 when
-    every episode failed (or more than --max-failure-rate of them).
+    With --trainer dataset-sink, write the rollouts as a dataset instead. A checkpoint
+    is written every --save-steps steps; --resume continues from the newest one. Exits 1
+    when every episode failed (or more than --max-failure-rate of them).
     """
     if split not in ("train", "eval"):
         raise typer.BadParameter("--split must be train or eval")
+    resume_from = _checkpoint_to_resume(output_dir, resume=resume, overwrite=overwrite)
     _quiet_progress_bars()
     started = time.perf_counter()
     tok = load_tokenizer(tokenizer or _default_tokenizer(model))
@@ -138,8 +165,48 @@ def train(
             options["learning_rate"] = learning_rate
     if not takes_any:
         options = {k: v for k, v in options.items() if k in accepted}
-    options.update(parse_key_values(trainer_option, "--trainer-option"))
+    trainer_options = parse_key_values(trainer_option, "--trainer-option")
+    options.update(trainer_options)
     adapter = get_registry().trainer(trainer).build(**options)
+    checkpointing = _checkpointing(adapter, trainer, save_steps, save_total_limit, resume_from)
+    arguments = {
+        "env_id": env_id,
+        "trainer": trainer,
+        "model": model,
+        "split": split,
+        "num_tasks": len(rows),
+        "num_rollouts": num_rollouts,
+        "tasks_per_step": tasks_per_step,
+        "tokenizer": tokenizer,
+        "chat_template": chat_template,
+        "learning_rate": learning_rate,
+        "temperature": temperature,
+        "max_new_tokens": max_new_tokens,
+        "seed": seed,
+        "agent": agent,
+        "agent_options": {
+            k: v
+            for k, v in parse_key_values(agent_option, "--agent-option").items()
+            if k not in OPERATIONAL_AGENT_OPTIONS and not is_secret(k)
+        },
+        "env_config": {
+            k: v
+            for k, v in parse_key_values(env_config, "--env-config").items()
+            if k not in RUN_LIMIT_ENV_KEYS
+        },
+        "trainer_options": {k: v for k, v in trainer_options.items() if not is_secret(k)},
+    }
+    if resume_from is not None:
+        differences = changed_arguments(read_run_state(resume_from).arguments, arguments)
+        if differences:
+            raise TrainerOptionError(
+                f"--resume refuses to continue {resume_from} with other arguments (only "
+                "--max-steps, --max-concurrency, the checkpoint options and connection "
+                "options may change):\n  - " + "\n  - ".join(differences)
+            )
+        console.print(f"resuming from {resume_from}")
+    if checkpointing:
+        checkpointing["run_arguments"] = arguments
 
     player = None
     if agent is not None:
@@ -184,7 +251,9 @@ def train(
             )
 
         try:
-            result = adapter.train(source, max_steps=max_steps, on_step=on_step, agent=player)
+            result = adapter.train(
+                source, max_steps=max_steps, on_step=on_step, agent=player, **checkpointing
+            )
         except Exception:
             # With no episode to learn from a trainer may fail in its own way; what the
             # user needs to hear is why the episodes failed.
@@ -201,11 +270,66 @@ def train(
             if callable(closer):
                 closer()
     output_dir.mkdir(parents=True, exist_ok=True)
-    log_path = result.write_log(output_dir / "train_log.jsonl")
+    log_path = result.write_log(output_dir / TRAIN_LOG)
     print_summary(result, time.perf_counter() - started, log_path)
     report = failure_report(errors)
     print_failures(report)
     exit_on_failures(report, max_failure_rate)
+
+
+def _checkpoint_to_resume(output_dir: Path, *, resume: bool, overwrite: bool) -> Path | None:
+    """The checkpoint ``--resume`` continues from, after refusing to train over an
+    earlier run in ``output_dir`` without ``--resume`` or ``--overwrite``."""
+    if resume and overwrite:
+        raise typer.BadParameter("--resume and --overwrite exclude each other")
+    checkpoints = complete_checkpoints(output_dir)
+    finished = (output_dir / TRAIN_LOG).exists()
+    if overwrite:
+        for _, folder in checkpoints:
+            shutil.rmtree(folder, ignore_errors=True)
+        for torn in output_dir.glob(f"{CHECKPOINT_PREFIX}*"):
+            shutil.rmtree(torn, ignore_errors=True)
+        return None
+    if resume:
+        found = last_checkpoint(output_dir)
+        if found is None and finished:
+            raise TrainerOptionError(
+                f"{output_dir} holds a finished run without a checkpoint to continue "
+                "from; pass --overwrite to train again there (checkpoints are written "
+                "every --save-steps N steps)"
+            )
+        if found is None:
+            console.print(f"no checkpoint in {output_dir} yet: starting the run")
+        return found
+    if checkpoints or finished:
+        what = f"checkpoints up to step {checkpoints[-1][0]}" if checkpoints else "a finished run"
+        raise TrainerOptionError(
+            f"--output-dir {output_dir} holds an earlier run ({what}); pass --resume to "
+            "continue it or --overwrite to start over"
+        )
+    return None
+
+
+def _checkpointing(
+    adapter: Any, trainer: str, save_steps: int, save_total_limit: int, resume_from: Path | None
+) -> dict[str, Any]:
+    """The checkpoint keywords of ``adapter.train``, if it takes them."""
+    try:
+        parameters = inspect.signature(adapter.train).parameters
+    except (TypeError, ValueError):
+        parameters = {}
+    takes = "resume_from" in parameters or any(
+        p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()
+    )
+    if not takes:
+        if resume_from is not None:
+            raise TrainerOptionError(f"trainer {trainer} cannot resume from a checkpoint")
+        return {}
+    return {
+        "save_steps": save_steps,
+        "save_total_limit": save_total_limit,
+        "resume_from": resume_from,
+    }
 
 
 def _quiet_progress_bars() -> None:

@@ -4,6 +4,11 @@ A trainer adapter is anything with
 
     train(source: RolloutSource, *, max_steps: int, on_step=None, agent=None) -> TrainResult
 
+An adapter that can checkpoint also takes ``save_steps``, ``save_total_limit``,
+``resume_from`` (a checkpoint folder) and ``run_arguments`` (recorded in each
+checkpoint, compared on resume; see :mod:`agentsgym.trainers.checkpoints`);
+``agentsgym train`` passes them only to adapters whose ``train`` accepts them.
+
 A :class:`RolloutSource` holds the tasks (dataset rows) and plays them: each call of
 :meth:`RolloutSource.play` runs the agentsgym runner and returns a padded
 :class:`~agentsgym.trajectory.TrajectoryBatch` (one group per task). The adapter
@@ -12,7 +17,8 @@ batch (a gradient step, a write to disk) and how often.
 
 Most adapters consume one batch per step; they subclass :class:`BatchTrainer` and
 implement :meth:`BatchTrainer.consume` (plus :meth:`BatchTrainer.policy` when they
-own a model). Adapters whose training library drives its own loop (``trl-grpo``:
+own a model, and :meth:`BatchTrainer.save_state` / :meth:`BatchTrainer.load_state`
+when they hold state a checkpoint must keep). Adapters whose training library drives its own loop (``trl-grpo``:
 TRL's ``GRPOTrainer`` pulls rollouts through its ``rollout_func``) implement
 ``train`` directly and call ``source.play`` from inside that loop.
 
@@ -74,6 +80,16 @@ class StepMetrics:
             "seconds": self.seconds,
             **self.extra,
         }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> StepMetrics:
+        """The inverse of :meth:`to_dict` (a checkpoint's step log)."""
+        known = {f for f in cls.__dataclass_fields__ if f != "extra"}
+        metrics = cls(**{k: v for k, v in data.items() if k in known})
+        metrics.extra = {
+            k: float(v) for k, v in data.items() if k not in known and isinstance(v, (int, float))
+        }
+        return metrics
 
 
 @dataclass
@@ -157,6 +173,25 @@ class RolloutSource:
         self._rng = random.Random(seed)
         self._order: list[int] = []
         self._envs: dict[tuple[str, str], MultistepEnv] = {}
+
+    def state_dict(self) -> dict[str, Any]:
+        """Where the source is in its tasks (kept in training checkpoints)."""
+        version, internal, gauss = self._rng.getstate()
+        return {"rng": [version, list(internal), gauss], "order": list(self._order)}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Continue from :meth:`state_dict`: the same tasks come next."""
+        if not state:
+            return
+        version, internal, gauss = state["rng"]
+        self._rng.setstate((version, tuple(internal), gauss))
+        order = [int(i) for i in state["order"]]
+        if any(not 0 <= i < len(self.rows) for i in order):
+            raise TrainerOptionError(
+                "the checkpoint's task order does not fit this run's tasks (did --num-tasks "
+                "or the dataset change?)"
+            )
+        self._order = order
 
     def next_rows(self, count: int | None = None) -> list[DatasetRow]:
         """The next ``count`` (default ``tasks_per_step``) rows, cycling through all."""
@@ -256,6 +291,13 @@ class BatchTrainer(ABC):
     def finish(self, result: TrainResult) -> None:
         """Called once after the last step (save the model, close files)."""
 
+    def save_state(self, folder: Path) -> None:
+        """Write what this trainer needs to continue into a checkpoint folder (the
+        model, the optimizer...). Default: nothing (a stateless adapter)."""
+
+    def load_state(self, folder: Path) -> None:
+        """Restore what :meth:`save_state` wrote."""
+
     def train(
         self,
         source: RolloutSource,
@@ -263,7 +305,24 @@ class BatchTrainer(ABC):
         max_steps: int,
         on_step: StepCallback | None = None,
         agent: Agent | None = None,
+        save_steps: int = 0,
+        save_total_limit: int | None = 2,
+        resume_from: str | Path | None = None,
+        run_arguments: dict[str, Any] | None = None,
     ) -> TrainResult:
+        """Run steps ``1..max_steps`` (from the step after ``resume_from``'s).
+
+        Every ``save_steps`` steps a checkpoint is written to
+        ``output_dir/checkpoint-N`` (see :mod:`agentsgym.trainers.checkpoints`),
+        keeping the newest ``save_total_limit``.
+        """
+        from agentsgym.trainers.checkpoints import (
+            checkpoint_path,
+            prune_checkpoints,
+            read_run_state,
+            write_run_state,
+        )
+
         if max_steps < 1:
             raise TrainerOptionError(f"max_steps must be at least 1, got {max_steps}")
         player = agent if agent is not None else self.policy()
@@ -272,9 +331,20 @@ class BatchTrainer(ABC):
                 f"{type(self).__name__} owns no model, so it needs an agent to play the "
                 "rollouts (agent=..., CLI: --agent NAME)"
             )
+        if save_steps and self.output_dir is None:
+            logger.warning("%s has no output_dir: no checkpoints are written", type(self).__name__)
+            save_steps = 0
         result = TrainResult(output_dir=self.output_dir)
         self.source = source
-        for step in range(1, max_steps + 1):
+        first = 1
+        if resume_from is not None:
+            state = read_run_state(resume_from)
+            self.load_state(Path(resume_from))
+            source.load_state_dict(state.source)
+            result.steps = state.step_metrics()
+            first = state.step + 1
+            logger.info("resuming from %s: steps %d..%d", resume_from, first, max_steps)
+        for step in range(first, max_steps + 1):
             started = time.perf_counter()
             batch = source.play(source.next_rows(), player)
             metrics = dict(self.consume(batch))
@@ -286,6 +356,13 @@ class BatchTrainer(ABC):
             result.steps.append(step_metrics)
             if on_step is not None:
                 on_step(step_metrics)
+            if save_steps and step % save_steps == 0 and self.output_dir is not None:
+                folder = checkpoint_path(self.output_dir, step)
+                self.save_state(folder)
+                write_run_state(
+                    folder, step=step, steps=result.steps, source=source, arguments=run_arguments
+                )
+                prune_checkpoints(self.output_dir, save_total_limit)
         self.finish(result)
         return result
 

@@ -19,6 +19,7 @@ Failed episodes are written only with ``include_failed=True``.
 
 from __future__ import annotations
 
+import json
 import logging
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,8 @@ from agentsgym.trajectory import TrajectoryBatch
 logger = logging.getLogger(__name__)
 
 FILE_NAME = "rollouts.parquet"
+SINK_STATE_FILE = "sink_rows.jsonl"
+"""The rows collected up to a checkpoint (counters on the first line)."""
 
 
 def batch_rows(
@@ -168,6 +171,20 @@ class DatasetSink(BatchTrainer):
     @property
     def path(self) -> Path:
         return self.output_dir / FILE_NAME
+
+    def save_state(self, folder: Path) -> None:
+        """The rows collected so far (they are written as a dataset only at the end)."""
+        folder.mkdir(parents=True, exist_ok=True)
+        with (folder / SINK_STATE_FILE).open("w", encoding="utf-8") as handle:
+            handle.write(json.dumps({"steps": self._steps, "groups": self._groups}) + "\n")
+            for row in self.rows:
+                handle.write(json.dumps(row, default=str) + "\n")
+
+    def load_state(self, folder: Path) -> None:
+        with (folder / SINK_STATE_FILE).open(encoding="utf-8") as handle:
+            counters = json.loads(handle.readline())
+            self.rows = [json.loads(line) for line in handle if line.strip()]
+        self._steps, self._groups = int(counters["steps"]), int(counters["groups"])
 
     def to_dataset(self) -> Any:
         """The collected rows as a ``datasets.Dataset``."""

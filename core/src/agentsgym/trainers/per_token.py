@@ -38,6 +38,7 @@ from __future__ import annotations
 import copy
 import logging
 import math
+import random
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
@@ -67,6 +68,9 @@ if TYPE_CHECKING:
     from agentsgym.trainers.base import RolloutSource, StepCallback
 
 logger = logging.getLogger(__name__)
+
+TRAINER_STATE_FILE = "trainer_state.pt"
+"""The optimizer, KL reference and RNG states in a per-token-grpo checkpoint."""
 
 LossAggregation = Literal["token", "sequence"]
 
@@ -298,9 +302,45 @@ class PerTokenGRPOTrainer(BatchTrainer):
         max_steps: int,
         on_step: StepCallback | None = None,
         agent: Any = None,
+        **checkpointing: Any,
     ) -> TrainResult:
+        """See :meth:`BatchTrainer.train` (``save_steps``, ``resume_from``, ...)."""
         check_source_template(source, self.tokenizer, self.chat_template)
-        return super().train(source, max_steps=max_steps, on_step=on_step, agent=agent)
+        return super().train(
+            source, max_steps=max_steps, on_step=on_step, agent=agent, **checkpointing
+        )
+
+    # ------------------------------------------------------------------ checkpoints
+    def save_state(self, folder: Path) -> None:
+        """The model (loadable with ``from_pretrained``), the optimizer, the KL
+        reference model and the RNG states."""
+        import torch
+
+        folder.mkdir(parents=True, exist_ok=True)
+        self.model.save_pretrained(folder)
+        self.tokenizer.save_pretrained(folder)
+        torch.save(
+            {
+                "optimizer": self.optimizer.state_dict(),
+                "reference": self.ref_model.state_dict() if self.ref_model is not None else None,
+                "torch_rng": torch.get_rng_state(),
+                "python_rng": random.getstate(),
+            },
+            folder / TRAINER_STATE_FILE,
+        )
+
+    def load_state(self, folder: Path) -> None:
+        import torch
+
+        saved = type(self.model).from_pretrained(folder)
+        self.model.load_state_dict(saved.state_dict())
+        del saved
+        state = torch.load(folder / TRAINER_STATE_FILE, weights_only=False)
+        self.optimizer.load_state_dict(state["optimizer"])
+        if self.ref_model is not None and state.get("reference") is not None:
+            self.ref_model.load_state_dict(state["reference"])
+        torch.set_rng_state(state["torch_rng"])
+        random.setstate(state["python_rng"])
 
     # ------------------------------------------------------------------ the batch
     def prepare(self, batch: TrajectoryBatch) -> dict[str, torch.Tensor]:

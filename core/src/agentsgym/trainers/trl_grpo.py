@@ -335,7 +335,14 @@ class TRLGRPOAdapter:
         self.last_batch: TrajectoryBatch | None = None
 
     # ------------------------------------------------------------------ setup
-    def grpo_args(self, source: RolloutSource, max_steps: int) -> Any:
+    def grpo_args(
+        self,
+        source: RolloutSource,
+        max_steps: int,
+        *,
+        save_steps: int = 0,
+        save_total_limit: int | None = 2,
+    ) -> Any:
         """The ``GRPOConfig``: one generation round and one optimizer step per step."""
         import torch
         from trl import GRPOConfig
@@ -355,7 +362,10 @@ class TRLGRPOAdapter:
             "bf16": cuda and torch.cuda.is_bf16_supported(),
             "activation_checkpointing": cuda,
             "logging_steps": 1,
-            "save_strategy": "no",
+            # TRL's own checkpoints (model, optimizer, scheduler, RNG, data position).
+            "save_strategy": "steps" if save_steps else "no",
+            "save_steps": save_steps or 500,
+            "save_total_limit": save_total_limit,
             "report_to": "none",
             "disable_tqdm": True,
             "shuffle_dataset": True,
@@ -382,7 +392,16 @@ class TRLGRPOAdapter:
             {"prompt": [json.dumps(row.model_dump(), sort_keys=True) for row in source.rows]}
         )
 
-    def build(self, source: RolloutSource, max_steps: int, agent: Agent | None = None) -> Any:
+    def build(
+        self,
+        source: RolloutSource,
+        max_steps: int,
+        agent: Agent | None = None,
+        *,
+        save_steps: int = 0,
+        save_total_limit: int | None = 2,
+        run_arguments: dict[str, Any] | None = None,
+    ) -> Any:
         """The configured ``GRPOTrainer`` (not yet trained)."""
         GRPOTrainer = grpo_trainer_class()
 
@@ -392,7 +411,9 @@ class TRLGRPOAdapter:
                 f"tasks_per_step ({source.tasks_per_step}) exceeds the number of tasks "
                 f"({len(source.rows)})"
             )
-        args = self.grpo_args(source, max_steps)
+        args = self.grpo_args(
+            source, max_steps, save_steps=save_steps, save_total_limit=save_total_limit
+        )
         if args.beta != 0.0:
             self._snapshot_reference()
         if agent is not None and not args.use_vllm:
@@ -410,7 +431,7 @@ class TRLGRPOAdapter:
                 train_dataset=self.prompt_dataset(source),
                 processing_class=self.tokenizer,
                 rollout_func=self.rollout_func(source, agent),
-                callbacks=[_StepCallback(self)],
+                callbacks=[_StepCallback(self, source, run_arguments)],
             )
         from transformers.trainer_callback import PrinterCallback
 
@@ -427,7 +448,8 @@ class TRLGRPOAdapter:
         if isinstance(self.model, str) or getattr(self.model.config, "name_or_path", ""):
             return
         path = self.output_dir / "reference-model"
-        self.model.save_pretrained(path)
+        if not (path / "config.json").exists():  # a resumed run keeps the first snapshot
+            self.model.save_pretrained(path)
         self.model.config.name_or_path = str(path)
 
     def rollout_func(
@@ -482,11 +504,28 @@ class TRLGRPOAdapter:
         max_steps: int,
         on_step: StepCallback | None = None,
         agent: Agent | None = None,
+        save_steps: int = 0,
+        save_total_limit: int | None = 2,
+        resume_from: str | Path | None = None,
+        run_arguments: dict[str, Any] | None = None,
     ) -> TrainResult:
+        """Train for ``max_steps`` steps; a checkpoint (TRL's, plus agentsgym's run
+        state) every ``save_steps`` steps; ``resume_from`` a checkpoint folder."""
+        from agentsgym.trainers.checkpoints import read_run_state
+
         if max_steps < 1:
             raise TrainerOptionError(f"max_steps must be at least 1, got {max_steps}")
-        trainer = self.build(source, max_steps, agent)
+        trainer = self.build(
+            source,
+            max_steps,
+            agent,
+            save_steps=save_steps,
+            save_total_limit=save_total_limit,
+            run_arguments=run_arguments,
+        )
         result = TrainResult(output_dir=self.output_dir)
+        if resume_from is not None:
+            result.steps = read_run_state(resume_from).step_metrics()
         self._on_step = on_step
         self._result = result
         try:
@@ -494,7 +533,9 @@ class TRLGRPOAdapter:
                 warnings.filterwarnings(
                     "ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning
                 )
-                trainer.train()
+                trainer.train(
+                    resume_from_checkpoint=str(resume_from) if resume_from is not None else None
+                )
         finally:
             if self._agent is not None:
                 self._agent.close()
@@ -531,10 +572,30 @@ def _callback_base() -> type:
 
 
 class _StepCallback(_callback_base()):  # type: ignore[misc]
-    """Turns TRL's per-step logs into :class:`StepMetrics`."""
+    """Turns TRL's per-step logs into :class:`StepMetrics`, and adds agentsgym's run
+    state to each checkpoint TRL saves."""
 
-    def __init__(self, adapter: TRLGRPOAdapter) -> None:
+    def __init__(
+        self,
+        adapter: TRLGRPOAdapter,
+        source: RolloutSource | None = None,
+        run_arguments: dict[str, Any] | None = None,
+    ) -> None:
         self.adapter = adapter
+        self.source = source
+        self.run_arguments = run_arguments
+
+    def on_save(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+        from agentsgym.trainers.checkpoints import checkpoint_path, write_run_state
+
+        result = getattr(self.adapter, "_result", None)
+        write_run_state(
+            checkpoint_path(args.output_dir, state.global_step),
+            step=state.global_step,
+            steps=result.steps if result is not None else [],
+            source=self.source,
+            arguments=self.run_arguments,
+        )
 
     def on_log(
         self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None, **kw: Any
