@@ -89,6 +89,7 @@ def test_an_agentgym_episode_ends_with_done_at_the_step_limit(guess_server: Any)
         ("/reset", {"id": 0, "data_index": 3}, ["body", "data_index"]),
         ("/close", {"id": True}, ["body", "id"]),  # not session 1 (found by schemathesis)
         ("/reset", {"id": "0", "data_idx": 0}, ["body", "id"]),
+        ("/reset", {"id": 0, "data_idx": 1.5}, ["body", "data_idx"]),
         (
             f"{V1}/sessions/0/step",
             {"token": "t", "episode": 1, "step": -1, "action": "a"},
@@ -103,6 +104,17 @@ def test_bad_bodies_are_422_naming_the_field(
     response = http.post(path, json=body)
     assert response.status_code == 422
     assert field in [error["loc"] for error in response.json()["detail"]]
+
+
+def test_integers_written_as_integral_floats_are_integers(http: httpx.Client) -> None:
+    # JSON Schema's "integer" admits 2.0, so schema-driven clients send it (schemathesis did).
+    env_id = http.post("/create").json()["id"]
+    reset = http.post("/reset", json={"id": float(env_id), "data_idx": 2.0})
+    assert reset.status_code == 200 and reset.json()["done"] is False
+    page = http.post(f"{V1}/datasets/train", json={"offset": 1.0, "limit": 2.0})
+    assert page.status_code == 200 and page.json()["offset"] == 1
+    assert len(page.json()["tasks"]) == 2
+    http.post("/close", json={"id": env_id})
 
 
 def test_past_max_sessions_the_server_answers_503_with_a_clear_body() -> None:

@@ -22,7 +22,7 @@ from agentsgym.serve.schemas import (
     AgentGymObservationOnly,
     AgentGymReset,
     AgentGymStep,
-    ErrorReply,
+    error_responses,
 )
 from agentsgym.serve.service import EnvService
 
@@ -34,14 +34,10 @@ def _service(request: Request) -> EnvService:
     return request.app.state.service  # type: ignore[no-any-return]
 
 
-def _errors(*statuses: int) -> dict[int | str, dict[str, object]]:
-    return {status: {"model": ErrorReply} for status in statuses}
-
-
 @router.post(
     "/create",
     response_model=AgentGymCreated,
-    responses=_errors(503),
+    responses=error_responses(503),
     summary="Create an env instance",
 )
 async def create(request: Request) -> Response:
@@ -51,7 +47,7 @@ async def create(request: Request) -> Response:
 @router.post(
     "/reset",
     response_model=AgentGymObservation,
-    responses=_errors(400, 403, 404, 410),
+    responses=error_responses(400, 403, 404, 410),
     summary="Start an episode of the task at data_idx",
 )
 async def reset(body: AgentGymReset, request: Request) -> Response:
@@ -61,7 +57,7 @@ async def reset(body: AgentGymReset, request: Request) -> Response:
 @router.post(
     "/step",
     response_model=AgentGymObservation,
-    responses=_errors(400, 403, 404, 409, 410),
+    responses=error_responses(400, 403, 404, 409, 410),
     summary="Apply an action",
 )
 async def step(body: AgentGymStep, request: Request) -> Response:
@@ -71,7 +67,7 @@ async def step(body: AgentGymStep, request: Request) -> Response:
 @router.get(
     "/observation",
     response_model=AgentGymObservationOnly,
-    responses=_errors(403, 404, 409, 410),
+    responses=error_responses(403, 404, 409, 410),
     summary="The last observation",
 )
 async def observation(request: Request, id: int = Query(...)) -> Response:
@@ -81,7 +77,7 @@ async def observation(request: Request, id: int = Query(...)) -> Response:
 @router.post(
     "/close",
     response_model=AgentGymClosed,
-    responses=_errors(403),
+    responses=error_responses(403),
     summary="Close an env instance",
 )
 async def close(body: AgentGymClose, request: Request) -> Response:

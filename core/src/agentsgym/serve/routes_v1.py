@@ -23,7 +23,6 @@ from agentsgym.serve.schemas import (
     DatasetReply,
     DatasetRequest,
     EnvInfo,
-    ErrorReply,
     FinishReply,
     FinishRequest,
     ResetReply,
@@ -32,6 +31,7 @@ from agentsgym.serve.schemas import (
     StepReply,
     StepRequest,
     TokenRequest,
+    error_responses,
 )
 from agentsgym.serve.service import EnvService
 
@@ -43,15 +43,11 @@ def _service(request: Request) -> EnvService:
     return request.app.state.service  # type: ignore[no-any-return]
 
 
-def _errors(*statuses: int) -> dict[int | str, dict[str, object]]:
-    return {status: {"model": ErrorReply} for status in statuses}
-
-
 # The hot path first: the router tries routes in order.
 @router.post(
     "/sessions/{session_id}/step",
     response_model=StepReply,
-    responses=_errors(*SESSION_ERRORS),
+    responses=error_responses(*SESSION_ERRORS),
     summary="Apply the agent's action (a retry of the last step gets the same reply)",
 )
 async def step(body: StepRequest, request: Request, session_id: int = Path(...)) -> Response:
@@ -61,7 +57,7 @@ async def step(body: StepRequest, request: Request, session_id: int = Path(...))
 @router.post(
     "/sessions",
     response_model=Created,
-    responses=_errors(400, 403, 409, 410, 422, 503),
+    responses=error_responses(400, 403, 409, 410, 422, 503),
     summary="Create a session (and start its first episode when task_data is given)",
 )
 async def create(body: CreateRequest, request: Request) -> Response:
@@ -71,7 +67,7 @@ async def create(body: CreateRequest, request: Request) -> Response:
 @router.post(
     "/sessions/{session_id}/finish",
     response_model=FinishReply,
-    responses=_errors(*SESSION_ERRORS),
+    responses=error_responses(*SESSION_ERRORS),
     summary="End the episode (finish_episode) and, by default, close the session",
 )
 async def finish(body: FinishRequest, request: Request, session_id: int = Path(...)) -> Response:
@@ -81,7 +77,7 @@ async def finish(body: FinishRequest, request: Request, session_id: int = Path(.
 @router.post(
     "/sessions/{session_id}/reset",
     response_model=ResetReply,
-    responses=_errors(*SESSION_ERRORS),
+    responses=error_responses(*SESSION_ERRORS),
     summary="Start the next episode with a task",
 )
 async def reset(body: ResetRequest, request: Request, session_id: int = Path(...)) -> Response:
@@ -91,7 +87,7 @@ async def reset(body: ResetRequest, request: Request, session_id: int = Path(...
 @router.post(
     "/sessions/{session_id}/close",
     response_model=Closed,
-    responses=_errors(403, 404, 410),
+    responses=error_responses(403, 404, 410),
     summary="Close a session",
 )
 async def close(body: TokenRequest, request: Request, session_id: int = Path(...)) -> Response:
@@ -101,7 +97,7 @@ async def close(body: TokenRequest, request: Request, session_id: int = Path(...
 @router.get(
     "/sessions/{session_id}",
     response_model=SessionState,
-    responses=_errors(403, 404, 410),
+    responses=error_responses(403, 404, 410),
     summary="The current episode: conversation, counters",
 )
 async def session_state(
@@ -118,7 +114,7 @@ async def env_info(request: Request) -> Response:
 @router.post(
     "/env/config",
     response_model=ConfigReply,
-    responses=_errors(400, 403, 422, 503),
+    responses=error_responses(400, 403, 422, 503),
     summary="Validate an env_config: the effective config, or 422 naming the field",
 )
 async def env_config(body: ConfigRequest, request: Request) -> Response:
@@ -128,7 +124,7 @@ async def env_config(body: ConfigRequest, request: Request) -> Response:
 @router.post(
     "/datasets/{split}",
     response_model=DatasetReply,
-    responses=_errors(400, 403, 404, 422, 503),
+    responses=error_responses(400, 403, 404, 422, 503),
     summary="The task_data of a dataset split, a page at a time",
 )
 async def dataset(

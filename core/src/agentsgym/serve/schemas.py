@@ -15,9 +15,9 @@ Every body is validated: a wrong or missing field is a 422 naming it.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 PROTOCOL = "agentsgym/v1"
 V1_PREFIX = "/agentsgym/v1"
@@ -26,10 +26,22 @@ MAX_ID_TEXT = 256
 MAX_ERROR_TEXT = 10_000
 
 
+def _integral_float_to_int(value: object) -> object:
+    # JSON Schema's "integer" admits 3.0 (and JSON encoders in other languages write it),
+    # while strict pydantic would refuse it; true, "3" and 3.5 still are refused.
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+JsonInt = Annotated[int, BeforeValidator(_integral_float_to_int)]
+"""An integer as JSON Schema defines it: 3 and 3.0, never true or "3"."""
+
+
 class _Body(BaseModel):
     # Unknown fields are refused: a misspelt `data_idx` must not silently become task 0.
     # Strict types: `{"id": true}` or `{"id": "3"}` is a client's mistake, not session 1
-    # or 3 (pydantic's lax mode would read them so).
+    # or 3 (pydantic's lax mode would read them so). Integers are JsonInt.
     model_config = ConfigDict(extra="forbid", strict=True)
 
 
@@ -49,23 +61,38 @@ class ErrorReply(BaseModel):
     detail: str = Field(description="what was wrong and what to do, for a person")
 
 
+class ValidationErrorReply(BaseModel):
+    """A body that did not validate: FastAPI's shape, one entry per wrong field."""
+
+    detail: list[dict[str, Any]] = Field(description="each entry's `loc` names the field")
+
+
+def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """The OpenAPI `responses` of a route that can answer these error statuses."""
+    # A 422 is either a body that did not validate or the server's own (bad_env_config).
+    return {
+        status: {"model": ErrorReply | ValidationErrorReply if status == 422 else ErrorReply}
+        for status in statuses
+    }
+
+
 # ---------------------------------------------------------------------- AgentGym
 class AgentGymCreated(BaseModel):
     id: int = Field(description="the new instance's id; never reused while the server runs")
 
 
 class AgentGymReset(_Body):
-    id: int
-    data_idx: int = Field(0, ge=0, description="index of the task in the served dataset split")
+    id: JsonInt
+    data_idx: JsonInt = Field(0, ge=0, description="index of the task in the served dataset split")
 
 
 class AgentGymStep(_Body):
-    id: int
+    id: JsonInt
     action: str
 
 
 class AgentGymClose(_Body):
-    id: int
+    id: JsonInt
 
 
 class AgentGymObservation(BaseModel):
@@ -121,8 +148,8 @@ class ConfigReply(BaseModel):
 
 class DatasetRequest(_Body):
     env_config: dict[str, Any] = Field(default_factory=dict)
-    offset: int = Field(0, ge=0)
-    limit: int = Field(1000, ge=1, le=10_000)
+    offset: JsonInt = Field(0, ge=0)
+    limit: JsonInt = Field(1000, ge=1, le=10_000)
 
 
 class DatasetReply(BaseModel):
@@ -163,7 +190,7 @@ class Created(BaseModel):
 
 class ResetRequest(_Body):
     token: str = Field(max_length=MAX_ID_TEXT)
-    episode: int = Field(
+    episode: JsonInt = Field(
         ge=1, description="the number of the episode this reset starts: 1 + the last one"
     )
     task_data: dict[str, Any]
@@ -179,11 +206,11 @@ class ResetReply(BaseModel):
 
 class StepRequest(_Body):
     token: str = Field(max_length=MAX_ID_TEXT)
-    episode: int = Field(ge=1)
-    step: int = Field(ge=0, description="index of this action in the episode, from 0")
+    episode: JsonInt = Field(ge=1)
+    step: JsonInt = Field(ge=0, description="index of this action in the episode, from 0")
     action: str = Field(description="the agent's reply text, exactly as generated")
     truncated: bool = Field(False, description="the reply was cut at the length limit")
-    token_ids: list[int] | None = Field(None, description="the sampled ids, if any")
+    token_ids: list[JsonInt] | None = Field(None, description="the sampled ids, if any")
 
 
 class StepReply(BaseModel):
@@ -201,7 +228,7 @@ class StepReply(BaseModel):
 
 class FinishRequest(_Body):
     token: str = Field(max_length=MAX_ID_TEXT)
-    episode: int = Field(ge=1)
+    episode: JsonInt = Field(ge=1)
     truncated: bool = False
     error: str | None = Field(None, max_length=MAX_ERROR_TEXT)
     close: bool = Field(True, description="close the session afterwards")
