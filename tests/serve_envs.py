@@ -58,6 +58,8 @@ class StepShaping:
 class TrackingEnv(GuessTheNumberEnv):
     """GuessTheNumber whose steps take a moment and count how many run at once."""
 
+    run_hooks_inline = False  # its hooks wait: worker threads, as for any such env
+
     lock = threading.Lock()
     in_flight = 0
     max_in_flight = 0

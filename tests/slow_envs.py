@@ -14,6 +14,8 @@ STEP_SECONDS = 1.5
 class SlowStepGuessEnv(GuessTheNumberEnv):
     """GuessTheNumber whose step_episode takes STEP_SECONDS (a hung grader, say)."""
 
+    run_hooks_inline = False  # its hooks wait: worker threads, as for any such env
+
     @hookimpl
     def step_episode(self, state: GuessState, action: str) -> StepResult:
         time.sleep(STEP_SECONDS)

@@ -54,6 +54,9 @@ class GuessTheNumberEnv(MultistepEnv):
 
     config_class = GuessTheNumberConfig
     config: GuessTheNumberConfig
+    # Its hooks compare two integers: a worker-thread hop would cost more than the turn.
+    # A subclass whose hooks wait (I/O, sleeps, a slow grader) sets it back to False.
+    run_hooks_inline = True
 
     @hookimpl
     def initialize_episode(self, session_id: str, task_data: dict[str, Any]) -> GuessState:
