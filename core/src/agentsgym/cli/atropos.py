@@ -6,10 +6,14 @@ import typer
 from rich.table import Table
 
 from agentsgym.cli import app, console
-from agentsgym.cli.options import complete_env_id, parse_key_values, tokenizer_cli_option
+from agentsgym.cli.options import (
+    complete_env_id,
+    max_concurrency_option,
+    parse_key_values,
+    tokenizer_cli_option,
+)
 from agentsgym.cli.rollout import build_agent, tokenizer_option
 from agentsgym.factory import make
-from agentsgym.runner import DEFAULT_MAX_CONCURRENCY
 
 
 @app.command("atropos")
@@ -35,9 +39,7 @@ def atropos_command(
     advantages: str = typer.Option(
         "none", "--advantages", help="none (scores only) or per_token (group-normalised per-token rewards)"
     ),
-    max_concurrency: int = typer.Option(
-        DEFAULT_MAX_CONCURRENCY, "--max-concurrency", min=1, help="rollouts in flight at once"
-    ),
+    max_concurrency: int = max_concurrency_option("rollouts"),
     seed: int = typer.Option(0, "--seed"),
 ) -> None:
     """Register ENV_ID with an Atropos API server and push scored groups as they finish.

@@ -16,7 +16,6 @@ from rich.table import Table
 from agentsgym.cli import app, console
 from agentsgym.cli.agent_choice import AgentChoices, RunAgents
 from agentsgym.cli.options import (
-    MAX_CONCURRENCY,
     MAX_ROLLOUTS,
     MAX_TASKS,
     ExecutorChoice,
@@ -24,6 +23,7 @@ from agentsgym.cli.options import (
     episode_timeout_option,
     executor_option,
     hook_timeout_option,
+    max_concurrency_option,
     max_failure_rate_option,
     num_workers_option,
     overwrite_option,
@@ -49,7 +49,7 @@ from agentsgym.io import check_output_path
 from agentsgym.output import FinishResult, RunArguments, choose_mode, failure_report
 from agentsgym.output.paths import OutputPaths
 from agentsgym.rows import DatasetRow
-from agentsgym.runner import DEFAULT_MAX_CONCURRENCY, TrialJob
+from agentsgym.runner import TrialJob
 from agentsgym.trajectory import Episode
 
 
@@ -74,11 +74,7 @@ def eval_command(
     out: Path = typer.Option(
         Path("eval_results.jsonl"), "--out", help="per-sample FILE.jsonl or FILE.parquet"
     ),
-    max_concurrency: int = typer.Option(
-        DEFAULT_MAX_CONCURRENCY, "--max-concurrency", min=1, max=MAX_CONCURRENCY,
-        help="episodes in flight at once (per worker with --executor ray); size it to your "
-        "model server (see README)",
-    ),
+    max_concurrency: int = max_concurrency_option(per_worker=True),
     resume: bool = resume_option(),
     overwrite: bool = overwrite_option(),
     hook_timeout: float | None = hook_timeout_option(),

@@ -176,6 +176,19 @@ class ExecutorChoice:
         return {"executor": self.kind, "num_workers": self.num_workers, "ray_address": self.address}
 
 
+def max_concurrency_option(what: str = "episodes", *, per_worker: bool = False) -> Any:
+    from agentsgym.runner import DEFAULT_MAX_CONCURRENCY
+
+    where = " (per worker with --executor ray)" if per_worker else ""
+    return typer.Option(
+        DEFAULT_MAX_CONCURRENCY,
+        "--max-concurrency",
+        min=1,
+        max=MAX_CONCURRENCY,
+        help=f"{what} in flight at once{where}; size it to your model server (see README)",
+    )
+
+
 def executor_option() -> Any:
     return typer.Option(
         "local",

@@ -17,7 +17,6 @@ from rich.table import Table
 from agentsgym.cli import app, console
 from agentsgym.cli.agent_choice import AgentChoices, RunAgents
 from agentsgym.cli.options import (
-    MAX_CONCURRENCY,
     MAX_ROLLOUTS,
     MAX_TASKS,
     ExecutorChoice,
@@ -26,6 +25,7 @@ from agentsgym.cli.options import (
     episode_timeout_option,
     executor_option,
     hook_timeout_option,
+    max_concurrency_option,
     max_failure_rate_option,
     num_workers_option,
     overwrite_option,
@@ -53,7 +53,6 @@ from agentsgym.output import FinishResult, RunArguments, RunOutput, choose_mode,
 from agentsgym.output.records import rollout_rows
 from agentsgym.registry import get_registry
 from agentsgym.rows import DatasetRow, load_rows
-from agentsgym.runner import DEFAULT_MAX_CONCURRENCY
 
 __all__ = ["build_agent", "progress_bar", "rollout", "tokenizer_option"]
 
@@ -124,11 +123,7 @@ def rollout(
     env_config: list[str] | None = typer.Option(None, "--env-config", help="key=value, repeatable"),
     tokenizer: str = tokenizer_cli_option(),
     out: Path = typer.Option(Path("rollouts.parquet"), "--out", help="FILE.parquet or FILE.jsonl"),
-    max_concurrency: int = typer.Option(
-        DEFAULT_MAX_CONCURRENCY, "--max-concurrency", min=1, max=MAX_CONCURRENCY,
-        help="episodes in flight at once (per worker with --executor ray); size it to your "
-        "model server (see README)",
-    ),
+    max_concurrency: int = max_concurrency_option(per_worker=True),
     resume: bool = resume_option(),
     overwrite: bool = overwrite_option(),
     hook_timeout: float | None = hook_timeout_option(),

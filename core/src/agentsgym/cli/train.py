@@ -14,7 +14,12 @@ import typer
 from rich.table import Table
 
 from agentsgym.cli import app, console
-from agentsgym.cli.options import complete_env_id, max_failure_rate_option, parse_key_values
+from agentsgym.cli.options import (
+    complete_env_id,
+    max_concurrency_option,
+    max_failure_rate_option,
+    parse_key_values,
+)
 from agentsgym.cli.rollout import build_agent, progress_bar
 from agentsgym.cli.running import exit_on_failures, print_failures
 from agentsgym.errors import TrainerOptionError
@@ -23,7 +28,6 @@ from agentsgym.output.failures import failure_report
 from agentsgym.output.manifest import OPERATIONAL_AGENT_OPTIONS, RUN_LIMIT_ENV_KEYS
 from agentsgym.output.redaction import is_secret
 from agentsgym.registry import get_registry, import_object
-from agentsgym.runner import DEFAULT_MAX_CONCURRENCY
 from agentsgym.trainers.base import RolloutSource, StepMetrics, TrainResult
 from agentsgym.trainers.chat_templates import apply_chat_template_choice
 from agentsgym.trainers.checkpoints import (
@@ -107,12 +111,7 @@ def train(
     trainer_option: list[str] | None = typer.Option(
         None, "--trainer-option", help="key=value for the trainer, repeatable (e.g. beta=0.04)"
     ),
-    max_concurrency: int = typer.Option(
-        DEFAULT_MAX_CONCURRENCY,
-        "--max-concurrency",
-        min=1,
-        help="episodes in flight at once; size it to your model server (see README)",
-    ),
+    max_concurrency: int = max_concurrency_option(),
     max_failure_rate: float | None = max_failure_rate_option(),
     save_steps: int = typer.Option(
         50, "--save-steps", min=0, help="write a checkpoint every N steps (0: none)"
