@@ -89,7 +89,10 @@ def test_registered_agent_by_name_through_env_config() -> None:
         BASIC, env_config={"gamemaster": "scripted", "gamemaster_options": {"replies": ["No"]}}
     )
     state = env.hook.initialize_episode(env=env, session_id="s", task_data={"solution": "apple"})
-    result = env.hook.step_episode(env=env, state=state, action="Is it a thing?")
+    question = "Is it a thing?"
+    result = env.hook.step_episode(
+        env=env, state=state, action=question, step=0, reply=AgentAction(text=question)
+    )
     assert result.info["answer"] == NO and result.info["gamemaster_fallback"] is False
 
 

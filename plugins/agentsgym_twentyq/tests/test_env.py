@@ -7,8 +7,7 @@ from typing import Any
 import agentsgym
 import pytest
 from agentsgym import RewardTerm, ScriptedAgent, hookimpl
-from agentsgym.errors import EnvConfigError
-
+from agentsgym.errors import DatasetRowError, EnvConfigError
 from agentsgym_twentyq.env import TwentyQuestionsEnv
 from agentsgym_twentyq.questioner import ReferenceQuestioner
 from twentyq_testutil import BASIC, HARDCORE
@@ -102,7 +101,7 @@ def test_custom_words_and_bad_task_data(basic_env: Any) -> None:
         {"solution": ""},
         {"solution": "gizmo", "category": "animal"},
     ):
-        with pytest.raises(ValueError):
+        with pytest.raises(DatasetRowError):
             basic_env.hook.initialize_episode(env=basic_env, session_id="s", task_data=bad)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-
+from agentsgym import AgentAction
 from agentsgym_twentyq.parsing import extract_question, is_correct, parse_guess
 from agentsgym_twentyq.words import word_list
 
@@ -63,7 +63,9 @@ def _play_guess(env: Any, word: str, reply: str) -> tuple[float, bool, dict[str,
     state = env.hook.initialize_episode(
         env=env, session_id="s", task_data={"solution": word, "seed": 0}
     )
-    result = env.hook.step_episode(env=env, state=state, action=reply)
+    result = env.hook.step_episode(
+        env=env, state=state, action=reply, step=0, reply=AgentAction(text=reply)
+    )
     return result.reward, result.done, result.info
 
 

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import textarena as ta
+from agentsgym.errors import DatasetRowError
 
 from agentsgym_twentyq.gamemaster import ANSWERS, DONT_KNOW, Gamemaster, GamemasterReply
 from agentsgym_twentyq.parsing import extract_question, is_correct, is_guessable, parse_guess
@@ -85,15 +86,20 @@ def pick_secret(task_data: dict[str, Any], level: Level) -> Secret:
         category = rng.choice(categories)
         return rng.choice([s for s in words if s.category == category])
     if not isinstance(solution, str) or not solution.strip():
-        raise ValueError(f"task_data solution must be a non-empty string, got {solution!r}")
+        raise DatasetRowError(
+            f"task_data solution must be a non-empty string, got {solution!r}; fix the row, or "
+            "drop `solution` to draw a word by `seed`"
+        )
     if not is_guessable(solution):
-        raise ValueError(
+        raise DatasetRowError(
             f"task_data solution {solution!r} cannot be written as a guess; use letters, "
             "spaces, hyphens and apostrophes only"
         )
     category = task_data.get("category") or lookup_category(solution, prefer=level)
     if category not in (None, "place", "person", "thing"):
-        raise ValueError(f"task_data category must be place, person or thing, got {category!r}")
+        raise DatasetRowError(
+            f"task_data category must be place, person or thing, got {category!r}"
+        )
     return Secret(solution.strip(), category)
 
 
