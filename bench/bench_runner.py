@@ -3,10 +3,9 @@
 Usage: python bench/bench_runner.py [--tokenizer PATH] [--repeats N]
 
 The agent is scripted (instant), so the figures are the framework's own overhead:
-hook calls, chat-template rendering of every env turn, tokenization of the deltas,
-reward assignment and padding. Each env turn re-renders the conversation so far (the
-delta doubles as the prefix check), so the per-episode cost grows with turns²;
-the long-episode rows show where that starts to matter.
+hook calls, tokenization of each turn, reward assignment and padding. An env turn
+renders only its own new messages, so the long-episode rows (cost per turn at 10, 50
+and 200 turns) should stay flat; bench_tokenization.py measures that in detail.
 """
 
 from __future__ import annotations
