@@ -34,7 +34,11 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from agentsgym.serve.server import BackgroundServer
 from agentsgym.types import Messages
+
+VLLM_KEEP_ALIVE_SECONDS = 5
+"""uvicorn's default keep-alive, which vLLM's OpenAI server keeps."""
 
 
 @dataclass
@@ -237,8 +241,7 @@ class OpenAICompatServer:
         self._failures: list[int] = []
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
-        self._server: Any = None
-        self._thread: threading.Thread | None = None
+        self._background: BackgroundServer | None = None
         self.app = self._build_app()
 
     # ------------------------------------------------------------------ control
@@ -252,35 +255,22 @@ class OpenAICompatServer:
             self._failures = [status] * count
 
     def start(self) -> "OpenAICompatServer":
-        import uvicorn
-
-        config = uvicorn.Config(
+        # uvicorn's default keep-alive (5 s), as vLLM's server runs it: clients must
+        # cope with the server closing idle connections.
+        self._background = BackgroundServer(
             self.app,
-            host=self.host,
-            port=self.port,
-            log_level="warning",
-            lifespan="off",
-            access_log=False,
-        )
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(
-            target=self._server.run, name="agentsgym-test-server", daemon=True
-        )
-        self._thread.start()
-        deadline = time.monotonic() + 30
-        while not self._server.started:
-            if not self._thread.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError(f"the test server did not start on {self.host}:{self.port}")
-            time.sleep(0.01)
-        self.port = self._server.servers[0].sockets[0].getsockname()[1]
+            self.host,
+            self.port,
+            keep_alive_seconds=VLLM_KEEP_ALIVE_SECONDS,
+            name="agentsgym-test-server",
+        ).start()
+        self.port = self._background.port
         return self
 
     def stop(self) -> None:
-        if self._server is not None:
-            self._server.should_exit = True
-        if self._thread is not None:
-            self._thread.join(timeout=30)
-        self._server = self._thread = None
+        if self._background is not None:
+            self._background.stop()
+            self._background = None
 
     def __enter__(self) -> "OpenAICompatServer":
         return self.start()

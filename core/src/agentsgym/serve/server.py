@@ -45,7 +45,9 @@ def url_of(sock: socket.socket) -> str:
     return f"http://{host}:{port}"
 
 
-def uvicorn_server(app: Any, *, log_level: str = "warning") -> Any:
+def uvicorn_server(
+    app: Any, *, log_level: str = "warning", keep_alive_seconds: float = KEEP_ALIVE_SECONDS
+) -> Any:
     """A uvicorn server for ``app`` that leaves logging to us."""
     import uvicorn
 
@@ -55,7 +57,7 @@ def uvicorn_server(app: Any, *, log_level: str = "warning") -> Any:
         log_level=log_level,
         access_log=False,
         lifespan="on",
-        timeout_keep_alive=KEEP_ALIVE_SECONDS,
+        timeout_keep_alive=int(keep_alive_seconds),
         timeout_graceful_shutdown=10,
     )
     return uvicorn.Server(config)
@@ -64,11 +66,21 @@ def uvicorn_server(app: Any, *, log_level: str = "warning") -> Any:
 class BackgroundServer:
     """Serves an ASGI app on loopback from a daemon thread (see the module docstring)."""
 
-    def __init__(self, app: Any, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(
+        self,
+        app: Any,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        keep_alive_seconds: float = KEEP_ALIVE_SECONDS,
+        name: str = "agentsgym-serve",
+    ) -> None:
         self.app = app
         self.host = host
         self.port = port
         self.url = ""
+        self.keep_alive_seconds = keep_alive_seconds
+        self.name = name
         self._server: Any = None
         self._thread: threading.Thread | None = None
 
@@ -76,11 +88,11 @@ class BackgroundServer:
         sock = bind_socket(self.host, self.port)
         self.port = sock.getsockname()[1]
         self.url = url_of(sock)
-        self._server = uvicorn_server(self.app)
+        self._server = uvicorn_server(self.app, keep_alive_seconds=self.keep_alive_seconds)
         self._thread = threading.Thread(
             target=self._server.run,
             kwargs={"sockets": [sock]},
-            name="agentsgym-serve",
+            name=self.name,
             daemon=True,
         )
         self._thread.start()
@@ -88,7 +100,7 @@ class BackgroundServer:
         while not self._server.started:
             if not self._thread.is_alive() or time.monotonic() > deadline:
                 self.stop()
-                raise RuntimeError(f"the env server did not start on {self.url}")
+                raise RuntimeError(f"{self.name} did not start on {self.url}")
             time.sleep(0.01)
         return self
 
