@@ -35,7 +35,7 @@ from agentsgym.config import EnvConfig
 from agentsgym.env import MultistepEnv
 from agentsgym.errors import EnvConfigError, RemoteEnvError
 from agentsgym.hookspecs import hookimpl
-from agentsgym.serve.schemas import PROTOCOL, V1_PREFIX
+from agentsgym.serve.schemas import MAX_ERROR_TEXT, PROTOCOL, V1_PREFIX
 from agentsgym.serve.transport import RemoteCallError, Retry, RetryPolicy, Transport
 from agentsgym.serve.urls import is_remote_url, redact_url, split_protocol
 from agentsgym.types import AgentAction, Messages, RewardTerm, StepResult
@@ -231,7 +231,7 @@ class RemoteEnv(MultistepEnv):
                 "token": state.token,
                 "episode": state.episode,
                 "truncated": truncated,
-                "error": error[:10_000] if error is not None else None,
+                "error": error[:MAX_ERROR_TEXT] if error is not None else None,
                 "close": True,
             },
         )
