@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentsgym.atomic_files import write_atomically
 from agentsgym.errors import OutputError
 from agentsgym.output.journal import JournalScan, encode_rows, repair_tail, scan_journal
 from agentsgym.output.lock import OutputLock
@@ -93,12 +94,7 @@ def seed_journal(paths: OutputPaths, scan: JournalScan) -> None:
     """Write a finished parquet's rows into a new journal, so a run can append to it."""
     if paths.is_jsonl or paths.journal.exists() or not scan.trials:
         return
-    tmp = paths.journal.with_name(paths.journal.name + ".tmp")
-    with open(tmp, "wb") as handle:
-        handle.write(encode_rows(scan.rows))
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, paths.journal)
+    write_atomically(paths.journal, encode_rows(scan.rows))
 
 
 def finish_locked(paths: OutputPaths, manifest: RunManifest) -> FinishResult:
@@ -110,7 +106,9 @@ def finish_locked(paths: OutputPaths, manifest: RunManifest) -> FinishResult:
     result = FinishResult(paths.out, manifest, rows=rows, trials=len(scan.trials))
     if paths.is_jsonl:
         if scan.duplicates:
-            _replace(paths.out, encode_rows(row for rows in scan.trials.values() for row in rows))
+            write_atomically(
+                paths.out, encode_rows(row for rows in scan.trials.values() for row in rows)
+            )
             result.written = True
     elif paths.journal.exists():
         if rows:
@@ -133,15 +131,6 @@ def _write_parquet(rows: list[dict[str, Any]], out: Path) -> None:
     with open(tmp, "rb") as handle:
         os.fsync(handle.fileno())
     os.replace(tmp, out)
-
-
-def _replace(path: Path, data: bytes) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
 
 
 def finish_output(out: str | Path) -> FinishResult:

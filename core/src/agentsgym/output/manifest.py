@@ -26,12 +26,12 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-import os
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
+from agentsgym.atomic_files import write_atomically
 from agentsgym.errors import OutputError
 from agentsgym.output.redaction import REDACTED, is_secret, redact_argv, redact_options
 from agentsgym.surrogates import repair_value
@@ -183,13 +183,7 @@ def read_manifest(path: Path) -> RunManifest:
 def write_manifest(manifest: RunManifest, path: Path) -> None:
     """Write the record atomically (a temporary file renamed over the old one)."""
     manifest.updated_at = _now()
-    tmp = path.with_name(path.name + ".tmp")
-    data = manifest.model_dump_json(indent=2).encode() + b"\n"
-    with open(tmp, "wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
+    write_atomically(path, manifest.model_dump_json(indent=2).encode() + b"\n")
 
 
 __all__ = [

@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agentsgym.atomic_files import write_atomically
 from agentsgym.errors import TrainerOptionError
 
 if TYPE_CHECKING:
@@ -91,9 +91,7 @@ def write_run_state(
         "arguments": dict(arguments or {}),
     }
     target = folder / RUN_STATE_FILE
-    temporary = target.with_suffix(".tmp")
-    temporary.write_text(json.dumps(state, default=str), encoding="utf-8")
-    os.replace(temporary, target)
+    write_atomically(target, json.dumps(state, default=str).encode("utf-8"))
     return target
 
 
