@@ -24,10 +24,11 @@ import threading
 import time
 from typing import Any
 
-import agentsgym
 import torch
-from agentsgym.agents.transformers_agent import TransformersAgent
-from agentsgym.tiny_model import build_tiny_model
+
+import agentsgym
+from agentsgym_trl.tiny_model import build_tiny_model
+from agentsgym_trl.transformers_agent import TransformersAgent
 
 GUESS = "agentsgym/GuessTheNumber-v0"
 TINY = "agentsgym/tiny-chatml"
@@ -65,7 +66,7 @@ def bench_transformers() -> None:
 
 
 def bench_openai() -> None:
-    from agentsgym.testing_server import OpenAICompatServer, ScriptedPolicy
+    from agentsgym_serve.model_server import OpenAICompatServer, ScriptedPolicy
 
     tokenizer = agentsgym.load_tokenizer(TINY)
     with OpenAICompatServer(ScriptedPolicy(["[50]"], tokenizer=tokenizer), models=["m"]) as server:
@@ -102,7 +103,8 @@ def bench_openai() -> None:
 
 
 def bench_train() -> None:
-    from agentsgym.trainers import PerTokenGRPOTrainer, RolloutSource, TRLGRPOAdapter
+    from agentsgym.trainers import RolloutSource
+    from agentsgym_trl import PerTokenGRPOTrainer, TRLGRPOAdapter
 
     tokenizer = agentsgym.load_tokenizer(TINY)
     env = agentsgym.make(

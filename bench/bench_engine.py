@@ -108,7 +108,7 @@ def async_scenarios() -> dict[str, Scenario]:
 
 SERVER = """
 import sys, time
-from agentsgym.testing_server import OpenAICompatServer, ScriptedPolicy
+from agentsgym_serve.model_server import OpenAICompatServer, ScriptedPolicy
 def reply(messages):
     return "".join(ch for ch in messages[-1]["content"] if ch.isdigit())
 server = OpenAICompatServer(ScriptedPolicy(reply), models=["m"], delay=float(sys.argv[1])).start()

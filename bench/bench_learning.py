@@ -31,10 +31,11 @@ import tempfile
 import time
 from typing import Any
 
-import agentsgym
 import torch
-from agentsgym.tiny_model import build_tiny_model
+
+import agentsgym
 from agentsgym.trainers import RolloutSource, StepMetrics
+from agentsgym_trl.tiny_model import build_tiny_model
 
 GUESS = "agentsgym/GuessTheNumber-v0"
 TINY = "agentsgym/tiny-chatml"

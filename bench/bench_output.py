@@ -22,9 +22,9 @@ from pathlib import Path
 
 import agentsgym
 from agentsgym.aio import run_sync
+from agentsgym.engine import TrialJob, arun_jobs
 from agentsgym.output import RunArguments, RunManifest, RunOutput, finish_output, scan_journal
 from agentsgym.output.records import rollout_rows
-from agentsgym.runner import TrialJob, arun_jobs
 
 
 def played_trials(count: int) -> tuple[list[TrialJob], dict]:

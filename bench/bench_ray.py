@@ -24,8 +24,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import agentsgym
 import ray
+
+import agentsgym
 
 QWEN = Path(__file__).resolve().parents[2] / "shared" / "tokenizers" / "qwen2.5-1.5b-instruct"
 GUESS = "agentsgym/GuessTheNumber-v0"

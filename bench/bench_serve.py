@@ -104,7 +104,7 @@ class ThreadServer:
     """The same server in a thread of this process."""
 
     def __enter__(self) -> ThreadServer:
-        from agentsgym.serve import BackgroundServer, create_app
+        from agentsgym_serve import BackgroundServer, create_app
 
         self.server = BackgroundServer(
             create_app(ENV, allow_class_paths=True, max_sessions=1024)

@@ -41,12 +41,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from textarena.envs.TwentyQuestions.env import TwentyQuestionsEnv as TextArenaTwentyQuestions
+
 import agentsgym
-from agentsgym.runner import DEFAULT_MAX_CONCURRENCY
+from agentsgym.engine import DEFAULT_MAX_CONCURRENCY
 from agentsgym_twentyq.env import TwentyQuestionsEnv
 from agentsgym_twentyq.gamemaster import RulesGamemaster
 from agentsgym_twentyq.words import Secret, lookup_category
-from textarena.envs.TwentyQuestions.env import TwentyQuestionsEnv as TextArenaTwentyQuestions
 
 ENV_ID = "twentyq/TwentyQuestions-v0"
 TURNS = 21  # the plugin's default max_steps_per_episode: twenty questions and a guess

@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 import agentsgym  # noqa: E402
 from agentsgym import FunctionAgent  # noqa: E402
-from agentsgym.tokenization import ChatTokenizer, EpisodeTokenizer  # noqa: E402
+from agentsgym.tokenization import ChatTokenizer, EpisodeTokenizer, supports_incremental  # noqa: E402
 from agentsgym.types import AgentAction  # noqa: E402
 from reference_tokenization import ReferenceEpisodeTokenizer  # noqa: E402
 
@@ -87,7 +87,7 @@ def main() -> None:
 
     tokenizer = AutoTokenizer.from_pretrained(str(ROOT.parent / "shared" / "tokenizers" / args.pack))
     chat = ChatTokenizer(tokenizer)
-    print(f"pack {args.pack}; incremental turns: {chat.incremental}; best of {args.repeats}")
+    print(f"pack {args.pack}; incremental turns: {supports_incremental(chat)}; best of {args.repeats}")
     rows = {}
     for turns in TURNS:
         episode = play(tokenizer, turns)

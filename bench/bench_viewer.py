@@ -21,10 +21,12 @@ import tempfile
 import time
 from pathlib import Path
 
+from rich.console import Console
+
 import agentsgym
-from agentsgym.builtin.guess_number import BisectAgent
-from agentsgym.io import write_records
-from agentsgym.viewer import (
+from agentsgym.builtin import BisectAgent
+from agentsgym.output import write_records
+from agentsgym_viewer import (
     EpisodeFilter,
     episode_table,
     load_decoder,
@@ -32,7 +34,6 @@ from agentsgym.viewer import (
     render_episode,
     write_html,
 )
-from rich.console import Console
 
 
 def timed(fn, repeats: int = 3):  # type: ignore[no-untyped-def]
@@ -47,7 +48,7 @@ def timed(fn, repeats: int = 3):  # type: ignore[no-untyped-def]
 def load_memory(path: Path, warm_up: Path) -> float:
     """RSS that loading ``path`` adds, in a fresh process warmed up on a small file."""
     script = (
-        "import sys; from agentsgym.viewer import load_trajectories\n"
+        "import sys; from agentsgym_viewer import load_trajectories\n"
         "def rss():\n"
         "    status = open('/proc/self/status').read().split('VmRSS:')[1]\n"
         "    return int(status.split()[0]) / 1024\n"

@@ -6,6 +6,7 @@ import os
 from typing import Any
 
 import pytest
+
 from tokenizer_packs import load_pack
 
 # Tests never reach a model or dataset hub.

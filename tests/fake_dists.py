@@ -1,13 +1,7 @@
-"""Build installed-looking distributions (dist-info + module) in a folder on sys.path.
-
-importlib.metadata finds them exactly as it finds a pip-installed package, so the
-entry-point discovery under test is the real one.
-"""
+"""Sources of plugin modules for the tests of discovery, installed as distributions
+with :func:`agentsgym.testing.install_plugin`."""
 
 from __future__ import annotations
-
-import textwrap
-from pathlib import Path
 
 GOOD_PLUGIN = '''
 import agentsgym
@@ -63,17 +57,6 @@ class RecordingTrainer:
 def register_trainers(register):
     register("echo/recording", "{module}:RecordingTrainer", description="records options")
 '''
-
-
-def install_fake_dist(
-    root: Path, dist: str, module: str, source: str, *, ep_name: str | None = None, version: str = "1.0"
-) -> None:
-    root.mkdir(parents=True, exist_ok=True)
-    (root / f"{module}.py").write_text(textwrap.dedent(source).replace("{module}", module))
-    info = root / f"{dist.replace('-', '_')}-{version}.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: {version}\n")
-    (info / "entry_points.txt").write_text(f"[agentsgym]\n{ep_name or module} = {module}\n")
 
 
 STALLING_AGENT = '''

@@ -18,7 +18,8 @@ import agentsgym
 from agentsgym.agents import call_agent
 from agentsgym.agents.openai_agent import OpenAIAgent
 from agentsgym.errors import AgentError
-from agentsgym.testing_server import ModelPolicy, OpenAICompatServer, ScriptedPolicy
+from agentsgym_serve.model_server import OpenAICompatServer, ScriptedPolicy
+from agentsgym_trl import ModelPolicy
 
 TINY = "agentsgym/tiny-chatml"
 GUESS = "agentsgym/GuessTheNumber-v0"

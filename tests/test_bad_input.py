@@ -11,12 +11,13 @@ import os
 from pathlib import Path
 from typing import Any
 
-import agentsgym
 import datasets
 import pytest
+
+import agentsgym
 from agentsgym import AgentAction, MultistepEnv, StepResult, hookimpl
 from agentsgym.agents import FunctionAgent, ScriptedAgent
-from cli_runner import CliResult, run_cli
+from agentsgym.testing import CliResult, run_cli
 
 GUESS = "agentsgym/GuessTheNumber-v0"
 
@@ -79,12 +80,11 @@ def numeric_keys() -> list[tuple[str, str, Any]]:
     import types as pytypes
     import typing
 
-    from agentsgym.registry import get_registry
+    from agentsgym.registry import env_class, get_registry
 
     found = []
     for spec in sorted(get_registry().envs.values(), key=lambda s: s.id):
-        env_class = spec.load_class()
-        for key, field in env_class.config_class.model_fields.items():
+        for key, field in env_class(spec).config_class.model_fields.items():
             annotation = field.annotation
             if typing.get_origin(annotation) in (typing.Union, pytypes.UnionType):
                 annotation = next(a for a in typing.get_args(annotation) if a is not type(None))

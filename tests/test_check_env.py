@@ -7,6 +7,7 @@ import random
 from typing import Any, ClassVar
 
 import pytest
+
 from agentsgym import MultistepEnv, RewardTerm, StepResult, hookimpl
 from agentsgym.randomness import episode_random, global_random
 from agentsgym.testing import (

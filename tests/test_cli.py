@@ -8,10 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-import agentsgym
 import datasets
 import pytest
-from cli_runner import run_cli
+
+import agentsgym
+from agentsgym.testing import run_cli
 
 
 def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -205,10 +206,10 @@ def test_an_interrupted_run_keeps_the_trials_that_finished(
     import signal
     import time
 
-    from fake_dists import install_fake_dist
+    from agentsgym.testing import install_plugin
 
     site = tmp_path / "site"
-    install_fake_dist(site, "agentsgym-stall", "agentsgym_stall", STALLING_AGENT)
+    install_plugin(site, "agentsgym-stall", "agentsgym_stall", STALLING_AGENT)
     rows = tmp_path / "rows.jsonl"
     rows.write_text("".join(
         json.dumps({"env_class_path": "agentsgym/GuessTheNumber-v0", "env_config": {"high": 10},
@@ -249,7 +250,7 @@ def failing_rows(tmp_path: Path, targets: list[int]) -> Path:
 
 
 def test_failures_are_counted_grouped_and_decide_the_exit_code(tmp_path: Path) -> None:
-    from cli_runner import run_cli
+    from agentsgym.testing import run_cli
 
     rows = failing_rows(tmp_path, [5, 150, 170, 40, 60])
     args = ["rollout", "--dataset", str(rows), "--agent", "agentsgym/bisect", "--num-rollouts", "1"]
@@ -267,7 +268,7 @@ def test_failures_are_counted_grouped_and_decide_the_exit_code(tmp_path: Path) -
 
 
 def test_a_run_where_every_trial_failed_exits_1(tmp_path: Path) -> None:
-    from cli_runner import run_cli
+    from agentsgym.testing import run_cli
 
     rows = failing_rows(tmp_path, [150, 0])
     result = run_cli(
@@ -290,7 +291,7 @@ def test_timeouts_from_the_command_line_reach_the_env(
 ) -> None:
     """Every step of this env takes 1.5 s: a 0.1 s budget fails every episode, the run
     does not wait for the abandoned steps, and the budget is recorded with the run."""
-    from cli_runner import run_cli
+    from agentsgym.testing import run_cli
 
     rows = tmp_path / "rows.jsonl"
     rows.write_text("".join(

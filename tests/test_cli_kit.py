@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 import typer
-from agentsgym.cli import app
-from agentsgym.cli.options import CLI_TOKENIZER_DEFAULT
 from typer.testing import CliRunner
+
+from agentsgym.cli import build_app
+from agentsgym.cli.options import CLI_TOKENIZER_DEFAULT
 
 runner = CliRunner()
 
@@ -28,13 +29,13 @@ def cli(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
 
 
 def invoke(*args: str) -> str:
-    result = runner.invoke(app, list(args), env={"COLUMNS": "200"}, prog_name="agentsgym")
+    result = runner.invoke(build_app(), list(args), env={"COLUMNS": "200"}, prog_name="agentsgym")
     assert result.exit_code == 0, (result.output, result.exception)
     return result.output
 
 
 def commands() -> dict[str, typer.core.TyperCommand]:
-    group = typer.main.get_command(app)
+    group = typer.main.get_command(build_app())
     return dict(group.commands)  # type: ignore[attr-defined]
 
 
@@ -44,14 +45,22 @@ def test_version_names_agentsgym_and_every_installed_plugin() -> None:
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[0] == f"agentsgym {version('agentsgym')}"
-    for dist, plugin in (("agentsgym-twentyq", "twentyq"), ("agentsgym-classical", "classical")):
+    for dist, plugin in (
+        ("agentsgym-twentyq", "twentyq"),
+        ("agentsgym-classical", "classical"),
+        ("agentsgym-serve", "serve"),
+        ("agentsgym-trl", "trl"),
+        ("agentsgym-ray", "ray"),
+        ("agentsgym-atropos", "atropos"),
+        ("agentsgym-viewer", "viewer"),
+    ):
         assert f"{dist} {version(dist)} (plugin {plugin})" in lines
 
 
 def test_version_reports_a_broken_plugin(tmp_path: Path) -> None:
-    from fake_dists import install_fake_dist
+    from agentsgym.testing import install_plugin
 
-    install_fake_dist(tmp_path, "agentsgym-broken", "agentsgym_broken", "raise ImportError('no numpy')",
+    install_plugin(tmp_path, "agentsgym-broken", "agentsgym_broken", "raise ImportError('no numpy')",
                       version="2.5")
     result = cli("--version", PYTHONPATH=str(tmp_path))
     assert result.returncode == 0, result.stderr
@@ -121,9 +130,9 @@ def test_eval_plays_with_the_bundled_tokenizer_by_default(tmp_path: Path, monkey
         seen.append(tokenizer)
         return real_make(env_id, tokenizer=tokenizer, env_config=env_config, **kwargs)
 
-    import agentsgym.cli.evaluate as evaluate_module
+    import agentsgym.cli.running as running_module
 
-    monkeypatch.setattr(evaluate_module, "make", spying_make)
+    monkeypatch.setattr(running_module, "make", spying_make)
     invoke("eval", "agentsgym/GuessTheNumber-v0", "--num-tasks", "1", "--out", str(tmp_path / "e.jsonl"))
     assert seen == [CLI_TOKENIZER_DEFAULT]
 
@@ -144,8 +153,9 @@ def test_list_envs_json_verbose_shows_config_keys_from_the_config_class() -> Non
     assert ">= 1" in guess["max_steps_per_episode"]["constraints"]
     hardcore = {k["key"]: k for k in items["twentyq/TwentyQuestions-v0-hardcore"]["config"]}
     assert hardcore["hardcore"]["default"] is True and hardcore["hardcore"]["registered"]
-    assert items["agentsgym/GuessTheNumber-v0"]["hooks"] == ["register_agents", "register_envs",
-                                                            "register_trainers"]
+    assert items["agentsgym/GuessTheNumber-v0"]["hooks"] == [
+        "register_agents", "register_commands", "register_envs", "register_executors"
+    ]
     plain = json.loads(invoke("list-envs", "--json"))
     assert all("config" not in item for item in plain)  # no env class imported without --verbose
 
@@ -223,6 +233,6 @@ def test_describe_of_an_env_whose_class_does_not_import_says_so() -> None:
     get_registry().envs["broken/Broken-v0"] = EnvSpec(
         id="broken/Broken-v0", entry_point="agentsgym_no_such_module:Env", distribution="broken"
     )
-    result = runner.invoke(app, ["describe", "broken/Broken-v0"], env={"COLUMNS": "200"})
+    result = runner.invoke(build_app(), ["describe", "broken/Broken-v0"], env={"COLUMNS": "200"})
     assert result.exit_code == 1
     assert "does not import: ModuleNotFoundError" in result.output

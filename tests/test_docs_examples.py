@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
 from venvs import ChildVenv
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "plugin-authors.md"

@@ -10,13 +10,13 @@ import time
 from typing import Any
 
 import pytest
-from envs_for_tests import CountdownEnv, CountingAgent, countdown
 
 import agentsgym
 from agentsgym import StepResult, hookimpl
 from agentsgym.aio import run_sync
-from agentsgym.runner import DEFAULT_MAX_CONCURRENCY, rollout_seed
+from agentsgym.engine import DEFAULT_MAX_CONCURRENCY, rollout_seed
 from agentsgym.types import EpisodeContext
+from envs_for_tests import CountdownEnv, CountingAgent, countdown
 
 TINY = "agentsgym/tiny-chatml"
 

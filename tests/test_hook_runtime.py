@@ -11,11 +11,12 @@ import threading
 import time
 from typing import Any
 
-import agentsgym
 import pluggy
 import pytest
-from agentsgym import RewardTerm, hook_runtime, hookimpl
-from agentsgym.hook_runtime import HookRuntime
+
+import agentsgym
+from agentsgym import RewardTerm, hookimpl
+from agentsgym.engine import HookRuntime, hook_runtime
 from agentsgym.worker_pool import WorkerPool
 from envs_for_tests import CountdownEnv, CountingAgent
 
@@ -173,7 +174,7 @@ def test_an_inline_env_whose_turn_stalls_the_loop_goes_back_to_threads(
 ) -> None:
     monkeypatch.setattr(hook_runtime, "INLINE_TURN_LIMIT_SECONDS", 0.0)  # every turn is "slow"
     env = InlineCountdown(env_config={})
-    with caplog.at_level(logging.WARNING, logger="agentsgym.hook_runtime"):
+    with caplog.at_level(logging.WARNING, logger="agentsgym.engine.hook_runtime"):
         batch = env.run_trial([{"start": 3}], CountingAgent())
     assert not batch.failed and batch.final_rewards == [2.5]
     # the first turn (initialize + prompt) ran on the loop; every step after it in a worker

@@ -8,10 +8,10 @@ import re
 from pathlib import Path
 
 import pytest
-from envs_for_tests import CountdownEnv, CountingAgent
 
 import agentsgym
 from agentsgym import RewardTerm, hookimpl, hookspecs
+from envs_for_tests import CountdownEnv, CountingAgent
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "plugin-authors.md"
 TESTS = Path(__file__).resolve().parent

@@ -14,6 +14,7 @@ from typing import Any
 
 import datasets
 import pytest
+
 from agentsgym.errors import JournalError, OutputError, OutputLockedError
 from agentsgym.output import (
     JournalWriter,

@@ -9,12 +9,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from fake_dists import GOOD_PLUGIN, install_fake_dist
 
 import agentsgym
 from agentsgym.errors import PluginLoadError, RegistrationError
 from agentsgym.plugins import LoadSettings, load_plugins
 from agentsgym.registry import get_registry
+from agentsgym.testing import install_plugin
+from fake_dists import GOOD_PLUGIN
 
 
 @pytest.fixture
@@ -37,7 +38,7 @@ def test_import_loads_no_plugin() -> None:
 
 
 def test_third_party_env_is_discovered_through_its_entry_point(site: Path) -> None:
-    install_fake_dist(site, "agentsgym-echo", "agentsgym_echo", GOOD_PLUGIN, ep_name="echo")
+    install_plugin(site, "agentsgym-echo", "agentsgym_echo", GOOD_PLUGIN, entry_point="echo")
     spec = get_registry().resolve("echo/Echo-v0")
     assert (spec.distribution, spec.version, spec.plugin) == ("agentsgym-echo", "1.0", "echo")
     env = agentsgym.make("echo/Echo-v0")
@@ -49,8 +50,8 @@ def test_third_party_env_is_discovered_through_its_entry_point(site: Path) -> No
 
 
 def test_broken_plugin_is_recorded_and_others_keep_working(site: Path) -> None:
-    install_fake_dist(site, "agentsgym-echo", "agentsgym_echo", GOOD_PLUGIN, ep_name="echo")
-    install_fake_dist(site, "agentsgym-broken", "agentsgym_broken", "import no_such_module_x\n")
+    install_plugin(site, "agentsgym-echo", "agentsgym_echo", GOOD_PLUGIN, entry_point="echo")
+    install_plugin(site, "agentsgym-broken", "agentsgym_broken", "import no_such_module_x\n")
     registry = get_registry()
     broken = [p for p in registry.host.plugins if p.name == "agentsgym_broken"]
     assert [(p.distribution, p.ok) for p in broken] == [("agentsgym-broken", False)]
@@ -60,21 +61,21 @@ def test_broken_plugin_is_recorded_and_others_keep_working(site: Path) -> None:
 
 def test_plugin_whose_register_hook_raises_is_recorded(site: Path) -> None:
     source = "from agentsgym import hookimpl\n@hookimpl\ndef register_envs(register):\n    raise ValueError('bad data file')\n"
-    install_fake_dist(site, "agentsgym-raises", "agentsgym_raises", source)
+    install_plugin(site, "agentsgym-raises", "agentsgym_raises", source)
     registry = get_registry()
     failed = {p.name: p.error for p in registry.host.plugins if not p.ok}
     assert failed["agentsgym_raises"] == "ValueError: bad data file"
 
 
 def test_strict_mode_reraises_with_the_plugin_and_distribution(site: Path) -> None:
-    install_fake_dist(site, "agentsgym-broken", "agentsgym_broken", "raise ImportError('nope')\n")
+    install_plugin(site, "agentsgym-broken", "agentsgym_broken", "raise ImportError('nope')\n")
     with pytest.raises(PluginLoadError, match="agentsgym_broken.*agentsgym-broken.*nope"):
         load_plugins(LoadSettings(strict=True))
 
 
 def test_load_controls_allowlist_blocklist_and_no_autoload(site: Path) -> None:
-    install_fake_dist(site, "agentsgym-echo", "agentsgym_echo", GOOD_PLUGIN, ep_name="echo")
-    install_fake_dist(site, "agentsgym-broken", "agentsgym_broken", "raise ImportError('x')\n")
+    install_plugin(site, "agentsgym-echo", "agentsgym_echo", GOOD_PLUGIN, entry_point="echo")
+    install_plugin(site, "agentsgym-broken", "agentsgym_broken", "raise ImportError('x')\n")
 
     def names(settings: LoadSettings) -> set[str]:
         return {p.name for p in load_plugins(settings).plugins}
@@ -89,16 +90,16 @@ def test_load_controls_allowlist_blocklist_and_no_autoload(site: Path) -> None:
 
 
 def test_id_clash_names_both_distributions(site: Path) -> None:
-    install_fake_dist(site, "agentsgym-echo", "agentsgym_echo", GOOD_PLUGIN, ep_name="echo")
+    install_plugin(site, "agentsgym-echo", "agentsgym_echo", GOOD_PLUGIN, entry_point="echo")
     clash = GOOD_PLUGIN.replace("echo/echo", "echo2/echo")
-    install_fake_dist(site, "agentsgym-echo-fork", "agentsgym_echo_fork", clash, ep_name="echofork")
+    install_plugin(site, "agentsgym-echo-fork", "agentsgym_echo_fork", clash, entry_point="echofork")
     with pytest.raises(RegistrationError, match="agentsgym-echo.*agentsgym-echo-fork"):
         get_registry()
 
 
 def test_cli_lists_third_party_and_broken_plugins(site: Path) -> None:
-    install_fake_dist(site, "agentsgym-echo", "agentsgym_echo", GOOD_PLUGIN, ep_name="echo")
-    install_fake_dist(site, "agentsgym-broken", "agentsgym_broken", "raise ImportError('nope')\n")
+    install_plugin(site, "agentsgym-echo", "agentsgym_echo", GOOD_PLUGIN, entry_point="echo")
+    install_plugin(site, "agentsgym-broken", "agentsgym_broken", "raise ImportError('nope')\n")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
     cli = [sys.executable, "-m", "agentsgym", "list-envs", "--json", "--verbose"]
     out = subprocess.run(cli, capture_output=True, text=True, env=env, check=True)

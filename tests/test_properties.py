@@ -15,18 +15,19 @@ import json
 import math
 from typing import Any
 
-import agentsgym
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import agentsgym
 from agentsgym import EnvConfig
 from agentsgym.agents import FunctionAgent, ScriptedAgent
-from agentsgym.builtin.guess_number import GuessTheNumberConfig
+from agentsgym.builtin import GuessTheNumberConfig
+from agentsgym.engine import TrialJob
 from agentsgym.errors import AgentsGymError, DatasetRowError, EnvConfigError
 from agentsgym.output.journal import encode_rows
 from agentsgym.output.records import rollout_rows
 from agentsgym.rows import load_rows
-from agentsgym.runner import TrialJob
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -14,15 +14,16 @@ import subprocess
 import sys
 from typing import Any
 
-import agentsgym
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import agentsgym
 from agentsgym.agents import FunctionAgent
+from agentsgym.engine import TrialJob
 from agentsgym.errors import AgentsGymError
 from agentsgym.output.journal import encode_rows
 from agentsgym.output.records import rollout_rows
-from agentsgym.runner import TrialJob
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 from test_properties import (
     BUDGETS,
     COUNTS,

@@ -9,6 +9,7 @@ import threading
 import time
 
 import pytest
+
 from agentsgym.errors import DatasetRowError
 from agentsgym.randomness import episode_numpy_rng, episode_random, global_random, task_seed
 

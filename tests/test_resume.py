@@ -13,9 +13,10 @@ from typing import Any
 
 import datasets
 import pytest
+
 from agentsgym.output import OutputLock, OutputPaths, read_manifest, scan_journal
 from agentsgym.output.manifest import write_manifest
-from cli_runner import run_cli
+from agentsgym.testing import run_cli
 
 GUESS = "agentsgym/GuessTheNumber-v0"
 

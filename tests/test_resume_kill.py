@@ -20,9 +20,9 @@ from typing import Any
 
 import datasets
 import pytest
+
 from agentsgym.output import OutputPaths, read_manifest, scan_journal
-from cli_runner import run_cli
-from fake_dists import install_fake_dist
+from agentsgym.testing import install_plugin, run_cli
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -31,7 +31,7 @@ import os
 import time
 
 from agentsgym import hookimpl
-from agentsgym.builtin.guess_number import BisectAgent
+from agentsgym.builtin import BisectAgent
 
 
 class SlowBisect(BisectAgent):
@@ -54,7 +54,7 @@ DELAY = "0.04"  # per guess; 4-7 guesses a trial, so a run of 24 trials takes 2-
 def slow_agent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     """The slow/bisect plugin, on sys.path here and in the subprocess's environment."""
     site = tmp_path / "site"
-    install_fake_dist(site, "agentsgym-slow", "agentsgym_slow", SLOW_BISECT)
+    install_plugin(site, "agentsgym-slow", "agentsgym_slow", SLOW_BISECT)
     monkeypatch.syspath_prepend(str(site))
     monkeypatch.delenv("SLOW_BISECT_DELAY", raising=False)
     return {**os.environ, "PYTHONPATH": str(site), "SLOW_BISECT_DELAY": DELAY}

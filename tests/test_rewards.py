@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import agentsgym
 import pytest
+
+import agentsgym
 from agentsgym.rewards import assign_token_rewards, discounted_returns
 from agentsgym.tokenization import AgentSpan
 from envs_for_tests import CountdownEnv, CountingAgent

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import datasets
 import pytest
-from envs_for_tests import CountingAgent
 
 import agentsgym
 from agentsgym import FunctionAgent
 from agentsgym.errors import DatasetRowError, UntrustedClassPathError
+from envs_for_tests import CountingAgent
 
 COUNTDOWN = "envs_for_tests:CountdownEnv"
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import math
 
 import pytest
-from envs_for_tests import CountdownEnv, CountingAgent, countdown
 
 import agentsgym
 from agentsgym.errors import TokenizerRequiredError
+from envs_for_tests import CountdownEnv, CountingAgent, countdown
 
 TINY = "agentsgym/tiny-chatml"
 
@@ -165,7 +165,7 @@ def test_batch_to_dataset_round_trips_through_parquet(tmp_path) -> None:
 def test_failures_are_summarised_in_one_warning(caplog: pytest.LogCaptureFixture) -> None:
     env = countdown(None)
     agent = agentsgym.FunctionAgent(lambda messages, state: ("boom", state))
-    with caplog.at_level("WARNING", logger="agentsgym.runner"):
+    with caplog.at_level("WARNING", logger="agentsgym.engine.trials"):
         batch = env.run_trial([{"start": 1}] * 5, agent)
     assert len(batch.failed) == 5
     warnings = [r for r in caplog.records if r.levelname == "WARNING"]

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from agentsgym.errors import ScaffoldError
 from agentsgym.scaffold import FILES, package_names, render_package
 from venvs import ChildVenv

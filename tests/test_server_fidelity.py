@@ -20,12 +20,12 @@ pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 pytest.importorskip("torch")
 
-from envs_for_tests import CountdownEnv
-
 import agentsgym
 from agentsgym import AgentAction, FunctionAgent
 from agentsgym.agents import acall_agent
-from agentsgym.testing_server import ModelPolicy, OpenAICompatServer
+from agentsgym_serve.model_server import OpenAICompatServer
+from agentsgym_trl import ModelPolicy
+from envs_for_tests import CountdownEnv
 
 TINY = "agentsgym/tiny-chatml"
 GUESS = "agentsgym/GuessTheNumber-v0"

@@ -18,10 +18,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from agentsgym.tokenization import ChatTokenizer, EpisodeTokenizer
-from agentsgym.types import AgentAction, Message
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+from agentsgym.tokenization import ChatTokenizer, EpisodeTokenizer
+from agentsgym.types import AgentAction, Message
 from reference_tokenization import ReferenceEpisodeTokenizer
 from tokenizer_packs import LLAMA_KWARGS, load_pack
 

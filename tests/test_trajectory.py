@@ -7,7 +7,6 @@ from typing import Any
 import datasets
 import numpy as np
 import pytest
-from envs_for_tests import CountingAgent, countdown
 
 from agentsgym.errors import TokenFidelityError
 from agentsgym.trajectory import (
@@ -19,6 +18,7 @@ from agentsgym.trajectory import (
     records_to_dataset,
     rewards_array,
 )
+from envs_for_tests import CountingAgent, countdown
 
 TINY = "agentsgym/tiny-chatml"
 

@@ -1,7 +1,10 @@
 """agentsgym: multi-step text environments as training data for LLM RL.
 
 Importing the package loads no plugin: the registry loads on first use. The public
-API is exported here; heavier pieces are imported lazily on attribute access.
+API is exported here; heavier pieces are imported lazily on attribute access. Names
+that moved to plugin distributions (``agentsgym.RemoteEnv``, ``agentsgym.serve``...)
+keep importing from here when their package is installed (see
+:mod:`agentsgym.satellites`).
 """
 
 from __future__ import annotations
@@ -10,11 +13,14 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 from agentsgym.hookspecs import hookimpl, hookspec
+from agentsgym.satellites import install_moved_module_finder, moved_name
+
+install_moved_module_finder()
 
 __all__ = [
+    "DEFAULT_TOKENIZER",
     "Agent",
     "AgentAction",
-    "AgentGymEnv",
     "AgentSpec",
     "EnvConfig",
     "EnvSpec",
@@ -22,7 +28,6 @@ __all__ = [
     "EpisodeContext",
     "FunctionAgent",
     "MultistepEnv",
-    "RemoteEnv",
     "RewardTerm",
     "ScriptedAgent",
     "StepResult",
@@ -38,6 +43,7 @@ __all__ = [
     "parse_rows",
     "resolve",
     "rows_to_dataset",
+    "arun_dataset",
     "run_dataset",
 ]
 
@@ -46,12 +52,12 @@ _LAZY = {
     "FunctionAgent": "agentsgym.agents",
     "ScriptedAgent": "agentsgym.agents",
     "AgentAction": "agentsgym.types",
-    "AgentSpec": "agentsgym.agents.spec",
+    "AgentSpec": "agentsgym.executors",
     "RewardTerm": "agentsgym.types",
     "StepResult": "agentsgym.types",
     "EpisodeContext": "agentsgym.types",
     "EnvConfig": "agentsgym.config",
-    "EnvSpec": "agentsgym.registry",
+    "EnvSpec": "agentsgym.specs",
     "resolve": "agentsgym.registry",
     "make_agent": "agentsgym.registry",
     "make_trainer": "agentsgym.registry",
@@ -60,20 +66,20 @@ _LAZY = {
     "TrajectoryGroup": "agentsgym.trajectory",
     "MultistepEnv": "agentsgym.env",
     "make": "agentsgym.factory",
+    "DEFAULT_TOKENIZER": "agentsgym.factory",
     "load_tokenizer": "agentsgym.factory",
     "parse_rows": "agentsgym.rows",
     "rows_to_dataset": "agentsgym.rows",
     "run_dataset": "agentsgym.dataset_runner",
+    "arun_dataset": "agentsgym.dataset_runner",
     "errors": "agentsgym.errors",
-    "RemoteEnv": "agentsgym.serve.remote_env",
-    "AgentGymEnv": "agentsgym.serve.agentgym_env",
 }
 
 
 def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
-        raise AttributeError(f"module 'agentsgym' has no attribute {name!r}")
+        return moved_name(__name__, name)
     value = import_module(module)
     return value if name == "errors" else getattr(value, name)
 
@@ -85,14 +91,13 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:
     from agentsgym import errors
     from agentsgym.agents import Agent, FunctionAgent, ScriptedAgent
-    from agentsgym.agents.spec import AgentSpec
     from agentsgym.config import EnvConfig
-    from agentsgym.dataset_runner import run_dataset
+    from agentsgym.dataset_runner import arun_dataset, run_dataset
     from agentsgym.env import MultistepEnv
-    from agentsgym.factory import load_tokenizer, make
-    from agentsgym.registry import EnvSpec, make_agent, make_trainer, resolve
+    from agentsgym.executors import AgentSpec
+    from agentsgym.factory import DEFAULT_TOKENIZER, load_tokenizer, make
+    from agentsgym.registry import make_agent, make_trainer, resolve
     from agentsgym.rows import parse_rows, rows_to_dataset
-    from agentsgym.serve.agentgym_env import AgentGymEnv
-    from agentsgym.serve.remote_env import RemoteEnv
+    from agentsgym.specs import EnvSpec
     from agentsgym.trajectory import Episode, TrajectoryBatch, TrajectoryGroup
     from agentsgym.types import AgentAction, EpisodeContext, RewardTerm, StepResult

@@ -20,14 +20,16 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import functools
 import logging
 import threading
-from collections.abc import Awaitable, Coroutine
-from typing import Any, TypeVar
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, ParamSpec, TypeVar
 
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
+P = ParamSpec("P")
 
 _lock = threading.Lock()
 _loop: asyncio.AbstractEventLoop | None = None
@@ -92,6 +94,27 @@ def run_sync(awaitable: Awaitable[T]) -> T:
 
 async def _as_coroutine(awaitable: Awaitable[T]) -> T:
     return await awaitable
+
+
+def sync_twin(coroutine_function: Callable[P, Awaitable[T]]) -> Callable[P, T]:
+    """The plain-call twin of a coroutine function: the same signature and docs, run
+    through :func:`run_sync`. Every async entry point of agentsgym is written once,
+    as a coroutine, and its plain twin is this wrapper (``run_trial = sync_twin(
+    arun_trial)``), so the two can never drift apart."""
+
+    @functools.wraps(coroutine_function)
+    def call(*args: P.args, **kwargs: P.kwargs) -> T:
+        return run_sync(coroutine_function(*args, **kwargs))
+
+    name = coroutine_function.__name__
+    call.__name__ = name.removeprefix("a")
+    call.__qualname__ = coroutine_function.__qualname__.replace(name, call.__name__)
+    call.__doc__ = (
+        f"A plain call of :func:`{name}` (scripts, worker threads, notebooks with a "
+        f"running event loop); ``await {name}(...)`` is the coroutine.\n\n"
+        + (coroutine_function.__doc__ or "")
+    )
+    return call
 
 
 def drive(coroutine: Coroutine[Any, Any, T]) -> T:

@@ -9,9 +9,13 @@ from collections.abc import Callable, Iterable, Mapping
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from agentsgym import randomness
+from agentsgym.aio import run_sync, sync_twin
 from agentsgym.config import EnvConfig
+from agentsgym.engine import DEFAULT_MAX_CONCURRENCY, EPISODE_HOOK_NAMES, aplay_episode, arun_trial
 from agentsgym.hookspecs import PROJECT_NAME
 from agentsgym.plugins import new_plugin_manager
+from agentsgym.rows import rows_to_dataset
 from agentsgym.tokenization import ChatTokenizer
 
 if TYPE_CHECKING:
@@ -19,18 +23,10 @@ if TYPE_CHECKING:
     import numpy as np
 
     from agentsgym.agents import Agent
-    from agentsgym.registry import EnvSpec
+    from agentsgym.specs import EnvSpec
     from agentsgym.trajectory import Episode, TrajectoryBatch
 
 logger = logging.getLogger(__name__)
-
-EPISODE_HOOKS = (
-    "initialize_episode",
-    "format_prompt",
-    "step_episode",
-    "reward_shaping",
-    "finish_episode",
-)
 
 
 class MultistepEnv:
@@ -94,7 +90,7 @@ class MultistepEnv:
         return f"{cls.__module__}:{cls.__qualname__}"
 
     def _check_hook_markers(self) -> None:
-        for name in EPISODE_HOOKS:
+        for name in EPISODE_HOOK_NAMES:
             method = getattr(type(self), name, None)
             if method is not None and not hasattr(method, f"{PROJECT_NAME}_impl"):
                 raise TypeError(
@@ -113,46 +109,7 @@ class MultistepEnv:
         self, session_id: str, agent: Agent, agent_state: Any = None
     ) -> Episode:
         """Play one episode of the task registered under ``session_id``; unpadded."""
-        from agentsgym.aio import run_sync
-
-        return run_sync(self._aplay_one(session_id, agent, agent_state))
-
-    async def _aplay_one(self, session_id: str, agent: Agent, agent_state: Any) -> Episode:
-        from agentsgym.episode import aplay_episode
-
-        return await aplay_episode(self, session_id, agent, agent_state)
-
-    def run_trial(
-        self,
-        task_data_list: list[dict[str, Any]],
-        agent: Agent,
-        num_rollouts: int = 1,
-        *,
-        max_concurrency: int | None = None,
-        seed: int = 0,
-        on_episode: Callable[[Episode], None] | None = None,
-    ) -> TrajectoryBatch:
-        """Play ``num_rollouts`` trials per task and pad each task's group.
-
-        A plain call that works from scripts and from a notebook with a running event
-        loop; ``await env.arun_trial(...)`` is the coroutine. Trials run concurrently
-        as asyncio tasks, up to ``max_concurrency`` at once (default
-        :data:`agentsgym.runner.DEFAULT_MAX_CONCURRENCY`, 64); plain agents and env
-        hooks run in a thread pool of that size. ``seed`` is the run seed agents'
-        per-rollout seeds derive from. ``on_episode`` is called after every finished
-        episode (progress bars).
-        """
-        from agentsgym.runner import DEFAULT_MAX_CONCURRENCY, run_trial
-
-        return run_trial(
-            self,
-            task_data_list,
-            agent,
-            num_rollouts,
-            max_concurrency=max_concurrency or DEFAULT_MAX_CONCURRENCY,
-            seed=seed,
-            on_episode=on_episode,
-        )
+        return run_sync(aplay_episode(self, session_id, agent, agent_state))
 
     async def arun_trial(
         self,
@@ -164,9 +121,14 @@ class MultistepEnv:
         seed: int = 0,
         on_episode: Callable[[Episode], None] | None = None,
     ) -> TrajectoryBatch:
-        """The coroutine of :meth:`run_trial`, on the caller's event loop."""
-        from agentsgym.runner import DEFAULT_MAX_CONCURRENCY, arun_trial
+        """Play ``num_rollouts`` trials per task and pad each task's group.
 
+        Trials run concurrently as asyncio tasks, up to ``max_concurrency`` at once
+        (default :data:`agentsgym.engine.DEFAULT_MAX_CONCURRENCY`, 64); plain agents
+        and env hooks run in a thread pool of that size. ``seed`` is the run seed
+        agents' per-rollout seeds derive from. ``on_episode`` is called after every
+        finished episode (progress bars).
+        """
         return await arun_trial(
             self,
             task_data_list,
@@ -177,37 +139,31 @@ class MultistepEnv:
             on_episode=on_episode,
         )
 
+    run_trial = sync_twin(arun_trial)
+
     # --------------------------------------------------------------- randomness
     @staticmethod
     def task_seed(task_data: Mapping[str, Any]) -> int:
         """The task's seed: ``task_data["seed"]``, or one derived from its content."""
-        from agentsgym.randomness import task_seed
-
-        return task_seed(task_data)
+        return randomness.task_seed(task_data)
 
     @staticmethod
     def episode_random(task_data: Mapping[str, Any]) -> random.Random:
         """A ``random.Random`` of the episode's own, seeded from its task (keep it in the
         state); never the global one, which concurrent episodes share."""
-        from agentsgym.randomness import episode_random
-
-        return episode_random(task_data)
+        return randomness.episode_random(task_data)
 
     @staticmethod
     def episode_numpy_rng(task_data: Mapping[str, Any]) -> np.random.Generator:
         """A numpy ``Generator`` of the episode's own, seeded from its task."""
-        from agentsgym.randomness import episode_numpy_rng
-
-        return episode_numpy_rng(task_data)
+        return randomness.episode_numpy_rng(task_data)
 
     @staticmethod
     def global_random(rng: random.Random) -> AbstractContextManager[random.Random]:
         """``with env.global_random(state.rng):`` around calls into a library that draws
         from the global ``random`` (TextArena): the global state is the episode's own
         for the block, under a process-wide lock (see :mod:`agentsgym.randomness`)."""
-        from agentsgym.randomness import global_random
-
-        return global_random(rng)
+        return randomness.global_random(rng)
 
     # --------------------------------------------------------------- datasets
     def get_train_dataset(self) -> datasets.Dataset:
@@ -220,8 +176,6 @@ class MultistepEnv:
 
     def make_dataset(self, task_data_list: Iterable[dict[str, Any]]) -> datasets.Dataset:
         """Rows for this env instance, one per task (``get_*_dataset`` helpers use it)."""
-        from agentsgym.rows import rows_to_dataset
-
         config = self.row_env_config()
         return rows_to_dataset(
             {"env_class_path": self.env_id, "env_config": config, "task_data": task}

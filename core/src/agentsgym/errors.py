@@ -54,6 +54,18 @@ class MissingExtraError(AgentsGymError, ImportError):
     """A feature needs an optional dependency group that is not installed."""
 
 
+class MissingPluginError(AgentsGymError, ModuleNotFoundError):
+    """A command, executor, env source or name is provided by a plugin distribution that
+    is not installed; the message names the package to install."""
+
+
+class UnknownExecutorError(AgentsGymError, KeyError):
+    """An executor name that no installed plugin registered."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
 class EnvConfigError(AgentsGymError, ValueError):
     """An env_config value has the wrong type, or a key the env does not know."""
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from agentsgym.env import MultistepEnv
 from agentsgym.errors import AgentsGymError, EnvConfigError
-from agentsgym.registry import resolve
+from agentsgym.registry import get_registry, import_env_class
 
 logger = logging.getLogger(__name__)
 
@@ -26,9 +26,9 @@ def make(
 ) -> MultistepEnv:
     """Build an env, like Gymnasium's ``make``.
 
-    :param id_or_class_path: a registered id (``"twentyq/TwentyQuestions-v0"``), the
-        URL of an env server (``"http://host:port"``, see docs/serving.md) or, when
-        allowed, a ``"package.module:Class"`` path.
+    :param id_or_class_path: a registered id (``"twentyq/TwentyQuestions-v0"``), a URL
+        that an installed env source plays (``"http://host:port"`` with agentsgym-serve,
+        see docs/serving.md) or, when allowed, a ``"package.module:Class"`` path.
     :param tokenizer: a tokenizer object, a name or path for
         ``AutoTokenizer.from_pretrained``, ``"agentsgym/tiny-chatml"`` for the bundled
         tokenizer, or ``None`` to play without token fields.
@@ -45,18 +45,18 @@ def make(
             f"env_config for {id_or_class_path!r} must be a dict of settings (key -> value), "
             f"got {type(env_config).__name__}: {env_config!r:.80}"
         )
-    spec = resolve(
+    registry = get_registry()
+    spec = registry.resolve(
         id_or_class_path, allow_class_paths=allow_class_paths, allow_remote=allow_remote
     )
     config = {**spec.default_env_config, **(env_config or {})}
     if spec.is_remote:
-        from agentsgym.serve.client import connect
-
-        env = connect(
+        build = registry.env_source(spec.entry_point).load()
+        env = build(
             spec.entry_point, tokenizer=load_tokenizer(tokenizer), env_config=config, plugins=plugins
         )
     else:
-        cls = spec.load_class()
+        cls = import_env_class(spec.entry_point)
         env = cls(tokenizer=load_tokenizer(tokenizer), env_config=config, plugins=plugins)
     env.spec = spec
     return env

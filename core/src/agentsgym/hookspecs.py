@@ -3,9 +3,13 @@
 There are two kinds of hooks:
 
 * **Load-time hooks** (:func:`register_envs`, :func:`register_agents`,
-  :func:`register_trainers`) are implemented as module-level functions in a plugin
-  that is published under the ``agentsgym`` entry-point group. They are called once,
-  the first time the registry is used.
+  :func:`register_trainers`, :func:`register_executors`,
+  :func:`register_env_sources`, :func:`register_commands`) are implemented as
+  module-level functions in a plugin that is published under the ``agentsgym``
+  entry-point group. They are called once: the ``register_*`` hooks the first time
+  the registry is used, ``register_commands`` when the command line starts. The
+  core's own envs, agents, executor and commands register through these same hooks
+  (:mod:`agentsgym.builtin.plugin`).
 * **Episode hooks** (:func:`initialize_episode`, :func:`format_prompt`,
   :func:`step_episode`, :func:`reward_shaping`, :func:`finish_episode`) are called by
   the runner through the env instance's own hook relay. The env registers itself in
@@ -34,19 +38,53 @@ accept any subset of a spec's arguments, by name.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pluggy
 
 if TYPE_CHECKING:
-    from agentsgym.env import MultistepEnv
-    from agentsgym.registry import RegisterAgent, RegisterEnv, RegisterTrainer
+    import typer
+
+    from agentsgym.engine import PlayableEnv
     from agentsgym.types import AgentAction, Messages, RewardTerm, StepResult
 
 PROJECT_NAME = "agentsgym"
 
 hookspec = pluggy.HookspecMarker(PROJECT_NAME)
 hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
+
+
+# ------------------------------------------------------- the register callbacks
+class RegisterEnv(Protocol):
+    """The ``register`` of :func:`register_envs`."""
+
+    def __call__(
+        self,
+        env_id: str,
+        entry_point: str,
+        *,
+        description: str = "",
+        default_agent: str | None = None,
+        **default_env_config: Any,
+    ) -> None: ...
+
+
+class RegisterComponent(Protocol):
+    """The ``register`` of :func:`register_agents`, :func:`register_trainers` and
+    :func:`register_executors`."""
+
+    def __call__(self, name: str, factory: Any, *, description: str = "") -> None: ...
+
+
+RegisterAgent = RegisterTrainer = RegisterExecutor = RegisterComponent
+
+
+class RegisterEnvSource(Protocol):
+    """The ``register`` of :func:`register_env_sources`."""
+
+    def __call__(
+        self, scheme: str, factory: Any, *, description: str = "", normalize: Any = None
+    ) -> None: ...
 
 
 # --------------------------------------------------------------------- load time
@@ -108,16 +146,88 @@ def register_trainers(register: RegisterTrainer) -> None:
     """
 
 
+@hookspec
+def register_executors(register: RegisterExecutor) -> None:
+    """Register executors: where the trials of a run are played.
+
+    Called once per process, the first time an executor is looked up by name
+    (``agentsgym rollout --executor NAME``, ``run_dataset(..., executor=NAME)``). The
+    core registers ``local`` (this process's event loop) through this hook.
+
+    :param register: ``register(name, factory, description="...")``. ``factory`` is
+        a callable or a ``"package.module:callable"`` string; it is called with the
+        run's executor options (``--num-workers``, ``--ray-address``,
+        ``--executor-option key=value``) and returns an
+        :class:`agentsgym.executors.Executor`: an object with ``remote`` (whether
+        trials run in other processes, which then build agents from
+        :class:`~agentsgym.AgentSpec` recipes) and ``async arun(request, *,
+        on_episode=None, on_trial=None)`` returning episodes by ``(task_index,
+        rollout_index)``.
+    :return: nothing; results go through ``register``.
+    """
+
+
+@hookspec
+def register_env_sources(register: RegisterEnvSource) -> None:
+    """Register a kind of env source: a URL scheme that names envs played elsewhere.
+
+    Called once per process, the first time the registry is used. When
+    ``agentsgym.make(url)``, a dataset row or a registered entry point names a URL
+    (``http://host:port``), the plugin that registered its scheme builds the env. A
+    URL from a dataset row is untrusted input and resolves only when the user
+    allowed it (see :mod:`agentsgym.trust`), whichever source plays it.
+
+    :param register: ``register(scheme, factory, description="...",
+        normalize=None)``.
+
+        * ``scheme``: the URL scheme, lower case (``"http"``,
+          ``"agentgym+http"``); two distributions registering one is an error.
+        * ``factory``: a callable or ``"package.module:callable"`` string, called as
+          ``factory(url, tokenizer=..., env_config=..., plugins=...)``; returns a
+          :class:`~agentsgym.MultistepEnv` (usually a subclass whose hooks call the
+          server).
+        * ``normalize``: optional callable (or path) ``normalize(url) -> url``,
+          called when the URL is resolved: it returns the canonical URL (the env's
+          id) or raises ``ValueError`` saying what is wrong with it, so that a bad
+          URL in a dataset fails before any episode is played.
+    :return: nothing; results go through ``register``.
+    """
+
+
+@hookspec
+def register_commands(cli: typer.Typer) -> None:
+    """Add commands to the ``agentsgym`` command line.
+
+    Called once when the command line starts, before its arguments are parsed, with
+    the Typer application. Add commands as you would to any Typer app::
+
+        @hookimpl
+        def register_commands(cli):
+            @cli.command("hello")
+            def hello(name: str) -> None:
+                \"\"\"Say hello.\"\"\"
+                print(f"hello {name}")
+
+    Keep the imports of heavy libraries inside the command functions: every command
+    of every plugin is registered at every start. The core's own commands register
+    through this hook too. A plugin whose ``register_commands`` raises is reported
+    and left out; the other commands keep working.
+
+    :param cli: the ``typer.Typer`` application of ``agentsgym``.
+    :return: nothing.
+    """
+
+
 # ------------------------------------------------------------------ episode time
 @hookspec(firstresult=True)
-def initialize_episode(env: MultistepEnv, session_id: str, task_data: dict[str, Any]) -> Any:
+def initialize_episode(env: PlayableEnv, session_id: str, task_data: dict[str, Any]) -> Any:
     """Create the state of a new episode.
 
     Called once at the start of every episode (every rollout, and every episode of
     a trial when ``episodes_per_trial > 1``), before the first
     :func:`format_prompt`.
 
-    :param env: the env instance playing the episode.
+    :param env: the env instance playing the episode (a :class:`~agentsgym.MultistepEnv`).
     :param session_id: unique id of this rollout; stable across the episodes of one
         trial, so an env can keep per-session resources keyed by it.
     :param task_data: the dataset row's ``task_data`` (one task: ``solution``,
@@ -129,7 +239,7 @@ def initialize_episode(env: MultistepEnv, session_id: str, task_data: dict[str, 
 
 
 @hookspec(firstresult=True)
-def format_prompt(env: MultistepEnv, state: Any, step: int) -> str | Messages:
+def format_prompt(env: PlayableEnv, state: Any, step: int) -> str | Messages:
     """Produce the message(s) the agent sees before its next action.
 
     Called before every agent action: at ``step == 0`` right after
@@ -147,7 +257,7 @@ def format_prompt(env: MultistepEnv, state: Any, step: int) -> str | Messages:
 
 @hookspec(firstresult=True)
 def step_episode(
-    env: MultistepEnv, state: Any, action: str, step: int, reply: AgentAction
+    env: PlayableEnv, state: Any, action: str, step: int, reply: AgentAction
 ) -> StepResult:
     """Apply the agent's action to the episode.
 
@@ -171,7 +281,7 @@ def step_episode(
 
 @hookspec
 def reward_shaping(
-    env: MultistepEnv,
+    env: PlayableEnv,
     state: Any,
     action: str,
     step_result: StepResult,
@@ -197,7 +307,7 @@ def reward_shaping(
 
 @hookspec
 def finish_episode(
-    env: MultistepEnv, state: Any, truncated: bool, error: str | None, session_id: str
+    env: PlayableEnv, state: Any, truncated: bool, error: str | None, session_id: str
 ) -> RewardTerm | list[RewardTerm] | None:
     """End an episode: a final reward term, and the release of per-episode resources.
 

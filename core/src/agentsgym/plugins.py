@@ -27,9 +27,8 @@ from dataclasses import dataclass, field
 from importlib.metadata import EntryPoint, entry_points, version
 from types import ModuleType
 
-import pluggy
-
 from agentsgym import hookspecs
+from agentsgym.engine.hook_calls import AgentsGymPluginManager
 from agentsgym.errors import PluginLoadError
 
 logger = logging.getLogger(__name__)
@@ -85,9 +84,9 @@ def _truthy(value: str) -> bool:
     return value.strip().lower() in {"1", "true", "yes", "on"}
 
 
-def new_plugin_manager() -> pluggy.PluginManager:
+def new_plugin_manager() -> AgentsGymPluginManager:
     """A plugin manager with every agentsgym hook spec added."""
-    pm = pluggy.PluginManager(hookspecs.PROJECT_NAME)
+    pm = AgentsGymPluginManager(hookspecs.PROJECT_NAME)
     pm.add_hookspecs(hookspecs)
     return pm
 

@@ -1,4 +1,4 @@
-"""The registry: env ids, agents and trainer adapters registered by plugins.
+"""The registry: env ids, agents, trainers, executors and env sources of the plugins.
 
 It is built on first use from the plugins that :mod:`agentsgym.plugins` loaded, by
 calling each plugin's ``register_*`` hooks with a ``register`` callback that knows
@@ -8,34 +8,64 @@ which distribution is registering (so a clash can name both packages).
 from __future__ import annotations
 
 import difflib
-import importlib
 import logging
-import os
 import re
 import threading
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Protocol
-
-from pydantic import BaseModel, ConfigDict, Field
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from agentsgym.errors import (
     RegistrationError,
     UnknownAgentError,
     UnknownEnvError,
+    UnknownExecutorError,
     UnknownTrainerError,
     UntrustedClassPathError,
     UntrustedRemoteEnvError,
 )
+from agentsgym.hookspecs import (
+    RegisterAgent,
+    RegisterComponent,
+    RegisterEnv,
+    RegisterEnvSource,
+    RegisterExecutor,
+    RegisterTrainer,
+)
 from agentsgym.plugins import PluginHost, PluginInfo, load_plugins
-from agentsgym.serve.urls import (
-    is_remote_url,
+from agentsgym.satellites import provider_hint
+from agentsgym.specs import ComponentSpec, EnvSourceSpec, EnvSpec, import_object, url_scheme
+from agentsgym.trust import (
+    class_paths_allowed_from_environ,
+    module_allowed,
     remote_envs_allowed_from_environ,
-    split_protocol,
     url_allowed,
 )
 
 if TYPE_CHECKING:
     from agentsgym.env import MultistepEnv
+
+__all__ = [
+    "CLASS_PATH_PATTERN",
+    "ENV_ID_PATTERN",
+    "ComponentSpec",
+    "EnvSourceSpec",
+    "EnvSpec",
+    "RegisterAgent",
+    "RegisterEnv",
+    "RegisterEnvSource",
+    "RegisterExecutor",
+    "RegisterTrainer",
+    "Registry",
+    "env_class",
+    "get_registry",
+    "import_env_class",
+    "import_object",
+    "make_agent",
+    "make_trainer",
+    "reset_registry",
+    "resolve",
+    "validate_env_id",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -44,98 +74,37 @@ ENV_ID_PATTERN = re.compile(
     r"(?P<variant>-[A-Za-z0-9_.-]+)?$"
 )
 CLASS_PATH_PATTERN = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
-
-
-class EnvSpec(BaseModel):
-    """A registered env: what ``agentsgym list-envs`` shows and ``make`` builds."""
-
-    model_config = ConfigDict(frozen=True)
-
-    id: str
-    entry_point: str = Field(
-        description="'package.module:Class' of the env, or the URL of a server that serves it"
-    )
-    description: str = ""
-    default_env_config: dict[str, Any] = Field(default_factory=dict)
-    default_agent: str | None = None
-    distribution: str | None = None
-    version: str | None = None
-    plugin: str | None = None
-
-    @property
-    def namespace(self) -> str:
-        return self.id.split("/", 1)[0] if "/" in self.id else ""
-
-    @property
-    def is_remote(self) -> bool:
-        """The env is played on a server (its entry point is a URL)."""
-        return is_remote_url(self.entry_point)
-
-    def load_class(self) -> type[MultistepEnv]:
-        if self.is_remote:
-            protocol, _ = split_protocol(self.entry_point)
-            if protocol == "agentgym":
-                return import_env_class("agentsgym.serve.agentgym_env:AgentGymEnv")
-            return import_env_class("agentsgym.serve.remote_env:RemoteEnv")
-        return import_env_class(self.entry_point)
-
-
-class ComponentSpec(BaseModel):
-    """A registered agent or trainer adapter."""
-
-    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
-
-    name: str
-    factory: Any = Field(description="callable or 'package.module:callable'")
-    description: str = ""
-    distribution: str | None = None
-    plugin: str | None = None
-
-    def build(self, **options: Any) -> Any:
-        factory = self.factory
-        if isinstance(factory, str):
-            factory = import_object(factory)
-        return factory(**options)
-
-
-class RegisterEnv(Protocol):
-    def __call__(
-        self,
-        env_id: str,
-        entry_point: str,
-        *,
-        description: str = "",
-        default_agent: str | None = None,
-        **default_env_config: Any,
-    ) -> None: ...
-
-
-class RegisterAgent(Protocol):
-    def __call__(self, name: str, factory: Any, *, description: str = "") -> None: ...
-
-
-RegisterTrainer = RegisterAgent
-
-
-def import_object(path: str) -> Any:
-    """Import ``package.module:attribute``."""
-    module_name, _, attr = path.partition(":")
-    if not module_name or not attr:
-        raise ValueError(f"{path!r} is not of the form 'package.module:attribute'")
-    module = importlib.import_module(module_name)
-    try:
-        return getattr(module, attr)
-    except AttributeError:
-        raise ImportError(f"module {module_name!r} has no attribute {attr!r}") from None
+COMPONENT_KINDS = {
+    "register_agents": "agent",
+    "register_trainers": "trainer",
+    "register_executors": "executor",
+}
+LIST_COMMANDS = {"agent": "list-agents", "trainer": "list-trainers", "executor": "list-executors"}
+UNKNOWN_ERRORS: dict[str, type[Exception]] = {
+    "agent": UnknownAgentError,
+    "trainer": UnknownTrainerError,
+    "executor": UnknownExecutorError,
+}
 
 
 def import_env_class(path: str) -> type[MultistepEnv]:
+    """Import ``package.module:Class`` and check that it is an env class."""
     from agentsgym.env import MultistepEnv
 
     cls = import_object(path)
     if not (isinstance(cls, type) and issubclass(cls, MultistepEnv)):
         raise RegistrationError(f"{path!r} is not a subclass of agentsgym.MultistepEnv")
     return cls
+
+
+def env_class(spec: EnvSpec) -> type[MultistepEnv]:
+    """The class ``spec`` builds. An env played through an env source (a URL) is of the
+    source's class, known once built; its spec answers with :class:`MultistepEnv`."""
+    if spec.is_remote:
+        from agentsgym.env import MultistepEnv
+
+        return MultistepEnv
+    return import_env_class(spec.entry_point)
 
 
 def validate_env_id(env_id: str) -> None:
@@ -146,38 +115,43 @@ def validate_env_id(env_id: str) -> None:
         )
 
 
-def class_paths_allowed_from_environ() -> bool | tuple[str, ...]:
-    """``AGENTSGYM_ALLOW_CLASS_PATHS``: ``1`` allows any, ``pkg.,other.`` prefixes."""
-    raw = os.environ.get("AGENTSGYM_ALLOW_CLASS_PATHS", "").strip()
-    if raw.lower() in {"", "0", "false", "no", "off"}:
-        return False
-    if raw.lower() in {"1", "true", "yes", "on", "*"}:
-        return True
-    return tuple(p.strip() for p in raw.split(",") if p.strip())
-
-
 class Registry:
-    """Envs, agents and trainers registered by the loaded plugins."""
+    """Everything the loaded plugins registered, by kind."""
 
     def __init__(self, host: PluginHost) -> None:
         self.host = host
         self.envs: dict[str, EnvSpec] = {}
-        self.agents: dict[str, ComponentSpec] = {}
-        self.trainers: dict[str, ComponentSpec] = {}
+        self.env_sources: dict[str, EnvSourceSpec] = {}
+        self.components: dict[str, dict[str, ComponentSpec]] = {
+            kind: {} for kind in COMPONENT_KINDS.values()
+        }
         for info in host.plugins:
             if info.ok:
                 self._collect(info)
 
+    @property
+    def agents(self) -> dict[str, ComponentSpec]:
+        return self.components["agent"]
+
+    @property
+    def trainers(self) -> dict[str, ComponentSpec]:
+        return self.components["trainer"]
+
+    @property
+    def executors(self) -> dict[str, ComponentSpec]:
+        return self.components["executor"]
+
     # ---------------------------------------------------------------- collection
     def _collect(self, info: PluginInfo) -> None:
-        plugin = info.module
+        registrars: dict[str, Callable[..., None]] = {
+            "register_envs": self._env_registrar(info),
+            "register_env_sources": self._source_registrar(info),
+        }
+        for hook_name, kind in COMPONENT_KINDS.items():
+            registrars[hook_name] = self._component_registrar(info, kind)
         try:
-            for hook_name, register in (
-                ("register_envs", self._env_registrar(info)),
-                ("register_agents", self._component_registrar(info, self.agents, "agent")),
-                ("register_trainers", self._component_registrar(info, self.trainers, "trainer")),
-            ):
-                impl = getattr(plugin, hook_name, None)
+            for hook_name, register in registrars.items():
+                impl = getattr(info.module, hook_name, None)
                 if impl is not None and hook_name in info.hooks:
                     impl(register=register)
         except RegistrationError:
@@ -185,6 +159,15 @@ class Registry:
             raise
         except Exception as exc:
             self.host.record_failure(info, exc)
+
+    @staticmethod
+    def _refuse_clash(kind: str, name: str, existing: Any, info: PluginInfo) -> None:
+        if existing is not None:
+            raise RegistrationError(
+                f"{kind} {name!r} is registered twice: by {existing.distribution!r} (plugin "
+                f"{existing.plugin!r}) and by {info.distribution!r} (plugin {info.name!r}). "
+                f"Uninstall one, or block one with AGENTSGYM_BLOCK_PLUGINS={info.name}."
+            )
 
     def _env_registrar(self, info: PluginInfo) -> RegisterEnv:
         def register(
@@ -196,26 +179,12 @@ class Registry:
             **default_env_config: Any,
         ) -> None:
             validate_env_id(env_id)
-            if is_remote_url(entry_point):
-                try:
-                    split_protocol(entry_point)
-                except ValueError as exc:
-                    raise RegistrationError(
-                        f"{info.distribution or info.name} registers {env_id!r} at {exc}"
-                    ) from None
-            elif not CLASS_PATH_PATTERN.match(entry_point):
+            if url_scheme(entry_point) is None and not CLASS_PATH_PATTERN.match(entry_point):
                 raise RegistrationError(
                     f"{info.distribution or info.name} registers {env_id!r} with entry point "
                     f"{entry_point!r}; expected 'package.module:Class' or a server URL"
                 )
-            existing = self.envs.get(env_id)
-            if existing is not None:
-                raise RegistrationError(
-                    f"env id {env_id!r} is registered twice: by {existing.distribution!r} "
-                    f"(plugin {existing.plugin!r}) and by {info.distribution!r} (plugin "
-                    f"{info.name!r}). Uninstall one, or block one with "
-                    f"AGENTSGYM_BLOCK_PLUGINS={info.name}."
-                )
+            self._refuse_clash("env id", env_id, self.envs.get(env_id), info)
             self.envs[env_id] = EnvSpec(
                 id=env_id,
                 entry_point=entry_point,
@@ -229,17 +198,11 @@ class Registry:
 
         return register
 
-    @staticmethod
-    def _component_registrar(
-        info: PluginInfo, table: dict[str, ComponentSpec], kind: str
-    ) -> RegisterAgent:
+    def _component_registrar(self, info: PluginInfo, kind: str) -> RegisterComponent:
+        table = self.components[kind]
+
         def register(name: str, factory: Any, *, description: str = "") -> None:
-            existing = table.get(name)
-            if existing is not None:
-                raise RegistrationError(
-                    f"{kind} {name!r} is registered twice: by {existing.distribution!r} and "
-                    f"by {info.distribution!r}. Uninstall or block one of them."
-                )
+            self._refuse_clash(kind, name, table.get(name), info)
             table[name] = ComponentSpec(
                 name=name,
                 factory=factory,
@@ -250,7 +213,29 @@ class Registry:
 
         return register
 
-    # ---------------------------------------------------------------- lookups
+    def _source_registrar(self, info: PluginInfo) -> RegisterEnvSource:
+        def register(
+            scheme: str, factory: Any, *, description: str = "", normalize: Any = None
+        ) -> None:
+            scheme = scheme.lower().removesuffix("://")
+            if url_scheme(f"{scheme}://") != scheme:
+                raise RegistrationError(
+                    f"{info.distribution or info.name} registers an env source for {scheme!r}, "
+                    "which is not a URL scheme (letters, digits, '+', '-', '.')"
+                )
+            self._refuse_clash("env source", scheme, self.env_sources.get(scheme), info)
+            self.env_sources[scheme] = EnvSourceSpec(
+                name=scheme,
+                factory=factory,
+                description=description,
+                normalize=normalize,
+                distribution=info.distribution,
+                plugin=info.name,
+            )
+
+        return register
+
+    # ---------------------------------------------------------------- envs
     def resolve(
         self,
         env_class_path: str,
@@ -259,25 +244,37 @@ class Registry:
         allow_remote: bool | Sequence[str] | None = None,
     ) -> EnvSpec:
         """The spec of a registered id, of an allowed ``module:Class`` path, or of an
-        allowed env server URL."""
+        allowed URL of an env source."""
         spec = self.envs.get(env_class_path)
         if spec is not None:
             return spec
         if CLASS_PATH_PATTERN.match(env_class_path):
             return self._resolve_class_path(env_class_path, allow_class_paths)
-        if is_remote_url(env_class_path):
-            return self._resolve_remote(env_class_path, allow_remote)
+        if url_scheme(env_class_path) is not None:
+            return self._resolve_url(env_class_path, allow_remote)
         raise UnknownEnvError(self._unknown_env_message(env_class_path))
 
-    @staticmethod
-    def _resolve_remote(url: str, allow: bool | Sequence[str] | None) -> EnvSpec:
-        if allow is None:
-            allow = remote_envs_allowed_from_environ()
+    def env_source(self, url: str) -> EnvSourceSpec:
+        """The env source that plays ``url``, by its scheme."""
+        scheme = url_scheme(url) or ""
+        source = self.env_sources.get(scheme)
+        if source is None:
+            known = ", ".join(f"{s}://" for s in sorted(self.env_sources)) or "none"
+            raise UnknownEnvError(
+                f"no installed plugin plays {scheme}:// env URLs such as {url!r} (env sources: "
+                f"{known}).{provider_hint('env source', scheme)}"
+            )
+        return source
+
+    def _resolve_url(self, url: str, allow: bool | Sequence[str] | None) -> EnvSpec:
+        source = self.env_source(url)
         try:
-            protocol, base = split_protocol(url)
+            location = source.canonical(url)
         except ValueError as exc:
             raise UnknownEnvError(str(exc)) from None
-        if not url_allowed(url, allow):
+        if allow is None:
+            allow = remote_envs_allowed_from_environ()
+        if not url_allowed(location, allow):
             raise UntrustedRemoteEnvError(
                 f"env_class_path {url!r} is an env server URL, and playing on servers named "
                 "by a dataset is disabled: the server writes the observations and rewards, "
@@ -286,25 +283,18 @@ class Registry:
                 "environment: AGENTSGYM_ALLOW_REMOTE_ENVS=1 or a comma-separated list of "
                 "URL prefixes such as http://10.0.0.5:8000)."
             )
-        location = f"agentgym+{base}" if protocol == "agentgym" else base
         return EnvSpec(id=location, entry_point=location, description="(env server)")
 
-    def _resolve_class_path(
-        self, path: str, allow: bool | Sequence[str] | None
-    ) -> EnvSpec:
+    def _resolve_class_path(self, path: str, allow: bool | Sequence[str] | None) -> EnvSpec:
         if allow is None:
             allow = class_paths_allowed_from_environ()
-        module = path.partition(":")[0]
-        allowed = allow is True or (
-            not isinstance(allow, bool) and any(module.startswith(p) for p in allow)
-        )
-        if not allowed:
+        if not module_allowed(path.partition(":")[0], allow):
             raise UntrustedClassPathError(
                 f"env_class_path {path!r} is a class path, not a registered env id, and "
                 "importing arbitrary modules named by a dataset is disabled. Register the "
                 "env in a plugin, or allow it with allow_class_paths=True (CLI: "
                 "--allow-class-paths; environment: AGENTSGYM_ALLOW_CLASS_PATHS=1 or a "
-                "comma-separated list of module prefixes)."
+                "comma-separated list of modules)."
             )
         import_env_class(path)
         return EnvSpec(id=path, entry_point=path, description="(class path)")
@@ -336,22 +326,20 @@ class Registry:
         parts.append("Run `agentsgym list-envs` to see every env.")
         return " ".join(parts)
 
+    # ---------------------------------------------------------------- components
     def agent(self, name: str) -> ComponentSpec:
-        return self._component(self.agents, name, UnknownAgentError, "agent", "list-agents")
+        return self.component("agent", name)
 
     def trainer(self, name: str) -> ComponentSpec:
-        return self._component(
-            self.trainers, name, UnknownTrainerError, "trainer", "list-trainers"
-        )
+        return self.component("trainer", name)
 
-    @staticmethod
-    def _component(
-        table: dict[str, ComponentSpec],
-        name: str,
-        error: type[Exception],
-        kind: str,
-        command: str,
-    ) -> ComponentSpec:
+    def executor(self, name: str) -> ComponentSpec:
+        return self.component("executor", name)
+
+    def component(self, kind: str, name: str) -> ComponentSpec:
+        """The registered ``kind`` (agent, trainer, executor) called ``name``; an error
+        with the closest names, or the package to install, for an unknown one."""
+        table = self.components[kind]
         spec = table.get(name)
         if spec is not None:
             return spec
@@ -362,10 +350,12 @@ class Registry:
         for match in difflib.get_close_matches(typed, sorted(short), n=3, cutoff=0.6):
             if short[match] not in close:
                 close.append(short[match])
-        hint = f" Did you mean: {', '.join(close[:3])}?" if close else ""
-        raise error(
+        hint = provider_hint(kind, name)
+        if not hint and close:
+            hint = f" Did you mean: {', '.join(close[:3])}?"
+        raise UNKNOWN_ERRORS[kind](
             f"no {kind} registered with name {name!r}.{hint} "
-            f"Run `agentsgym {command}` to see them all."
+            f"Run `agentsgym {LIST_COMMANDS[kind]}` to see them all."
         )
 
 
@@ -414,4 +404,3 @@ def make_agent(name: str, **options: Any) -> Any:
 def make_trainer(name: str, **options: Any) -> Any:
     """Build a registered trainer adapter by name with the given options."""
     return get_registry().trainer(name).build(**options)
-

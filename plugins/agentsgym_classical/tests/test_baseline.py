@@ -5,9 +5,9 @@ from __future__ import annotations
 from fractions import Fraction
 
 import pytest
+from agentsgym.evaluation import evaluate
 
 import agentsgym
-from agentsgym.evaluation import evaluate
 from agentsgym_classical.arithmetic import generate, generate_split, solve_text
 from agentsgym_classical.arithmetic.ops import MAX_VALUE
 

@@ -16,9 +16,10 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-import agentsgym
 import pytest
 from agentsgym.evaluation import evaluate
+
+import agentsgym
 from agentsgym_classical import env as env_module
 from agentsgym_classical import grading
 from agentsgym_classical.grading import RETRY_FACTOR, Verdict, grade

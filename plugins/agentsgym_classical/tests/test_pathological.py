@@ -10,8 +10,9 @@ import logging
 import threading
 import time
 
-import agentsgym
 import pytest
+
+import agentsgym
 from agentsgym import ScriptedAgent
 from agentsgym_classical.grading import RETRY_FACTOR, Verdict, grade
 from agentsgym_classical.grading.guards import nesting_depth

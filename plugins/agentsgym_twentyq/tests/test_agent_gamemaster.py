@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import agentsgym
 import pytest
-from agentsgym import AgentAction, FunctionAgent
 
+import agentsgym
+from agentsgym import AgentAction, FunctionAgent
 from agentsgym_twentyq.agent_gamemaster import AgentGamemaster, read_answer
 from agentsgym_twentyq.env import TwentyQuestionsEnv
 from agentsgym_twentyq.gamemaster import DONT_KNOW, NO, YES, RulesGamemaster

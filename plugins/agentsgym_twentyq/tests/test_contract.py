@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
+
 from agentsgym.registry import get_registry
 from agentsgym.testing import check_env
-
 from twentyq_testutil import BASIC, HARDCORE
 
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import agentsgym
 import pytest
-from agentsgym import parse_rows
 
+import agentsgym
+from agentsgym import parse_rows
 from agentsgym_twentyq.words import word_list
 from twentyq_testutil import BASIC, HARDCORE
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import agentsgym
 import pytest
+
+import agentsgym
 from agentsgym import RewardTerm, ScriptedAgent, hookimpl
 from agentsgym.errors import DatasetRowError, EnvConfigError
 from agentsgym_twentyq.env import TwentyQuestionsEnv

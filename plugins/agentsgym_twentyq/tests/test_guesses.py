@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+
 from agentsgym import AgentAction
 from agentsgym_twentyq.parsing import extract_question, is_correct, parse_guess
 from agentsgym_twentyq.words import word_list

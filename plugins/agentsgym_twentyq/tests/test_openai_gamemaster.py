@@ -10,14 +10,15 @@ import json
 from pathlib import Path
 from typing import Any
 
-import agentsgym
 import pytest
+
+import agentsgym
 
 pytest.importorskip("openai")
 pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 pytest.importorskip("agentsgym.agents.openai_agent")
-testing_server = pytest.importorskip("agentsgym.testing_server")
+testing_server = pytest.importorskip("agentsgym_serve.model_server")
 
 from agentsgym_twentyq.gamemaster import RulesGamemaster  # noqa: E402
 from agentsgym_twentyq.questioner import ReferenceQuestioner  # noqa: E402
@@ -79,12 +80,13 @@ def test_an_unreachable_server_degrades_to_i_dont_know() -> None:
 
 
 def test_cli_rollout_with_a_gamemaster_url(server: Any, tmp_path: Path) -> None:
-    from agentsgym.cli import app
     from typer.testing import CliRunner
+
+    from agentsgym.cli import build_app
 
     out = tmp_path / "tq.jsonl"
     result = CliRunner().invoke(
-        app,
+        build_app(),
         [
             "rollout",
             BASIC,

@@ -5,9 +5,9 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-import agentsgym
 import pytest
 
+import agentsgym
 from agentsgym_twentyq.questioner import ReferenceQuestioner
 from agentsgym_twentyq.words import word_list
 from twentyq_testutil import BASIC, HARDCORE

@@ -7,9 +7,9 @@ import math
 import threading
 from typing import Any
 
-import agentsgym
 import pytest
 
+import agentsgym
 from agentsgym_twentyq.questioner import ReferenceQuestioner
 from twentyq_testutil import BASIC
 

@@ -1,41 +1,51 @@
-"""Agents: the Agent protocol, scripted agents, and the model-backed agents.
+"""Agents: the Agent protocol, how the runner calls agents, and the built-in agents.
 
-``TransformersAgent`` (a local causal LM, token-in/token-out) and ``OpenAIAgent`` (an
-OpenAI-compatible server such as vLLM) are imported on first access, and import
-torch / the openai client only when they are built.
+* :class:`Agent` (:mod:`.base`): ``get_action(messages, agent_state)``, plain or async;
+* :class:`AgentCaller`: calls any agent the way its ``get_action`` wants;
+* :class:`ScriptedAgent`, :class:`FunctionAgent` (:mod:`.scripted`): fixed replies or a
+  function, for tests, demos and baselines;
+* :class:`OpenAIAgent` (:mod:`.openai_agent`): an OpenAI-compatible server such as
+  vLLM, imported on first access.
+
+Agents that need torch (a local transformers model) ship in plugin distributions.
 """
 
 from __future__ import annotations
 
-from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from agentsgym.agents.base import Agent, acall_agent, call_agent
+from agentsgym.agents.base import (
+    REPAIRED_SURROGATES_KEY,
+    Agent,
+    AgentCaller,
+    acall_agent,
+    as_action,
+    call_agent,
+    follow_concurrency,
+)
 from agentsgym.agents.scripted import FunctionAgent, ScriptedAgent
 
 __all__ = [
+    "REPAIRED_SURROGATES_KEY",
     "Agent",
+    "AgentCaller",
     "FunctionAgent",
     "OpenAIAgent",
     "ScriptedAgent",
-    "TransformersAgent",
     "acall_agent",
+    "as_action",
     "call_agent",
+    "follow_concurrency",
 ]
-
-_LAZY = {
-    "OpenAIAgent": "agentsgym.agents.openai_agent",
-    "TransformersAgent": "agentsgym.agents.transformers_agent",
-}
 
 
 def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'agentsgym.agents' has no attribute {name!r}")
-    return getattr(import_module(module), name)
+    if name == "OpenAIAgent":
+        from agentsgym.agents.openai_agent import OpenAIAgent
+
+        return OpenAIAgent
+    raise AttributeError(f"module 'agentsgym.agents' has no attribute {name!r}")
 
 
 if TYPE_CHECKING:
     from agentsgym.agents.openai_agent import OpenAIAgent
-    from agentsgym.agents.transformers_agent import TransformersAgent

@@ -16,7 +16,6 @@ import asyncio
 import json
 from typing import Any
 
-
 IDLE_CONNECTION_SECONDS = 4.0
 """How long an idle pooled connection is kept: under uvicorn's 5 s keep-alive (vLLM's
 server), so the client drops a connection before the server closes it under a

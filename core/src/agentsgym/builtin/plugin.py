@@ -1,9 +1,16 @@
-"""The core's built-in plugin: the example env and the generic agents."""
+"""The core's built-in plugin: the example env, the generic agents, the local executor
+and the core's commands, registered through the same hooks as any plugin's."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from agentsgym.hookspecs import hookimpl
-from agentsgym.registry import RegisterAgent, RegisterEnv, RegisterTrainer
+
+if TYPE_CHECKING:
+    import typer
+
+    from agentsgym.hookspecs import RegisterAgent, RegisterEnv, RegisterExecutor
 
 
 @hookimpl
@@ -29,13 +36,6 @@ def register_agents(register: RegisterAgent) -> None:
         description="plays GuessTheNumber by bisection",
     )
     register(
-        "transformers",
-        "agentsgym.agents.transformers_agent:TransformersAgent",
-        description="a local causal LM, token-in/token-out, micro-batched (options: model=PATH "
-        "or 'tiny', temperature, top_p, top_k, max_new_tokens, seed, batch_size, "
-        "batch_window_ms, logprobs=sampling|model)",
-    )
-    register(
         "openai",
         "agentsgym.agents.openai_agent:OpenAIAgent",
         description="an OpenAI-compatible server such as vLLM (options: base_url, model, "
@@ -45,21 +45,28 @@ def register_agents(register: RegisterAgent) -> None:
 
 
 @hookimpl
-def register_trainers(register: RegisterTrainer) -> None:
+def register_executors(register: RegisterExecutor) -> None:
     register(
-        "trl-grpo",
-        "agentsgym.trainers.trl_grpo:TRLGRPOAdapter",
-        description="trl.GRPOTrainer on the runner's rollouts (rollout_func + env_mask); "
-        "episode reward as the sequence reward",
+        "local",
+        "agentsgym.executors.local:LocalExecutor",
+        description="this process's event loop (the default)",
     )
-    register(
-        "per-token-grpo",
-        "agentsgym.trainers.per_token:PerTokenGRPOTrainer",
-        description="group-normalised per-token rewards as advantages, agent_token_mask in "
-        "the loss (small torch loop)",
-    )
-    register(
-        "dataset-sink",
-        "agentsgym.trainers.dataset_sink:DatasetSink",
-        description="writes the padded batches as a datasets.Dataset (DIR/rollouts.parquet)",
-    )
+
+
+@hookimpl
+def register_commands(cli: typer.Typer) -> None:
+    from agentsgym.cli import describe, finish_output, listing, new_env, rollout
+    from agentsgym.testing import command as check
+
+    play = "Play"
+    look = "Look around"
+    author = "Write an env"
+    cli.command("rollout", rich_help_panel=play)(rollout.rollout)
+    cli.command("finish-output", rich_help_panel=play)(finish_output.finish_output_command)
+    cli.command("list-envs", rich_help_panel=look)(listing.list_envs)
+    cli.command("describe", rich_help_panel=look)(describe.describe)
+    cli.command("list-agents", rich_help_panel=look)(listing.list_agents)
+    cli.command("list-trainers", rich_help_panel=look)(listing.list_trainers)
+    cli.command("list-executors", rich_help_panel=look)(listing.list_executors)
+    cli.command("check-env", rich_help_panel=author)(check.check_env_command)
+    cli.command("new-env", rich_help_panel=author)(new_env.new_env)

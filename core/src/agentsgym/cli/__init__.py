@@ -1,122 +1,97 @@
-"""The ``agentsgym`` command line. One module per command; this module wires them.
+"""The ``agentsgym`` command line, and the kit for commands of plugins.
 
-Library code logs; the CLI owns the terminal (rich tables and progress bars).
+:func:`main` is the console script; :func:`build_app` builds the application from
+the commands every loaded plugin registers (``register_commands``). Library code
+logs; the CLI owns the terminal (rich tables and progress bars).
+
+A plugin's commands use what the core's own commands use, exported here: the
+consoles, the shared options (``--tokenizer``, ``--max-concurrency``, key=value
+parsing, env id completion, executors, time budgets, resume), building an agent
+from the command line, a progress bar, and for commands that play long runs
+(``eval`` in agentsgym-eval) the planning of a run and its streamed, resumable
+output (:func:`plan_split`, :func:`run_into_output`), with the failure summary and
+exit code.
 """
 
 from __future__ import annotations
 
-import logging
-import os
-from typing import Any
-
-import typer
-from rich.console import Console
-from rich.logging import RichHandler
-from rich.text import Text
-from typer.core import TyperGroup
-
-PROG_NAME = "agentsgym"
-
-
-def show_flags_as_flags(params: list[Any]) -> list[Any]:
-    """Give every flag and counter an empty metavar, so that help shows no type for it.
-
-    Why: typer 0.29 fills the rich help's type column with ``display_type_rich()``
-    for every option, flags included, so ``--strict-plugins`` read ``<bool>`` and
-    ``-v`` read ``<int>`` as if they took a value (typer 0.28 skipped bool types).
-    ``display_type_rich()`` returns the metavar when one is set, and a flag never
-    shows its metavar anywhere else (usage lines, errors), so an empty one is safe.
-    """
-    for param in params:
-        if (getattr(param, "is_flag", False) or getattr(param, "count", False)) and (
-            param.metavar is None
-        ):
-            param.metavar = ""
-    return params
-
-
-class AgentsGymGroup(TyperGroup):
-    """The top-level group: flags shown as flags in the help of every command."""
-
-    def get_params(self, ctx: Any) -> list[Any]:
-        return show_flags_as_flags(super().get_params(ctx))
-
-    def get_command(self, ctx: Any, cmd_name: str) -> Any:
-        command = super().get_command(ctx, cmd_name)
-        if command is not None:
-            show_flags_as_flags(command.get_params(ctx))
-        return command
-
-
-app = typer.Typer(
-    name=PROG_NAME,
-    cls=AgentsGymGroup,
-    help="Multi-step text environments as token-exact training data for LLM RL.",
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    add_completion=True,
+from agentsgym.cli.agent_choice import AgentChoices, RunAgents
+from agentsgym.cli.app import build_app, main
+from agentsgym.cli.options import (
+    MAX_CONCURRENCY,
+    MAX_ROLLOUTS,
+    MAX_TASKS,
+    ExecutorChoice,
+    accepted_options,
+    build_component,
+    check_options,
+    complete_env_id,
+    episode_timeout_option,
+    executor_option,
+    executor_options_option,
+    hook_timeout_option,
+    max_concurrency_option,
+    max_failure_rate_option,
+    num_workers_option,
+    overwrite_option,
+    parse_key_values,
+    ray_address_option,
+    resume_option,
+    time_budgets,
+    tokenizer_cli_option,
+    tokenizer_option,
 )
-console = Console()
-err_console = Console(stderr=True)
-
-
-def _print_version(value: bool) -> None:
-    """``--version``: agentsgym's version and the distributions of the loaded plugins."""
-    if not value:
-        return
-    from agentsgym.cli.listing import plugin_versions
-
-    for line in plugin_versions():
-        console.print(line, highlight=False)
-    raise typer.Exit()
-
-
-@app.callback()
-def _global_options(
-    verbose: int = typer.Option(0, "--verbose", "-v", count=True, help="more log output (-vv for debug)"),
-    strict_plugins: bool = typer.Option(
-        False, "--strict-plugins", help="re-raise when a plugin fails to load (plugin authors)"
-    ),
-    version: bool = typer.Option(
-        False, "--version", is_eager=True, callback=_print_version,
-        help="print the versions of agentsgym and of the installed env plugins, and exit",
-    ),
-) -> None:
-    # datasets' own bars would interleave with ours; the CLI shows its own progress.
-    os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")
-    # transformers advises installing torch on import; envs and tokenizers need none.
-    os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
-    level = logging.WARNING - 10 * min(verbose, 2)
-    logging.basicConfig(
-        level=level, handlers=[RichHandler(console=err_console, show_path=False)], format="%(message)s"
-    )
-    if strict_plugins:
-        os.environ["AGENTSGYM_STRICT_PLUGINS"] = "1"
-
-
-# Each command module registers itself on `app` when imported.
-from agentsgym.cli import (  # noqa: F401
-    atropos,
-    check,
-    describe,
-    evaluate,
-    listing,
-    new_env,
-    rollout,
-    serve,
-    train,
-    view,
+from agentsgym.cli.rollout import build_agent
+from agentsgym.cli.running import (
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    RunPlan,
+    exit_on_failures,
+    plan_split,
+    print_failures,
+    progress_bar,
+    run_into_output,
+    sigterm_as_interrupt,
 )
+from agentsgym.cli.terminal import console, err_console
 
-
-def main() -> None:
-    """Entry point of the ``agentsgym`` script: errors become one readable line."""
-    from agentsgym.errors import AgentsGymError
-
-    try:
-        # A fixed program name: shell completion keys on it (_AGENTSGYM_COMPLETE),
-        # also when run as `python -m agentsgym`.
-        app(prog_name=PROG_NAME)
-    except AgentsGymError as exc:
-        err_console.print(Text.assemble(("error: ", "bold red"), str(exc)), soft_wrap=True)
-        raise SystemExit(2) from None
+__all__ = [
+    "EXIT_FAILED",
+    "EXIT_INTERRUPTED",
+    "MAX_CONCURRENCY",
+    "MAX_ROLLOUTS",
+    "MAX_TASKS",
+    "AgentChoices",
+    "ExecutorChoice",
+    "RunAgents",
+    "RunPlan",
+    "accepted_options",
+    "build_agent",
+    "build_app",
+    "build_component",
+    "check_options",
+    "complete_env_id",
+    "console",
+    "episode_timeout_option",
+    "err_console",
+    "executor_option",
+    "executor_options_option",
+    "exit_on_failures",
+    "hook_timeout_option",
+    "main",
+    "max_concurrency_option",
+    "max_failure_rate_option",
+    "num_workers_option",
+    "overwrite_option",
+    "parse_key_values",
+    "plan_split",
+    "print_failures",
+    "progress_bar",
+    "ray_address_option",
+    "resume_option",
+    "run_into_output",
+    "sigterm_as_interrupt",
+    "time_budgets",
+    "tokenizer_cli_option",
+    "tokenizer_option",
+]

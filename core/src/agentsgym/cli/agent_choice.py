@@ -18,9 +18,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentsgym.agents.spec import AgentSpec
 from agentsgym.cli.options import accepted_options, build_component, check_options, load_factory
 from agentsgym.errors import AgentError
+from agentsgym.executors import AgentSpec
 from agentsgym.registry import get_registry
 
 

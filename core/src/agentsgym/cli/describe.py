@@ -20,11 +20,11 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from agentsgym.cli import app, console, err_console
 from agentsgym.cli.options import complete_env_id
-from agentsgym.registry import EnvSpec, get_registry
-
-EPISODE_HOOKS = ("initialize_episode", "format_prompt", "step_episode", "reward_shaping", "finish_episode")
+from agentsgym.cli.terminal import console, err_console
+from agentsgym.engine import EPISODE_HOOK_NAMES
+from agentsgym.factory import make
+from agentsgym.registry import EnvSpec, env_class, get_registry
 
 
 class ConfigKey(BaseModel):
@@ -42,7 +42,7 @@ class ConfigKey(BaseModel):
 
 def config_keys(spec: EnvSpec) -> list[ConfigKey]:
     """The env_config keys of ``spec``'s config class, with the id's effective defaults."""
-    config_class = spec.load_class().config_class
+    config_class = env_class(spec).config_class
     keys = []
     for name, info in config_class.model_fields.items():
         registered = name in spec.default_env_config
@@ -122,7 +122,7 @@ def _jsonable(value: Any) -> Any:
 def env_description(spec: EnvSpec, *, with_datasets: bool = True) -> dict[str, Any]:
     """What ``describe --json`` prints for one env."""
     registry = get_registry()
-    cls = spec.load_class()
+    cls = env_class(spec)
     own_doc = cls.__dict__.get("__doc__")  # not MultistepEnv's, when the env has none
     agent = registry.agents.get(spec.default_agent or "")
     item: dict[str, Any] = {
@@ -136,7 +136,7 @@ def env_description(spec: EnvSpec, *, with_datasets: bool = True) -> dict[str, A
         "default_agent_description": agent.description if agent else None,
         "registered_env_config": _jsonable(spec.default_env_config),
         "config": [k.model_dump() for k in config_keys(spec)],
-        "hooks": [h for h in EPISODE_HOOKS if hasattr(cls, h)],
+        "hooks": [h for h in EPISODE_HOOK_NAMES if hasattr(cls, h)],
     }
     if with_datasets:
         item["datasets"] = _datasets(spec)
@@ -144,8 +144,6 @@ def env_description(spec: EnvSpec, *, with_datasets: bool = True) -> dict[str, A
 
 
 def _datasets(spec: EnvSpec) -> dict[str, Any]:
-    from agentsgym.factory import make
-
     try:
         env = make(spec.id)
     except Exception as exc:
@@ -167,7 +165,6 @@ def _datasets(spec: EnvSpec) -> dict[str, Any]:
     return found
 
 
-@app.command("describe")
 def describe(
     env_id: str = typer.Argument(
         ..., help="registered env id (see `agentsgym list-envs`)", autocompletion=complete_env_id
@@ -177,7 +174,7 @@ def describe(
     """Show one env: its docs, config keys (types, defaults), datasets and default agent."""
     spec = get_registry().resolve(env_id)
     try:
-        spec.load_class()
+        env_class(spec)
     except Exception as exc:  # the plugin's code: show what broke, not a traceback
         err_console.print(
             f"[bold red]error:[/] {escape(spec.id)}'s class {escape(spec.entry_point)} does not "

@@ -6,18 +6,19 @@ from pathlib import Path
 
 import typer
 
-from agentsgym.cli import app, console
+from agentsgym.cli.terminal import console
 from agentsgym.output import finish_output
 from agentsgym.output.paths import OutputPaths
 
 
-@app.command("finish-output")
 def finish_output_command(
     out: Path = typer.Argument(..., help="the --out of an interrupted rollout or eval run"),
 ) -> None:
-    """Write OUT from the trials an interrupted run journaled (a .parquet output is
-    written, a torn end of a .jsonl output is cut). The run can still be continued
-    with --resume afterwards; an eval run gets its summary once every sample is in."""
+    """Write the output of an interrupted run from the trials it journaled.
+
+    A .parquet output is written, a torn end of a .jsonl output is cut. The run can
+    still be continued with --resume afterwards; an eval run gets its summary once
+    every sample is in (run its command again with --resume)."""
     result = finish_output(out)
     command = result.manifest.command
     console.print(f"{result.path}: {result.trials} of {result.planned} trials", highlight=False)
@@ -29,8 +30,10 @@ def finish_output_command(
             f"{OutputPaths(result.path).journal.name} is kept)",
             highlight=False,
         )
-    elif command == "eval":
-        from agentsgym.cli.evaluate import write_summary
-
-        write_summary(result)
-        console.print(f"summary: {OutputPaths(result.path).summary}", highlight=False)
+    elif command != "rollout":
+        # A derived file such as eval's summary is the command's own to write.
+        console.print(
+            f"run the same `agentsgym {command}` command with --resume to finish what it "
+            "writes from these trials (it plays nothing more)",
+            highlight=False,
+        )

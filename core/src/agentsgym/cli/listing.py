@@ -1,4 +1,4 @@
-"""``agentsgym list-envs`` / ``list-agents`` / ``list-trainers``, and ``--version``."""
+"""``agentsgym list-envs`` / ``list-agents`` / ``list-trainers`` / ``list-executors``."""
 
 from __future__ import annotations
 
@@ -10,8 +10,10 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from agentsgym.cli import app, console
-from agentsgym.registry import ComponentSpec, get_registry
+from agentsgym.cli.terminal import console
+from agentsgym.registry import get_registry
+from agentsgym.satellites import PROVIDERS
+from agentsgym.specs import ComponentSpec
 
 
 def env_listing(verbose: bool = False) -> list[dict[str, Any]]:
@@ -57,7 +59,6 @@ def env_listing(verbose: bool = False) -> list[dict[str, Any]]:
     return items
 
 
-@app.command("list-envs")
 def list_envs(
     as_json: bool = typer.Option(False, "--json", help="print a JSON list instead of a table"),
     verbose: bool = typer.Option(
@@ -113,32 +114,9 @@ def _print_configs(items: list[dict[str, Any]]) -> None:
         console.print(f"[dim]plugin hooks: {escape(hooks)}[/]", highlight=False)
 
 
-def plugin_versions() -> list[str]:
-    """``--version`` lines: agentsgym, then each loaded plugin's distribution and version."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    from agentsgym.plugins import load_plugins
-
-    try:
-        own = version("agentsgym")
-    except PackageNotFoundError:  # a source checkout that was never installed
-        own = "(not installed)"
-    lines = [f"agentsgym {own}"]
-    seen: set[tuple[str | None, str]] = set()
-    for plugin in load_plugins().plugins:
-        if plugin.builtin or (plugin.distribution, plugin.name) in seen:
-            continue
-        seen.add((plugin.distribution, plugin.name))
-        line = f"{plugin.distribution or '(no distribution)'} {plugin.version or '?'} (plugin {plugin.name})"
-        if not plugin.ok:
-            line += f": failed to load: {plugin.error}"
-        lines.append(line)
-    if len(lines) == 1:
-        lines.append("no env plugins installed")
-    return lines
-
-
-def _component_table(title: str, specs: dict[str, ComponentSpec], as_json: bool) -> None:
+def _component_table(
+    title: str, specs: dict[str, ComponentSpec], as_json: bool, kind: str
+) -> None:
     rows = [
         {"name": s.name, "distribution": s.distribution, "description": s.description}
         for s in sorted(specs.values(), key=lambda s: s.name)
@@ -147,20 +125,32 @@ def _component_table(title: str, specs: dict[str, ComponentSpec], as_json: bool)
         typer.echo(json.dumps(rows, indent=2))
         return
     table = Table(title=title)
-    for column in ("name", "distribution", "description"):
-        table.add_column(column, overflow="fold")
+    table.add_column("name", no_wrap=True)
+    table.add_column("distribution", no_wrap=True)
+    table.add_column("description", overflow="fold")
     for row in rows:
         table.add_row(row["name"], row["distribution"] or "", row["description"])
     console.print(table)
+    missing = sorted(
+        {dist for name, dist in PROVIDERS.get(kind, {}).items() if name not in specs}
+    )
+    if missing:
+        console.print(
+            f"[dim]more {kind}s come with: {', '.join(missing)} (pip install ...)[/]",
+            highlight=False,
+        )
 
 
-@app.command("list-agents")
 def list_agents(as_json: bool = typer.Option(False, "--json")) -> None:
     """List every registered agent."""
-    _component_table("agentsgym agents", get_registry().agents, as_json)
+    _component_table("agentsgym agents", get_registry().agents, as_json, "agent")
 
 
-@app.command("list-trainers")
 def list_trainers(as_json: bool = typer.Option(False, "--json")) -> None:
     """List every registered trainer adapter."""
-    _component_table("agentsgym trainers", get_registry().trainers, as_json)
+    _component_table("agentsgym trainers", get_registry().trainers, as_json, "trainer")
+
+
+def list_executors(as_json: bool = typer.Option(False, "--json")) -> None:
+    """List every registered executor (where the trials of a run are played)."""
+    _component_table("agentsgym executors", get_registry().executors, as_json, "executor")

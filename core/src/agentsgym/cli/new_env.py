@@ -7,10 +7,9 @@ from pathlib import Path
 import typer
 from rich.markup import escape
 
-from agentsgym.cli import app, console
+from agentsgym.cli.terminal import console
 
 
-@app.command("new-env")
 def new_env(
     name: str = typer.Argument(
         ..., metavar="NAMESPACE/Name",

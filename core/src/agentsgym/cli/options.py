@@ -13,9 +13,12 @@ from typing import Any
 
 import typer
 
+from agentsgym.engine import DEFAULT_MAX_CONCURRENCY
 from agentsgym.errors import AgentError, AgentsGymError
+from agentsgym.executors import Executor
 from agentsgym.factory import DEFAULT_TOKENIZER
-from agentsgym.registry import ComponentSpec, import_object
+from agentsgym.registry import get_registry
+from agentsgym.specs import ComponentSpec
 
 MAX_ROLLOUTS = 10_000
 """Upper bound of --num-rollouts (a run holds every (task, rollout) job in memory)."""
@@ -41,6 +44,11 @@ TOKENIZER_HELP = (
 def tokenizer_cli_option() -> Any:
     """The ``--tokenizer`` option, with the one default every command shares."""
     return typer.Option(CLI_TOKENIZER_DEFAULT, "--tokenizer", help=TOKENIZER_HELP)
+
+
+def tokenizer_option(value: str) -> str | None:
+    """The ``--tokenizer`` value as ``make`` takes it: ``none`` plays without tokens."""
+    return None if value.lower() == "none" else value
 
 
 def parse_key_values(pairs: list[str] | None, what: str) -> dict[str, Any]:
@@ -92,7 +100,9 @@ def accepted_options(factory: Any) -> list[str] | None:
     return names
 
 
-def check_options(factory: Any, options: dict[str, Any], *, what: str) -> None:
+def check_options(
+    factory: Any, options: dict[str, Any], *, what: str, flag: str = "--agent-option"
+) -> None:
     """Refuse option names ``factory`` does not take, listing the ones it does."""
     accepted = accepted_options(factory)
     if accepted is None:
@@ -107,23 +117,20 @@ def check_options(factory: Any, options: dict[str, Any], *, what: str) -> None:
     listed = ", ".join(accepted) if accepted else "none"
     raise AgentError(
         f"{what} has no option {', '.join(hints)}. It accepts: {listed}. "
-        "Pass them as --agent-option key=value"
+        f"Pass them as {flag} key=value"
     )
 
 
 def load_factory(spec: ComponentSpec, kind: str = "agent") -> Any:
-    """The factory of a registered agent (or trainer), imported if it is a path."""
-    factory = spec.factory
-    if isinstance(factory, str):
-        try:
-            factory = import_object(factory)
-        except (ImportError, ValueError) as exc:
-            raise AgentError(
-                f"{kind} {spec.name!r} cannot be loaded from {spec.factory!r} "
-                f"({type(exc).__name__}: {exc}); reinstall "
-                f"{spec.distribution or 'the package that registers it'}"
-            ) from None
-    return factory
+    """The factory of a registered agent (or trainer, executor), imported if a path."""
+    try:
+        return spec.load()
+    except (ImportError, ValueError) as exc:
+        raise AgentError(
+            f"{kind} {spec.name!r} cannot be loaded from {spec.factory!r} "
+            f"({type(exc).__name__}: {exc}); reinstall "
+            f"{spec.distribution or 'the package that registers it'}"
+        ) from None
 
 
 def build_component(spec: ComponentSpec, options: dict[str, Any], *, kind: str = "agent") -> Any:
@@ -131,7 +138,8 @@ def build_component(spec: ComponentSpec, options: dict[str, Any], *, kind: str =
     a bad name or value is an AgentError that says which option, never a traceback."""
     what = f"{kind} {spec.name!r}"
     factory = load_factory(spec, kind)
-    check_options(factory, options, what=what)
+    flag = f"--{kind}-option"
+    check_options(factory, options, what=what, flag=flag)
     try:
         return factory(**options)
     except AgentsGymError:
@@ -140,46 +148,50 @@ def build_component(spec: ComponentSpec, options: dict[str, Any], *, kind: str =
         given = ", ".join(f"{k}={v!r}" for k, v in options.items()) or "no options"
         raise AgentError(
             f"could not build {what} with {given}: {type(exc).__name__}: {exc}. Check the "
-            "values given with --agent-option (see `agentsgym list-agents`)"
+            f"values given with {flag} (see `agentsgym list-{kind}s`)"
         ) from None
 
 
 # ---------------------------------------------------------------------- executors
 @dataclass(frozen=True)
 class ExecutorChoice:
-    """``--executor`` / ``--num-workers`` / ``--ray-address``: where trials run."""
+    """``--executor`` and its options: where trials run, built before any file is
+    touched (an executor whose package is missing, or a bad option, fails first)."""
 
-    kind: str = "local"
-    num_workers: int = 2
-    address: str | None = None
+    name: str
+    options: dict[str, Any]
+    executor: Executor
 
     @classmethod
-    def parse(cls, kind: str, num_workers: int | None, address: str | None) -> ExecutorChoice:
-        from agentsgym.executors import EXECUTORS
+    def parse(
+        cls,
+        name: str,
+        num_workers: int | None = None,
+        address: str | None = None,
+        executor_options: list[str] | None = None,
+    ) -> ExecutorChoice:
+        options = parse_key_values(executor_options, "--executor-option")
+        if num_workers is not None:
+            options["num_workers"] = num_workers
+        if address is not None:
+            options["address"] = address
+        spec = get_registry().executor(name)
+        executor = build_component(spec, options, kind="executor")
+        return cls(name, options, executor)
 
-        if kind not in EXECUTORS:
-            raise typer.BadParameter(
-                f"--executor must be one of {', '.join(EXECUTORS)}, got {kind!r}"
-            )
-        if kind != "ray" and (num_workers is not None or address is not None):
-            raise typer.BadParameter("--num-workers and --ray-address need --executor ray")
-        if kind == "ray":
-            from agentsgym.executors.ray import import_ray
-
-            import_ray()  # no Ray: one line naming the extra, before any file is touched
-        return cls(kind, 2 if num_workers is None else num_workers, address)
+    @classmethod
+    def local(cls) -> ExecutorChoice:
+        return cls.parse("local")
 
     def settings(self) -> dict[str, Any]:
         """What the run record keeps (recorded, not compared: it routes, not decides)."""
-        if self.kind == "local":
+        if self.name == "local" and not self.options:
             return {}
-        return {"executor": self.kind, "num_workers": self.num_workers, "ray_address": self.address}
+        return {"executor": self.name, **self.options}
 
 
 def max_concurrency_option(what: str = "episodes", *, per_worker: bool = False) -> Any:
-    from agentsgym.runner import DEFAULT_MAX_CONCURRENCY
-
-    where = " (per worker with --executor ray)" if per_worker else ""
+    where = " (per worker of a parallel --executor)" if per_worker else ""
     return typer.Option(
         DEFAULT_MAX_CONCURRENCY,
         "--max-concurrency",
@@ -193,15 +205,15 @@ def executor_option() -> Any:
     return typer.Option(
         "local",
         "--executor",
-        help="where trials run: local (this process) or ray (Ray actors, one process each; "
-        "see docs/scaling.md)",
+        help="where trials run: local (this process), or a plugin's executor such as ray "
+        "(agentsgym-ray; see docs/scaling.md and `agentsgym list-executors`)",
     )
 
 
 def num_workers_option() -> Any:
     return typer.Option(
-        None, "--num-workers", min=1, max=10_000, help="Ray actors to play on (--executor ray; "
-        "default 2)",
+        None, "--num-workers", min=1, max=10_000,
+        help="workers of a parallel executor (--executor ray: Ray actors, default 2)",
     )
 
 
@@ -210,7 +222,14 @@ def ray_address_option() -> Any:
         None,
         "--ray-address",
         metavar="ADDR",
-        help="a Ray cluster to join (auto, ray://HOST:10001); default: start or join a local Ray",
+        help="a Ray cluster to join (--executor ray; auto, ray://HOST:10001); default: start "
+        "or join a local Ray",
+    )
+
+
+def executor_options_option() -> Any:
+    return typer.Option(
+        None, "--executor-option", help="key=value for the executor, repeatable"
     )
 
 

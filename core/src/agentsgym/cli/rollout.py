@@ -14,7 +14,6 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from agentsgym.cli import app, console
 from agentsgym.cli.agent_choice import AgentChoices, RunAgents
 from agentsgym.cli.options import (
     MAX_ROLLOUTS,
@@ -24,6 +23,7 @@ from agentsgym.cli.options import (
     complete_env_id,
     episode_timeout_option,
     executor_option,
+    executor_options_option,
     hook_timeout_option,
     max_concurrency_option,
     max_failure_rate_option,
@@ -35,26 +35,26 @@ from agentsgym.cli.options import (
     sha256_of,
     time_budgets,
     tokenizer_cli_option,
+    tokenizer_option,
 )
 from agentsgym.cli.running import (
     RunPlan,
     exit_on_failures,
     package_versions,
-    plan_jobs,
+    plan_split,
     print_failures,
-    progress_bar,
     run_into_output,
 )
-from agentsgym.dataset_runner import build_envs
+from agentsgym.cli.terminal import console
 from agentsgym.errors import AgentsGymError, DatasetRowError
-from agentsgym.factory import make
-from agentsgym.io import check_output_path
+from agentsgym.executors import build_envs
 from agentsgym.output import FinishResult, RunArguments, RunOutput, choose_mode, failure_report
+from agentsgym.output.files import check_output_path
 from agentsgym.output.records import rollout_rows
 from agentsgym.registry import get_registry
 from agentsgym.rows import DatasetRow, load_rows
 
-__all__ = ["build_agent", "progress_bar", "rollout", "tokenizer_option"]
+__all__ = ["build_agent", "rollout"]
 
 
 def resolve_agent_name(env_id: str | None, agent: str | None) -> str:
@@ -80,11 +80,6 @@ def build_agent(env_id: str | None, agent: str | None, agent_options: list[str] 
     return build_component(spec, parse_key_values(agent_options, "--agent-option"))
 
 
-def tokenizer_option(value: str) -> str | None:
-    return None if value.lower() == "none" else value
-
-
-@app.command()
 def rollout(
     env_id: str | None = typer.Argument(
         None,
@@ -132,6 +127,7 @@ def rollout(
     executor: str = executor_option(),
     num_workers: int | None = num_workers_option(),
     ray_address: str | None = ray_address_option(),
+    executor_option: list[str] | None = executor_options_option(),
 ) -> None:
     """Play episodes of ENV_ID (or of a rows file) and write one row per trajectory."""
     if split not in ("train", "eval"):
@@ -145,22 +141,24 @@ def rollout(
     mode = choose_mode(resume=resume, overwrite=overwrite)
     out = check_output_path(out)
     budgets = time_budgets(hook_timeout, episode_timeout)
-    where = ExecutorChoice.parse(executor, num_workers, ray_address)
+    where = ExecutorChoice.parse(executor, num_workers, ray_address, executor_option)
     choices = AgentChoices.parse(agent)
     options = parse_key_values(agent_option, "--agent-option")
     if dataset is not None:
         plan = plan_rows(
             dataset, num_tasks=num_tasks, num_rollouts=num_rollouts, agents=choices,
             agent_options=options, tokenizer=tokenizer, budgets=budgets,
-            allow_class_paths=allow_class_paths, local=where.kind == "local",
+            allow_class_paths=allow_class_paths, local=not where.executor.remote,
             allow_remote=True if allow_remote_envs else None,
         )
     else:
         assert env_id is not None
-        plan = plan_env(
-            env_id, num_tasks=num_tasks or DEFAULT_NUM_TASKS, num_rollouts=num_rollouts,
-            split=split, agents=choices, agent_options=options, env_config=env_config,
-            tokenizer=tokenizer, budgets=budgets, local=where.kind == "local",
+        plan = plan_split(
+            env_id, split=split, num_tasks=num_tasks or DEFAULT_NUM_TASKS,
+            num_rollouts=num_rollouts, agents=choices, agent_options=options,
+            env_config={**parse_key_values(env_config, "--env-config"), **budgets},
+            tokenizer=tokenizer_option(tokenizer), local=not where.executor.remote,
+            description=f"rollouts of {env_id}",
         )
     result, output = run_into_output(
         "rollout", plan, out, mode=mode, make_rows=rollout_rows,
@@ -176,46 +174,6 @@ def rollout(
 
 
 DEFAULT_NUM_TASKS = 8
-
-
-def plan_env(
-    env_id: str,
-    *,
-    num_tasks: int,
-    num_rollouts: int,
-    split: str,
-    agents: AgentChoices,
-    agent_options: dict[str, Any],
-    env_config: list[str] | None,
-    tokenizer: str,
-    budgets: dict[str, float],
-    local: bool = True,
-) -> RunPlan:
-    """The trials of ``num_rollouts`` rollouts of the first ``num_tasks`` tasks of a split."""
-    config = {**parse_key_values(env_config, "--env-config"), **budgets}
-    env = make(env_id, tokenizer=tokenizer_option(tokenizer), env_config=config)
-    players = RunAgents.choose(agents, [env_id], agent_options, build=local)
-    dataset = env.get_train_dataset() if split == "train" else env.get_eval_dataset()
-    tasks = [row["task_data"] for row in dataset.select(range(min(num_tasks, len(dataset))))]
-    if not tasks:
-        raise AgentsGymError(f"the {split} split of {env_id} has no tasks")
-    rows = [DatasetRow(env_class_path=env_id, env_config=config, task_data=t) for t in tasks]
-    envs = {rows[0].env_key(): env}
-    spec = getattr(env, "spec", None)
-    return RunPlan(
-        jobs=plan_jobs(rows, envs, players, num_rollouts),
-        arguments=RunArguments(
-            env_id=env_id, split=split, num_tasks=len(tasks), num_rollouts=num_rollouts,
-            env_config=config, agent=players.by_env[env_id], agent_options=agent_options,
-            tokenizer=tokenizer_option(tokenizer),
-        ),
-        description=f"rollouts of {env_id}",
-        agents=players,
-        rows=rows,
-        envs=envs,
-        tokenizer=tokenizer_option(tokenizer),
-        versions=package_versions(getattr(spec, "distribution", None)),
-    )
 
 
 def plan_rows(
@@ -251,7 +209,10 @@ def plan_rows(
     env_ids = [row.env_class_path for row in rows]
     players = RunAgents.choose(agents, env_ids, agent_options, build=local)
     return RunPlan(
-        jobs=plan_jobs(rows, envs, players, num_rollouts),
+        rows=rows,
+        num_rollouts=num_rollouts,
+        envs=envs,
+        agents=players,
         arguments=RunArguments(
             dataset=str(path), dataset_sha256=sha256_of(path), num_tasks=len(rows),
             num_rollouts=num_rollouts, env_config=budgets, agent=players.single,
@@ -259,9 +220,6 @@ def plan_rows(
             tokenizer=tokenizer_option(tokenizer),
         ),
         description=f"rollouts of {path.name}",
-        agents=players,
-        rows=rows,
-        envs=envs,
         tokenizer=tokenizer_option(tokenizer),
         allow_class_paths=allow_class_paths or None,
         versions=package_versions(*sorted({s.distribution for s in _specs(envs.values())})),
@@ -364,7 +322,3 @@ def print_env_summary(rows: list[dict[str, Any]]) -> None:
             "-" if item["mean_turns"] is None else f"{item['mean_turns']:.2f}",
         )
     console.print(table)
-
-
-# `finish-output` belongs with the commands that write outputs; importing it registers it.
-from agentsgym.cli import finish_output as _finish_output  # noqa: E402,F401

@@ -26,15 +26,16 @@ from typing import Any
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from agentsgym.aio import run_sync
-from agentsgym.cli import console
-from agentsgym.cli.agent_choice import RunAgents
+from agentsgym.cli.agent_choice import AgentChoices, RunAgents
 from agentsgym.cli.options import ExecutorChoice
-from agentsgym.dataset_runner import arun_dataset
+from agentsgym.cli.terminal import console
+from agentsgym.dataset_runner import run_dataset
+from agentsgym.engine import TrialJob
+from agentsgym.errors import AgentsGymError
+from agentsgym.factory import make
 from agentsgym.output import FailureReport, FinishResult, Mode, RunArguments, RunManifest, RunOutput
 from agentsgym.output.manifest import Command
 from agentsgym.rows import DatasetRow
-from agentsgym.runner import TrialJob, arun_jobs
 from agentsgym.trajectory import Episode
 
 EXIT_FAILED = 1
@@ -56,43 +57,64 @@ def progress_bar() -> Progress:
 
 @dataclass
 class RunPlan:
-    """Everything a run will play, decided before any file is touched.
+    """Everything a run will play, decided before any file is touched: ``num_rollouts``
+    trials of every row (row ``i`` is task ``i``), on the envs built for them, by the
+    agent of each env; and the arguments that identify the run."""
 
-    ``jobs`` are the trials as the local executor plays them (each with the agent of
-    its env); ``rows`` (row ``i`` is task ``i``), ``agents``, ``tokenizer`` and
-    ``envs`` are what a remote executor needs to play the same trials in its workers.
-    """
-
-    jobs: list[TrialJob]
+    rows: list[DatasetRow]
+    num_rollouts: int
+    envs: dict[tuple[str, str], Any]
+    agents: RunAgents
     arguments: RunArguments
     description: str
-    agents: RunAgents
-    rows: list[DatasetRow]
-    envs: dict[tuple[str, str], Any]
     tokenizer: str | None
     allow_class_paths: bool | None = None
     versions: dict[str, str] = field(default_factory=dict)
 
+    @property
+    def planned_trials(self) -> int:
+        return len(self.rows) * self.num_rollouts
 
-def plan_jobs(
-    rows: list[DatasetRow],
-    envs: dict[tuple[str, str], Any],
-    agents: RunAgents,
+
+def plan_split(
+    env_id: str,
+    *,
+    split: str,
+    num_tasks: int | None,
     num_rollouts: int,
-) -> list[TrialJob]:
-    """Every (task, rollout) trial of ``rows``; row ``i`` is task ``i``. Each job plays
-    with its env's agent when the agents were built here (the local executor)."""
-    return [
-        TrialJob(
-            envs[row.env_key()],
-            row.task_data,
-            index,
-            rollout,
-            agents.agent_of(row.env_class_path) if agents.built else None,
-        )
-        for index, row in enumerate(rows)
-        for rollout in range(num_rollouts)
-    ]
+    agents: AgentChoices,
+    agent_options: dict[str, Any],
+    env_config: dict[str, Any],
+    tokenizer: str | None,
+    local: bool,
+    description: str,
+) -> RunPlan:
+    """``num_rollouts`` trials of the first ``num_tasks`` tasks (all: ``None``) of one of
+    ``env_id``'s splits. The agents are built here when the executor plays in this
+    process, else checked and shipped as recipes."""
+    env = make(env_id, tokenizer=tokenizer, env_config=env_config)
+    players = RunAgents.choose(agents, [env_id], agent_options, build=local)
+    dataset = env.get_train_dataset() if split == "train" else env.get_eval_dataset()
+    count = len(dataset) if num_tasks is None else min(num_tasks, len(dataset))
+    tasks = [row["task_data"] for row in dataset.select(range(count))]
+    if not tasks:
+        raise AgentsGymError(f"the {split} split of {env_id} has no tasks")
+    rows = [DatasetRow(env_class_path=env_id, env_config=env_config, task_data=t) for t in tasks]
+    spec = getattr(env, "spec", None)
+    return RunPlan(
+        rows=rows,
+        num_rollouts=num_rollouts,
+        envs={rows[0].env_key(): env},
+        agents=players,
+        arguments=RunArguments(
+            env_id=env_id, split=split, num_tasks=len(tasks), num_rollouts=num_rollouts,
+            env_config=env_config, agent=players.by_env[env_id], agent_options=agent_options,
+            tokenizer=tokenizer,
+        ),
+        description=description,
+        tokenizer=tokenizer,
+        versions=package_versions(getattr(spec, "distribution", None)),
+    )
 
 
 def package_versions(*distributions: str | None) -> dict[str, str]:
@@ -137,11 +159,11 @@ def run_into_output(
     executor: ExecutorChoice | None = None,
 ) -> tuple[FinishResult, RunOutput]:
     """Open ``out``, play the trials it lacks, finish it (see the module docstring)."""
-    executor = executor or ExecutorChoice()
+    executor = executor or ExecutorChoice.local()
     manifest = RunManifest.new(
         command,
         plan.arguments,
-        planned_trials=len(plan.jobs),
+        planned_trials=plan.planned_trials,
         settings={**settings, **executor.settings()},
         versions=plan.versions,
         command_line=["agentsgym", *sys.argv[1:]],
@@ -154,7 +176,7 @@ def run_into_output(
             result = output.finish()
         except KeyboardInterrupt:
             output.close(interrupted=True)
-            _print_interrupted(output, len(plan.jobs))
+            _print_interrupted(output, plan.planned_trials)
             raise typer.Exit(EXIT_INTERRUPTED) from None
         except BaseException:
             output.close(interrupted=True)
@@ -172,46 +194,41 @@ def _play(
     executor: ExecutorChoice,
 ) -> None:
     done = output.done
-    todo = [job for job in plan.jobs if job.key not in done]
+    planned = plan.planned_trials
     if output.resumed_from is not None:
         console.print(
-            f"resuming {output.paths.out}: {len(plan.jobs) - len(todo)} of {len(plan.jobs)} "
-            f"trials already written, {len(todo)} to play",
+            f"resuming {output.paths.out}: {len(done)} of {planned} trials already written, "
+            f"{planned - len(done)} to play",
             highlight=False,
         )
     with progress_bar() as progress:
-        bar = progress.add_task(
-            plan.description, total=len(plan.jobs), completed=len(plan.jobs) - len(todo)
-        )
+        bar = progress.add_task(plan.description, total=planned, completed=len(done))
 
         def on_trial(job: TrialJob, episodes: list[Episode]) -> None:
             output.write_trial(functools.partial(make_rows, job, episodes))
             progress.advance(bar)
 
-        if not todo:
+        if len(done) >= planned:
             return
-        if executor.kind == "ray":
-            # Trials stream back to this process as workers finish them, so the output,
-            # --resume and the progress bar work as for a local run.
-            run_sync(
-                arun_dataset(
-                    plan.rows,
-                    None,
-                    plan.arguments.num_rollouts,
-                    agents={env_id: plan.agents.spec_of(env_id) for env_id in plan.agents.by_env},
-                    tokenizer=plan.tokenizer,
-                    allow_class_paths=plan.allow_class_paths,
-                    max_concurrency=max_concurrency,
-                    on_trial=on_trial,
-                    envs=plan.envs,
-                    skip=done,
-                    executor="ray",
-                    num_workers=executor.num_workers,
-                    ray_address=executor.address,
-                )
-            )
-        else:
-            run_sync(arun_jobs(todo, None, max_concurrency=max_concurrency, on_trial=on_trial))
+        # Every trial streams back to this process as it finishes, whichever executor
+        # plays it, so the output, --resume and the progress bar work the same.
+        remote = executor.executor.remote
+        run_dataset(
+            plan.rows,
+            None,
+            plan.num_rollouts,
+            agents={
+                env_id: plan.agents.spec_of(env_id) if remote else plan.agents.agent_of(env_id)
+                for env_id in plan.agents.by_env
+            },
+            tokenizer=plan.tokenizer,
+            allow_class_paths=plan.allow_class_paths,
+            max_concurrency=max_concurrency,
+            on_trial=on_trial,
+            envs=plan.envs,
+            skip=done,
+            executor=executor.executor,
+        )
 
 
 def _print_interrupted(output: RunOutput, planned: int) -> None:

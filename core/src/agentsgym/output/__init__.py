@@ -17,7 +17,9 @@
 
 from __future__ import annotations
 
+from agentsgym.atomic_files import write_atomically
 from agentsgym.output.failures import ErrorGroup, FailureReport, error_shape, failure_report
+from agentsgym.output.files import check_output_path, load_records, write_records
 from agentsgym.output.finish import FinishResult, finish_output
 from agentsgym.output.journal import (
     DEFAULT_FSYNC_INTERVAL,
@@ -35,9 +37,16 @@ from agentsgym.output.manifest import (
 )
 from agentsgym.output.paths import OutputPaths
 from agentsgym.output.records import expected_rows, rollout_rows, trial_key
+from agentsgym.output.redaction import is_secret, redact_options
 from agentsgym.output.run import Mode, RunOutput, choose_mode
 
 __all__ = [
+    "check_output_path",
+    "is_secret",
+    "load_records",
+    "redact_options",
+    "write_atomically",
+    "write_records",
     "DEFAULT_FSYNC_INTERVAL",
     "OPERATIONAL_AGENT_OPTIONS",
     "RUN_LIMIT_ENV_KEYS",

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from agentsgym.runner import make_group
+from agentsgym.engine import make_group
 from agentsgym.trajectory import TrajectoryBatch
 
 if TYPE_CHECKING:
-    from agentsgym.runner import TrialJob
+    from agentsgym.engine import TrialJob
     from agentsgym.trajectory import Episode
 
 TrialKey = tuple[int, int]

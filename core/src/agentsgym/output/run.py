@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from agentsgym.errors import OutputError, OutputExistsError, ResumeMismatchError
-from agentsgym.io import check_output_path
+from agentsgym.output.files import check_output_path
 from agentsgym.output.finish import FinishResult, finish_locked, read_output, seed_journal
 from agentsgym.output.journal import DEFAULT_FSYNC_INTERVAL, JournalScan, JournalWriter, repair_tail
 from agentsgym.output.lock import OutputLock

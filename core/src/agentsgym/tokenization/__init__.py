@@ -9,6 +9,14 @@
 """
 
 from agentsgym.tokenization.chat import ChatTokenizer, tokenizer_lock
+from agentsgym.tokenization.incremental import supports_incremental
 from agentsgym.tokenization.stream import AgentSpan, EpisodeTokenizer, SegmentBuilder
 
-__all__ = ["AgentSpan", "ChatTokenizer", "EpisodeTokenizer", "SegmentBuilder", "tokenizer_lock"]
+__all__ = [
+    "AgentSpan",
+    "ChatTokenizer",
+    "EpisodeTokenizer",
+    "SegmentBuilder",
+    "supports_incremental",
+    "tokenizer_lock",
+]

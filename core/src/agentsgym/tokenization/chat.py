@@ -73,7 +73,9 @@ class ChatTokenizer:
         self.generation_prompt = self._probe_generation_prompt()
         self.reply_boundary = self._boundary_of(self.generation_prompt)
         self.boundary_ids = self._encode(self.reply_boundary or "")
-        self._incremental: bool | None = None
+        self.incremental: bool | None = None
+        """Whether env turns may be rendered as a delta (:mod:`.incremental`); probed
+        once, on first use, by :func:`~agentsgym.tokenization.incremental.supports_incremental`."""
 
     @property
     def pad_token_id(self) -> int:
@@ -303,22 +305,6 @@ class ChatTokenizer:
         ]
         return self.render(later, add_generation_prompt=True).startswith(view)
 
-    @property
-    def incremental(self) -> bool:
-        """Whether env turns may be rendered as a delta against a small base conversation
-        (:mod:`agentsgym.tokenization.incremental`) instead of re-rendering the whole
-        conversation: probed once, on conversations where the two must agree."""
-        if self._incremental is None:
-            from agentsgym.tokenization.incremental import probe_incremental
-
-            self._incremental = probe_incremental(self)
-            if not self._incremental:
-                logger.info(
-                    "the chat template of %s renders a turn differently depending on the "
-                    "turns around it; every env turn re-renders the whole conversation",
-                    getattr(self.tokenizer, "name_or_path", "the tokenizer"),
-                )
-        return self._incremental
 
 
 def _apply_chat_template(

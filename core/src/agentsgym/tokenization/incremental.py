@@ -121,6 +121,21 @@ _PROBES: list[tuple[Messages, list[tuple[str, Messages | None]]]] = [
 ]
 
 
+def supports_incremental(chat: ChatTokenizer) -> bool:
+    """Whether env turns of ``chat`` may be rendered as a delta against a small base
+    conversation instead of re-rendering the whole conversation: probed once per
+    tokenizer (:func:`probe_incremental`), on conversations where the two must agree."""
+    if chat.incremental is None:
+        chat.incremental = probe_incremental(chat)
+        if not chat.incremental:
+            logger.info(
+                "the chat template of %s renders a turn differently depending on the turns "
+                "around it; every env turn re-renders the whole conversation",
+                getattr(chat.tokenizer, "name_or_path", "the tokenizer"),
+            )
+    return chat.incremental
+
+
 def probe_incremental(chat: ChatTokenizer) -> bool:
     """Whether the cheap turn gives the whole rendering's delta on every probe turn
     where it gives one (it may decline; it must never disagree)."""

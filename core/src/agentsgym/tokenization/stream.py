@@ -43,6 +43,7 @@ from agentsgym.tokenization.incremental import (
     base_messages,
     base_view,
     cheap_turn,
+    supports_incremental,
 )
 from agentsgym.types import AgentAction, Messages
 
@@ -108,7 +109,7 @@ class EpisodeTokenizer:
     ) -> None:
         self.chat = chat
         self.on_mismatch = on_mismatch
-        self.incremental = chat.incremental if incremental is None else incremental
+        self.incremental = supports_incremental(chat) if incremental is None else incremental
         self.segments: list[SegmentBuilder] = []
         self.has_logprobs = True
         self.server_mismatches = 0

@@ -1,56 +1,24 @@
-"""Trainer adapters: the consuming end of the pipeline.
+"""Trainer adapters: the protocol of the consuming end of the pipeline.
 
-``TrainerAdapter`` (the interface), ``RolloutSource`` (tasks + runner) and
-``BatchTrainer`` (base class of adapters that consume one batch per step) live in
-:mod:`agentsgym.trainers.base`. The adapters that ship with the core, registered
-through the ``register_trainers`` hook:
+* :class:`TrainerAdapter`, :class:`StepMetrics`, :class:`TrainResult`
+  (:mod:`.protocol`): what an adapter implements and reports;
+* :class:`RolloutSource` (:mod:`.source`): the tasks, and the runner that plays them.
 
-* ``trl-grpo``: :class:`~agentsgym.trainers.trl_grpo.TRLGRPOAdapter`
-* ``per-token-grpo``: :class:`~agentsgym.trainers.per_token.PerTokenGRPOTrainer`
-* ``dataset-sink``: :class:`~agentsgym.trainers.dataset_sink.DatasetSink`
-
-The adapters import torch/TRL lazily, on attribute access.
+The adapters themselves (``trl-grpo``, ``per-token-grpo``, ``dataset-sink``), the
+``BatchTrainer`` base class and ``agentsgym train`` ship in agentsgym-trl and
+register through the ``register_trainers`` hook like any third party's.
 """
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from agentsgym.trainers.base import (
-    BatchTrainer,
-    RolloutSource,
-    StepMetrics,
-    TrainerAdapter,
-    TrainResult,
-)
+from agentsgym.satellites import moved_name
+from agentsgym.trainers.protocol import StepCallback, StepMetrics, TrainerAdapter, TrainResult
+from agentsgym.trainers.source import RolloutSource
 
-__all__ = [
-    "BatchTrainer",
-    "DatasetSink",
-    "PerTokenGRPOTrainer",
-    "RolloutSource",
-    "StepMetrics",
-    "TRLGRPOAdapter",
-    "TrainResult",
-    "TrainerAdapter",
-]
-
-_LAZY = {
-    "DatasetSink": "agentsgym.trainers.dataset_sink",
-    "PerTokenGRPOTrainer": "agentsgym.trainers.per_token",
-    "TRLGRPOAdapter": "agentsgym.trainers.trl_grpo",
-}
+__all__ = ["RolloutSource", "StepCallback", "StepMetrics", "TrainResult", "TrainerAdapter"]
 
 
 def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'agentsgym.trainers' has no attribute {name!r}")
-    return getattr(import_module(module), name)
-
-
-if TYPE_CHECKING:
-    from agentsgym.trainers.dataset_sink import DatasetSink
-    from agentsgym.trainers.per_token import PerTokenGRPOTrainer
-    from agentsgym.trainers.trl_grpo import TRLGRPOAdapter
+    return moved_name(__name__, name)

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentsgym import EnvConfig
 from pydantic import Field, field_validator, model_validator
+
+from agentsgym import EnvConfig
 
 MAX_REWARD = 1e6
 MAX_DATASET_NAME = 4096

@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 from agentsgym import MultistepEnv, RewardTerm, StepResult, hookimpl
-
 from agentsgym_classical import prompts
 from agentsgym_classical.config import ClassicalConfig
 from agentsgym_classical.grading import AnswerKind, Verdict, grade

@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from agentsgym.errors import EnvConfigError
-
 from agentsgym_classical.arithmetic.generator import format_number
 from agentsgym_classical.config import ArithmeticConfig, BenchmarkConfig
 from agentsgym_classical.embedded import embedded_problems

@@ -17,7 +17,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from agentsgym.agents import call_agent
-
 from agentsgym_twentyq.gamemaster import ANSWERS, DONT_KNOW, NO, YES, GamemasterReply
 from agentsgym_twentyq.parsing import strip_thinking
 from agentsgym_twentyq.words import Secret

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentsgym import EnvConfig
 from pydantic import Field, model_validator
+
+from agentsgym import EnvConfig
 
 RULES_GAMEMASTER = "rules"
 # TextArena's default max_turns: twenty questions and a final guess.

@@ -12,7 +12,6 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from agentsgym import MultistepEnv, StepResult, hookimpl
-
 from agentsgym_twentyq.config import TwentyQuestionsConfig
 from agentsgym_twentyq.game import GameState, new_game, pick_secret, play_turn
 from agentsgym_twentyq.gamemaster import Gamemaster, RulesGamemaster

@@ -33,8 +33,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import textarena as ta
-from agentsgym.errors import DatasetRowError
 
+from agentsgym.errors import DatasetRowError
 from agentsgym_twentyq.gamemaster import ANSWERS, DONT_KNOW, Gamemaster, GamemasterReply
 from agentsgym_twentyq.parsing import extract_question, is_correct, is_guessable, parse_guess
 from agentsgym_twentyq.words import Level, Secret, lookup_category, word_list

@@ -6,7 +6,6 @@ from typing import Any
 
 import agentsgym
 from agentsgym.errors import EnvConfigError
-
 from agentsgym_twentyq.agent_gamemaster import AgentGamemaster
 from agentsgym_twentyq.config import RULES_GAMEMASTER, TwentyQuestionsConfig
 from agentsgym_twentyq.gamemaster import Gamemaster, RulesGamemaster

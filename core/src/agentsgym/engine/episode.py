@@ -1,0 +1,349 @@
+"""One episode: the env's hooks, the agent, the token stream, rewards.
+
+The episode is a coroutine on the runner's event loop. Between two agent actions
+the env takes one *turn* (apply the action, shape its reward, prompt for the next
+one, tokenize), run by :class:`~agentsgym.engine.hook_runtime.HookRuntime` within
+``hook_timeout_seconds``; the whole episode runs within
+``episode_timeout_seconds``. A failing episode (an exception in a hook or the
+agent, a timeout) is recorded on the episode with its error and never raised:
+one bad episode must not sink a batch. ``finish_episode`` runs once at the end of
+every episode, however it ended.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING, Any
+
+from agentsgym.agents import AgentCaller
+from agentsgym.engine.hook_results import as_messages, as_step_result, collect_terms
+from agentsgym.engine.hook_runtime import HookRuntime
+from agentsgym.errors import EpisodeError, EpisodeTimeoutError
+from agentsgym.rewards import assign_token_rewards
+from agentsgym.tokenization import AgentSpan, EpisodeTokenizer
+from agentsgym.trajectory import Episode, StepRecord, TokenSegment, rewards_array
+from agentsgym.types import AgentAction, EpisodeContext
+from agentsgym.worker_pool import WorkerPool
+
+if TYPE_CHECKING:
+    from agentsgym.engine.playable import PlayableEnv
+
+logger = logging.getLogger(__name__)
+
+
+SERVER_PROMPT_MISMATCH_KEY = "server_prompt_mismatch"
+"""Step info key set when the server's prompt ids differed from the stream (the step's
+tokens then start a new segment from the server's ids)."""
+
+
+class _Abandoned(Exception):
+    """A turn that outlived its budget came back; nothing more of it is recorded."""
+
+
+class EpisodeRun:
+    """The state of one episode being played (see the module docstring)."""
+
+    def __init__(
+        self,
+        env: PlayableEnv,
+        session_id: str,
+        caller: AgentCaller,
+        agent_state: Any,
+        *,
+        context: EpisodeContext,
+        runtime: HookRuntime,
+    ) -> None:
+        if session_id not in env.sessions:
+            raise EpisodeError(
+                f"unknown session {session_id!r}; register its task first with "
+                "env.new_session(task_data)"
+            )
+        self.env = env
+        self.caller = caller
+        self.agent_state = agent_state
+        self.context = context
+        self.runtime = runtime
+        self.episode = Episode(
+            session_id=session_id,
+            env_id=env.env_id,
+            task_data=env.sessions[session_id],
+            tokenized=env.chat is not None,
+        )
+        self.tokens = (
+            EpisodeTokenizer(env.chat, env.config.on_template_mismatch)
+            if env.chat is not None
+            else None
+        )
+        self.spans: list[AgentSpan] = []
+        self.state: Any = None
+        self.phase = "initialize_episode"
+        self.abandoned = False
+        self.finalised = False
+
+    # ------------------------------------------------------------------ playing
+    async def play(self) -> Episode:
+        config = self.env.config
+        try:
+            await asyncio.wait_for(self._play_turns(), config.episode_timeout_seconds)
+        except asyncio.TimeoutError:
+            self.abandoned = True
+            self._fail(
+                EpisodeTimeoutError(
+                    f"the episode did not finish within episode_timeout_seconds="
+                    f"{config.episode_timeout_seconds:g} (it was in {self.phase}); raise the "
+                    "budget with --env-config episode_timeout_seconds=N"
+                )
+            )
+        self.episode.agent_state = self.agent_state
+        await self._finish()
+        return self.episode
+
+    async def _play_turns(self) -> None:
+        try:
+            await self.runtime.turn(self._first_turn, self._describe)
+            for step in range(self.env.config.max_steps_per_episode):
+                self.phase = "the agent"
+                prompt_ids = (
+                    self.tokens.prompt_token_ids()
+                    if self.tokens is not None and self.caller.token_in
+                    else None
+                )
+                action, self.agent_state = await self.caller.act(
+                    self.episode.messages,
+                    self.agent_state,
+                    prompt_token_ids=prompt_ids,
+                    context=self._context(step) if self.caller.takes_context else None,
+                    pool=self.runtime.pool,
+                )
+                done = await self.runtime.turn(
+                    lambda step=step, action=action: self._step_turn(step, action),
+                    self._describe,
+                )
+                if done:
+                    return
+        except EpisodeTimeoutError as exc:
+            self.abandoned = True
+            self._fail(exc)
+        except Exception as exc:  # recorded, never raised: one bad episode must not sink a batch
+            self._fail(exc)
+
+    def _context(self, step: int) -> EpisodeContext:
+        c = self.context
+        return EpisodeContext(
+            c.session_id, c.env_id, c.task_index, c.rollout_index, c.episode_index, c.seed, step
+        )
+
+    def _fail(self, exc: BaseException) -> None:
+        if self.episode.error is None:
+            self.episode.error = f"{type(exc).__name__}: {exc}"
+            logger.debug(
+                "episode %s of %s failed: %s",
+                self.episode.session_id,
+                self.env.env_id,
+                self.episode.error,
+            )
+
+    def _describe(self) -> str:
+        return self.phase
+
+    async def _hook(self, name: str, **kwargs: Any) -> Any:
+        if self.abandoned:
+            raise _Abandoned
+        self.phase = name
+        result = await self.runtime.call(name, **kwargs)
+        if self.abandoned:
+            raise _Abandoned
+        return result
+
+    # ------------------------------------------------------------------ turns
+    async def _first_turn(self) -> None:
+        state = await self._hook(
+            "initialize_episode",
+            session_id=self.episode.session_id,
+            task_data=self.episode.task_data,
+        )
+        if state is None:
+            raise EpisodeError(
+                f"{type(self.env).__name__}: no initialize_episode implementation returned a state"
+            )
+        self.state = state
+        await self._prompt(0)
+
+    async def _prompt(self, step: int) -> None:
+        prompt = await self._hook("format_prompt", state=self.state, step=step)
+        new_messages = as_messages(prompt, self.env)
+        self.episode.messages.extend(new_messages)
+        if self.tokens is not None:
+            self.phase = "tokenizing the env turn"
+            await self.runtime.cpu(self.tokens.add_env_turn, self.episode.messages, new_messages)
+
+    async def _step_turn(self, step: int, action: AgentAction) -> bool:
+        """Apply an action; prompt for the next one unless the episode ended."""
+        if self.abandoned:
+            raise _Abandoned
+        self.episode.messages.append({"role": "assistant", "content": action.text})
+        span = None
+        if self.tokens is not None:
+            self.phase = "tokenizing the agent turn"
+            segments_before = len(self.tokens.segments)
+            span = await self.runtime.cpu(
+                self.tokens.add_agent_turn, action, token_in=self.caller.token_in
+            )
+            if action.prompt_token_ids is not None and len(self.tokens.segments) > segments_before:
+                action.info = {**action.info, SERVER_PROMPT_MISMATCH_KEY: True}
+        result = as_step_result(
+            await self._hook(
+                "step_episode", state=self.state, action=action.text, step=step, reply=action
+            ),
+            self.env,
+        )
+        terms = collect_terms(
+            await self._hook(
+                "reward_shaping",
+                state=self.state,
+                action=action.text,
+                step_result=result,
+                step=step,
+                reply=action,
+            )
+        )
+        info = {**action.info, **result.info} if action.info else dict(result.info)
+        source = span.token_source if span is not None else None
+        if source is not None:
+            info["token_source"] = source
+        if action.truncated:
+            info["reply_truncated"] = True
+        self.episode.steps.append(
+            StepRecord(
+                action=action.text,
+                reward=result.reward + sum(terms.values()),
+                done=result.done,
+                info=info,
+                reward_terms=terms,
+                num_agent_tokens=len(span.positions) if span else 0,
+                token_source=source,
+                token_span=(
+                    (span.segment, span.positions[0], span.positions[-1] + 1)
+                    if span is not None and span.positions
+                    else None
+                ),
+                reply_truncated=action.truncated,
+            )
+        )
+        if span is not None:
+            self.spans.append(span)
+        self.state = result.state
+        if result.done:
+            return True
+        if step + 1 >= self.env.config.max_steps_per_episode:
+            self.episode.truncated = True
+            return True
+        await self._prompt(step + 1)
+        return False
+
+    # ------------------------------------------------------------------ the end
+    async def _finish(self) -> None:
+        """finish_episode, the closing template tokens, rewards and checks."""
+        try:
+            await self.runtime.turn(self._finish_turn, lambda: "finish_episode")
+        except Exception as exc:
+            logger.warning(
+                "finish_episode of %s failed: %s: %s", self.env.env_id, type(exc).__name__, exc
+            )
+            self._fail(EpisodeError(f"finish_episode: {type(exc).__name__}: {exc}"))
+        if not self.finalised:
+            try:
+                self._finalise()
+            except Exception as exc:
+                self._fail(exc)
+
+    async def _finish_turn(self) -> None:
+        # Its own turn with its own budget: called directly, not through _hook, which
+        # stops a turn abandoned earlier in this episode.
+        episode = self.episode
+        self.phase = "finish_episode"
+        terms = collect_terms(
+            await self.runtime.call(
+                "finish_episode",
+                state=self.state,
+                truncated=episode.truncated,
+                error=episode.error,
+                session_id=episode.session_id,
+            )
+        )
+        if terms and episode.error is None and episode.steps:
+            last = episode.steps[-1]
+            for name, value in terms.items():
+                last.reward_terms[name] = last.reward_terms.get(name, 0.0) + value
+            last.reward += sum(terms.values())
+        if self.tokens is not None and episode.error is None:
+            self.phase = "tokenizing the end of the episode"
+            await self.runtime.cpu(self.tokens.finish, episode.messages)
+        await self.runtime.cpu(self._finalise)
+
+    def _finalise(self) -> None:
+        self.finalised = True
+        episode = self.episode
+        step_rewards = [s.reward for s in episode.steps]
+        episode.final_reward = float(sum(step_rewards))
+        metrics: dict[str, float] = {"turns": float(len(episode.steps))}
+        for step in episode.steps:
+            for name, value in step.reward_terms.items():
+                metrics[f"reward/{name}"] = metrics.get(f"reward/{name}", 0.0) + value
+        metrics["reward/env"] = episode.final_reward - sum(
+            v for k, v in metrics.items() if k.startswith("reward/")
+        )
+        episode.metrics = metrics
+        tokens = self.tokens
+        if tokens is None:
+            return
+        episode.has_logprobs = tokens.has_logprobs and bool(self.spans)
+        episode.segments = [
+            TokenSegment.from_builder(b, episode.has_logprobs) for b in tokens.segments
+        ]
+        episode.segment_rewards = [
+            rewards_array(r)
+            for r in assign_token_rewards(
+                self.env.config.reward_strategy,
+                self.spans[: len(step_rewards)],
+                step_rewards,
+                episode.final_reward,
+                [len(s) for s in tokens.segments],
+            )
+        ]
+        if episode.ok:
+            try:
+                episode.check()
+            except Exception as exc:
+                episode.error = f"{type(exc).__name__}: {exc}"
+                logger.error("episode %s broke a token invariant: %s", episode.session_id, exc)
+
+
+async def aplay_episode(
+    env: PlayableEnv,
+    session_id: str,
+    agent: Any,
+    agent_state: Any = None,
+    *,
+    context: EpisodeContext | None = None,
+    runtime: HookRuntime | None = None,
+) -> Episode:
+    """Play one episode of the task registered under ``session_id``; unpadded.
+
+    Without a ``runtime`` (one env's hook runtime for a run) a small worker pool is
+    made for this episode.
+    """
+    caller = agent if isinstance(agent, AgentCaller) else AgentCaller(agent)
+    if context is None:
+        context = EpisodeContext(session_id, env.env_id, 0, 0, 0, 0)
+    pool = None
+    if runtime is None:
+        pool = WorkerPool(2, name="agentsgym-episode")
+        runtime = HookRuntime(env, pool)
+    try:
+        run = EpisodeRun(env, session_id, caller, agent_state, context=context, runtime=runtime)
+        return await run.play()
+    finally:
+        if pool is not None:
+            pool.close()

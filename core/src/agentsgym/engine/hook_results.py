@@ -1,0 +1,107 @@
+"""What hooks return, checked and normalised before the episode records it.
+
+Hooks are written by env authors and plugins: a wrong return value (a message without
+a role, a NaN reward, an info that is not a dict) fails the episode with a message
+that names the hook and what was expected, never a confusing error later on. The env
+server plays hooks through the same checks.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from typing import TYPE_CHECKING, Any
+
+from agentsgym.errors import EpisodeError
+from agentsgym.surrogates import repair_text
+from agentsgym.types import Message, Messages, RewardTerm, StepResult
+
+if TYPE_CHECKING:
+    from agentsgym.engine.playable import PlayableEnv
+
+logger = logging.getLogger(__name__)
+
+
+def as_messages(prompt: Any, env: PlayableEnv) -> Messages:
+    """What format_prompt returned, checked and normalised to new messages.
+
+    Surrogate code points in a message (text UTF-8 cannot encode, which tokenizers,
+    JSON and parquet all refuse) are repaired: pairs joined, lone ones made U+FFFD.
+    """
+    if isinstance(prompt, str):
+        return [{"role": "user", "content": _repair(prompt, env)}]
+    if isinstance(prompt, list) and prompt:
+        messages: Messages = []
+        for message in prompt:
+            if not (
+                isinstance(message, dict)
+                and isinstance(message.get("role"), str)
+                and isinstance(message.get("content"), str)
+            ):
+                raise EpisodeError(
+                    f"{type(env).__name__}.format_prompt returned {message!r:.120}; each "
+                    "message must be a dict with str 'role' and 'content'"
+                )
+            role, content = _repair(message["role"], env), _repair(message["content"], env)
+            messages.append(Message(role=role, content=content))
+        return messages
+    raise EpisodeError(
+        f"{type(env).__name__}.format_prompt returned {prompt!r:.120}; expected a string "
+        "or a non-empty list of message dicts"
+    )
+
+
+def _repair(text: str, env: PlayableEnv) -> str:
+    repaired, count = repair_text(text)
+    if count:
+        logger.debug(
+            "%s.format_prompt: repaired %d surrogate code point(s) in a message",
+            type(env).__name__,
+            count,
+        )
+    return repaired
+
+
+def as_step_result(result: Any, env: PlayableEnv) -> StepResult:
+    """What step_episode returned, checked: (state, finite reward, done, dict info)."""
+    if not (isinstance(result, tuple) and len(result) == 4):
+        raise EpisodeError(
+            f"{type(env).__name__}.step_episode returned {result!r:.120}; expected "
+            "(next_state, reward, done, info)"
+        )
+    state, reward, done, info = result
+    try:
+        reward = float(reward)
+    except (TypeError, ValueError):
+        raise EpisodeError(f"step_episode returned a non-numeric reward {reward!r}") from None
+    if not math.isfinite(reward):
+        raise EpisodeError(f"step_episode returned a non-finite reward {reward!r}")
+    if info is None:
+        info = {}
+    if not isinstance(info, dict):
+        raise EpisodeError(f"step_episode returned info of type {type(info).__name__}; expected dict")
+    return StepResult(state, reward, bool(done), info)
+
+
+def collect_terms(results: list[Any]) -> dict[str, float]:
+    """Reward terms of every implementation, summed per name (lists flattened)."""
+    terms: dict[str, float] = {}
+    flat: list[Any] = []
+    for result in results:
+        flat.extend(result if isinstance(result, list) else [result])
+    for term in flat:
+        if term is None:
+            continue
+        if not (isinstance(term, tuple) and len(term) == 2 and isinstance(term[0], str)):
+            raise EpisodeError(
+                f"reward shaping returned {term!r:.120}; expected RewardTerm(name, value) or None"
+            )
+        name, value = RewardTerm(*term)
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            raise EpisodeError(f"reward term {name!r} has a non-numeric value {value!r}") from None
+        if not math.isfinite(number):
+            raise EpisodeError(f"reward term {name!r} has a non-finite value {value!r}")
+        terms[name] = terms.get(name, 0.0) + number
+    return terms

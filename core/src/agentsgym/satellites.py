@@ -1,0 +1,145 @@
+"""The plugin distributions of this project: who provides what, for hints and old names.
+
+The core never imports a satellite. It only knows, as data, which of the project's
+own distributions provides a command, an executor, a URL scheme, an agent or a
+trainer, so that asking for one that is not installed gets one line naming the
+package to install; and which Python names moved out of the core, so that code
+written against an earlier layout keeps working once that package is installed
+(:func:`install_moved_module_finder`), with a ``DeprecationWarning`` naming the new
+place.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import sys
+import types
+import warnings
+from typing import Any
+
+from agentsgym.errors import MissingPluginError
+
+TRL = "agentsgym-trl"
+SERVE = "agentsgym-serve"
+RAY = "agentsgym-ray"
+ATROPOS = "agentsgym-atropos"
+VIEWER = "agentsgym-viewer"
+EVAL = "agentsgym-eval"
+
+PROVIDERS: dict[str, dict[str, str]] = {
+    "command": {"eval": EVAL, "train": TRL, "serve": SERVE, "atropos": ATROPOS, "view": VIEWER},
+    "executor": {"ray": RAY},
+    "env source": {
+        "http": SERVE,
+        "https": SERVE,
+        "agentgym+http": SERVE,
+        "agentgym+https": SERVE,
+    },
+    "agent": {"transformers": TRL},
+    "trainer": {"trl-grpo": TRL, "per-token-grpo": TRL, "dataset-sink": TRL},
+}
+"""Per kind of registration, the names our own distributions register."""
+
+MOVED_MODULES: dict[str, tuple[str, str]] = {
+    "agentsgym.serve": ("agentsgym_serve", SERVE),
+    "agentsgym.testing_server": ("agentsgym_serve.model_server", SERVE),
+    "agentsgym.agents.transformers_agent": ("agentsgym_trl.transformers_agent", TRL),
+    "agentsgym.tiny_model": ("agentsgym_trl.tiny_model", TRL),
+    "agentsgym.trainers.trl_grpo": ("agentsgym_trl.trl_grpo", TRL),
+    "agentsgym.trainers.per_token": ("agentsgym_trl.per_token", TRL),
+    "agentsgym.trainers.dataset_sink": ("agentsgym_trl.dataset_sink", TRL),
+    "agentsgym.trainers.base": ("agentsgym_trl.batch_trainer", TRL),
+    "agentsgym.trainers.checkpoints": ("agentsgym_trl.checkpoints", TRL),
+    "agentsgym.executors.ray": ("agentsgym_ray.executor", RAY),
+    "agentsgym.integrations.atropos": ("agentsgym_atropos.producer", ATROPOS),
+    "agentsgym.viewer": ("agentsgym_viewer", VIEWER),
+    "agentsgym.evaluation": ("agentsgym_eval.samples", EVAL),
+    "agentsgym.metrics": ("agentsgym_eval.metrics", EVAL),
+}
+"""Old module path -> (module it moved to, distribution that provides it)."""
+
+MOVED_NAMES: dict[str, dict[str, tuple[str, str]]] = {
+    "agentsgym": {
+        "RemoteEnv": ("agentsgym_serve", SERVE),
+        "AgentGymEnv": ("agentsgym_serve", SERVE),
+    },
+    "agentsgym.agents": {"TransformersAgent": ("agentsgym_trl", TRL)},
+    "agentsgym.trainers": {
+        "BatchTrainer": ("agentsgym_trl", TRL),
+        "DatasetSink": ("agentsgym_trl", TRL),
+        "PerTokenGRPOTrainer": ("agentsgym_trl", TRL),
+        "TRLGRPOAdapter": ("agentsgym_trl", TRL),
+    },
+}
+"""Per core module, the names that moved: name -> (module, distribution)."""
+
+
+def provider_hint(kind: str, name: str) -> str:
+    """`` It comes with X: pip install X.`` when one of ours provides it, else ``""``."""
+    distribution = PROVIDERS.get(kind, {}).get(name)
+    if distribution is None:
+        return ""
+    return f" It comes with the {distribution} distribution: pip install {distribution}."
+
+
+def moved_name(module: str, name: str) -> Any:
+    """The object a core module's old ``name`` refers to, from the satellite it moved
+    to; AttributeError when the name never existed there."""
+    target = MOVED_NAMES.get(module, {}).get(name)
+    if target is None:
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+    new_module, distribution = target
+    if importlib.util.find_spec(new_module.partition(".")[0]) is None:
+        raise MissingPluginError(
+            f"{module}.{name} moved to the {distribution} distribution, which is not "
+            f"installed: pip install {distribution} (then: from {new_module} import {name})"
+        )
+    warnings.warn(
+        f"{module}.{name} moved to {new_module}.{name}; import it from there",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    return getattr(importlib.import_module(new_module), name)
+
+
+class _MovedModuleFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Imports of old module paths (``agentsgym.serve.remote_env``) get a module that
+    forwards every attribute to the new one, or one line naming the package."""
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+        for old, (new, distribution) in MOVED_MODULES.items():
+            if fullname == old or fullname.startswith(old + "."):
+                new_name = new + fullname[len(old) :]
+                if importlib.util.find_spec(new.partition(".")[0]) is None:
+                    raise MissingPluginError(
+                        f"{fullname} moved to the {distribution} distribution, which is not "
+                        f"installed: pip install {distribution} (then: import {new_name})"
+                    )
+                return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
+        return None
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
+        old = next(o for o in MOVED_MODULES if spec.name == o or spec.name.startswith(o + "."))
+        new_name = MOVED_MODULES[old][0] + spec.name[len(old) :]
+        warnings.warn(
+            f"{spec.name} moved to {new_name}; import it from there",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        target = importlib.import_module(new_name)
+        alias = types.ModuleType(spec.name, target.__doc__)
+        alias.__getattr__ = lambda name: getattr(target, name)  # type: ignore[method-assign]
+        alias.__dir__ = lambda: dir(target)  # type: ignore[method-assign]
+        return alias
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        pass
+
+
+def install_moved_module_finder() -> None:
+    """Let old module paths import (idempotent; called by ``import agentsgym``)."""
+    if not any(isinstance(f, _MovedModuleFinder) for f in sys.meta_path):
+        sys.meta_path.append(_MovedModuleFinder())

@@ -1,0 +1,138 @@
+"""Agents that test envs: a deterministic agent slowed down so that episodes interleave."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["AsyncSlowAgent", "SlowAgent", "slow_agent"]
+
+
+class SlowAgent:
+    """Wraps a deterministic agent: sleeps a few milliseconds before every reply.
+
+    check_env plays with it so that concurrent episodes interleave the way they do
+    against a model server. With ``rendezvous=n``, the first ``n`` calls wait for
+    each other (at most ``rendezvous_timeout`` seconds), so at least ``n`` episodes
+    are between their first prompt and their first step at the same time, however
+    slow the machine is: an env that shares random or per-episode state between them
+    is caught for certain, not by luck of timing. :func:`slow_agent` picks this class
+    or :class:`AsyncSlowAgent` to match the wrapped agent.
+    """
+
+    def __init__(
+        self,
+        agent: Any,
+        delay: float = 0.002,
+        *,
+        rendezvous: int = 0,
+        rendezvous_timeout: float = 10.0,
+    ) -> None:
+        self.agent = agent
+        self.delay = delay
+        self.wants_prompt_token_ids = bool(getattr(agent, "wants_prompt_token_ids", False))
+        self._takes_context = "context" in _parameters(agent.get_action)
+        self._expected = rendezvous
+        self._timeout = rendezvous_timeout
+        self._arrived = 0
+        self._cond = threading.Condition()
+
+    def _pause(self, messages: list[dict[str, str]]) -> float:
+        # 1-3 delays, varying with the conversation, so interleavings vary too.
+        return self.delay * (1 + len(messages) % 3)
+
+    def _kwargs(self, prompt_token_ids: list[int] | None, context: Any) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {}
+        if self.wants_prompt_token_ids:
+            kwargs["prompt_token_ids"] = prompt_token_ids
+        if context is not None and self._takes_context:
+            kwargs["context"] = context
+        return kwargs
+
+    def _all_arrived(self) -> bool:
+        return self._arrived >= self._expected
+
+    def _arrive(self) -> bool:
+        """Count this call; True when it has to wait for others."""
+        if self._arrived >= self._expected:
+            return False
+        self._arrived += 1
+        return self._arrived < self._expected
+
+    def _gave_up(self) -> None:
+        logger.warning(
+            "check_env: %d episodes never ran at once within %.0fs; the runner may be limited "
+            "to fewer concurrent episodes, so the concurrency check is weaker",
+            self._expected, self._timeout,
+        )
+        self._expected = 0
+
+    def get_action(
+        self,
+        messages: list[dict[str, str]],
+        agent_state: Any,
+        *,
+        prompt_token_ids: list[int] | None = None,
+        context: Any = None,
+    ) -> Any:
+        with self._cond:
+            if self._arrive() and not self._cond.wait_for(self._all_arrived, self._timeout):
+                self._gave_up()
+            self._cond.notify_all()
+        if self.delay:
+            time.sleep(self._pause(messages))
+        kwargs = self._kwargs(prompt_token_ids, context)
+        return self.agent.get_action(messages, agent_state, **kwargs)
+
+
+class AsyncSlowAgent(SlowAgent):
+    """:class:`SlowAgent` for an ``async def get_action`` agent: waits without blocking
+    the runner's event loop."""
+
+    def __init__(self, agent: Any, delay: float = 0.002, **kwargs: Any) -> None:
+        super().__init__(agent, delay, **kwargs)
+        self._async_cond: asyncio.Condition | None = None
+
+    async def get_action(  # type: ignore[override]
+        self,
+        messages: list[dict[str, str]],
+        agent_state: Any,
+        *,
+        prompt_token_ids: list[int] | None = None,
+        context: Any = None,
+    ) -> Any:
+        if self._async_cond is None:
+            self._async_cond = asyncio.Condition()
+        cond = self._async_cond
+        async with cond:
+            if self._arrive():
+                try:
+                    await asyncio.wait_for(cond.wait_for(self._all_arrived), self._timeout)
+                except asyncio.TimeoutError:
+                    self._gave_up()
+            cond.notify_all()
+        if self.delay:
+            await asyncio.sleep(self._pause(messages))
+        kwargs = self._kwargs(prompt_token_ids, context)
+        return await self.agent.get_action(messages, agent_state, **kwargs)
+
+
+def slow_agent(agent: Any, delay: float = 0.002, **kwargs: Any) -> SlowAgent:
+    """A :class:`SlowAgent` around a plain agent, an :class:`AsyncSlowAgent` around an
+    async one."""
+    if inspect.iscoroutinefunction(getattr(agent, "get_action", None)):
+        return AsyncSlowAgent(agent, delay, **kwargs)
+    return SlowAgent(agent, delay, **kwargs)
+
+
+def _parameters(fn: Callable[..., Any]) -> set[str]:
+    """The named parameters of ``fn`` (the runner passes ``context`` only by name)."""
+    try:
+        parameters = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return set()
+    return {p.name for p in parameters if p.kind is not inspect.Parameter.VAR_KEYWORD}

@@ -1,0 +1,517 @@
+"""check_env: the contract test env authors run in their own CI.
+
+    from agentsgym.testing import check_env
+
+    def test_my_env_follows_the_contract():
+        check_env("myns/MyEnv-v0")
+
+It builds the env with and without a tokenizer, checks that bad config keys are
+rejected and that its datasets follow the row schema, plays trials with the env's
+default agent (or the one given), and checks the token-fidelity invariants, padding,
+JSON step infos, the end-of-episode hook, truncation at ``max_steps_per_episode``,
+that episodes leave ``task_data`` alone, and determinism: the same task played
+sequentially and concurrently, by a slow agent, gives the same episodes. ``agentsgym
+check-env ENV_ID`` runs the same checks.
+
+:func:`register_env` (and the pytest fixture ``agentsgym_register_env``) registers an
+env class for the duration of a test, without installing a package.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+import math
+import tempfile
+import threading
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agentsgym.agents import ScriptedAgent
+from agentsgym.errors import EnvConfigError
+from agentsgym.factory import DEFAULT_TOKENIZER, load_tokenizer, make
+from agentsgym.hookspecs import hookimpl
+from agentsgym.registry import (
+    EnvSpec,
+    env_class,
+    get_registry,
+)
+from agentsgym.rows import parse_rows
+from agentsgym.testing.agents import slow_agent
+from agentsgym.trajectory import Episode, TrajectoryBatch
+
+if TYPE_CHECKING:
+    from agentsgym.env import MultistepEnv
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["CheckReport", "CheckResult", "EnvCheckError", "check_env"]
+
+
+class EnvCheckError(AssertionError):
+    """check_env found the env breaking the contract; the message lists every failure."""
+
+
+@dataclass
+class CheckResult:
+    """One check: its name, whether it passed, and what it found."""
+
+    name: str
+    passed: bool
+    detail: str = ""
+
+
+@dataclass
+class CheckReport:
+    """Every check check_env ran on one env."""
+
+    env_id: str
+    checks: list[CheckResult] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return all(c.passed for c in self.checks)
+
+    @property
+    def failures(self) -> list[CheckResult]:
+        return [c for c in self.checks if not c.passed]
+
+
+# ----------------------------------------------------------------- the check
+def check_env(
+    env_id: str,
+    *,
+    agent: Any = None,
+    agent_options: dict[str, Any] | None = None,
+    env_config: dict[str, Any] | None = None,
+    tokenizer: Any = DEFAULT_TOKENIZER,
+    num_tasks: int = 2,
+    num_rollouts: int = 2,
+    agent_delay: float = 0.002,
+    raise_on_failure: bool = True,
+) -> CheckReport:
+    """Check that ``env_id`` follows the agentsgym env contract.
+
+    :param agent: an agent object, a registered agent name, or ``None`` for the
+        env's default agent (a scripted agent when it has none). It must reply
+        deterministically: the determinism check plays every task twice with it.
+    :param agent_options: options for a named agent.
+    :param env_config: layered over the id's registered defaults.
+    :param tokenizer: used for the token checks (default: the bundled tokenizer).
+    :param num_tasks: tasks taken from the train split (else the eval split).
+    :param num_rollouts: rollouts per task.
+    :param agent_delay: seconds the determinism check's slow agent sleeps per reply,
+        so that concurrent episodes interleave.
+    :raises EnvCheckError: when ``raise_on_failure`` and any check fails.
+    """
+    checker = _Checker(
+        env_id,
+        agent=agent,
+        agent_options=agent_options,
+        env_config=dict(env_config or {}),
+        tokenizer=load_tokenizer(tokenizer),
+        num_tasks=max(1, num_tasks),
+        num_rollouts=max(1, num_rollouts),
+        agent_delay=agent_delay,
+    )
+    return _finish(checker.run(), raise_on_failure)
+
+
+class _Checker:
+    """The checks of one check_env call; each records a result and never raises."""
+
+    def __init__(
+        self,
+        env_id: str,
+        *,
+        agent: Any,
+        agent_options: dict[str, Any] | None,
+        env_config: dict[str, Any],
+        tokenizer: Any,
+        num_tasks: int,
+        num_rollouts: int,
+        agent_delay: float,
+    ) -> None:
+        self.env_id = env_id
+        self.agent_arg = agent
+        self.agent_options = agent_options
+        self.env_config = env_config
+        self.tokenizer = tokenizer
+        self.num_tasks = num_tasks
+        self.num_rollouts = num_rollouts
+        self.agent_delay = agent_delay
+        self.report = CheckReport(env_id)
+        self.spec: EnvSpec | None = None
+        self.agent: Any = None
+        self.tasks: dict[str, list[dict[str, Any]]] = {}
+        self.batches: list[TrajectoryBatch] = []
+        self.finish_probe = FinishProbe()
+
+    def run(self) -> CheckReport:
+        self.check("env id resolves to a MultistepEnv subclass", self.resolves)
+        if not self.report.passed:
+            return self.report
+        self.check("env builds with and without a tokenizer", self.builds)
+        if not self.report.passed:
+            return self.report
+        self.check("unknown env_config keys are rejected", self.rejects_unknown_config)
+        self.check("datasets follow the row schema and survive parquet", self.datasets)
+        self.check("episodes play without a tokenizer", self.plays_without_tokenizer)
+        self.check("token streams keep the fidelity invariants", self.plays_with_tokenizer)
+        self.check("step infos are JSON-serialisable", self.infos_are_json)
+        self.check("episodes leave task_data unchanged", self.task_data_unchanged)
+        self.check("finish_episode runs once per episode", self.finish_runs_once)
+        self.check("episodes cut at max_steps_per_episode are truncated", self.truncation)
+        self.check(
+            "episodes are deterministic for the same task_data, also concurrently",
+            self.deterministic,
+        )
+        return self.report
+
+    def check(self, name: str, fn: Callable[[], str | None]) -> None:
+        try:
+            detail = fn() or ""
+            self.report.checks.append(CheckResult(name, True, detail))
+        except Exception as exc:  # every check reports; one failure does not hide others
+            logger.debug("check %s failed", name, exc_info=True)
+            self.report.checks.append(CheckResult(name, False, f"{type(exc).__name__}: {exc}"))
+
+    # ------------------------------------------------------------ building
+    def make(self, *, tokenizer: Any = None, plugins: tuple[object, ...] = (), **config: Any) -> MultistepEnv:
+        return make(
+            self.env_id, tokenizer=tokenizer, env_config={**self.env_config, **config},
+            plugins=plugins,
+        )
+
+    def resolves(self) -> str:
+        # the id given to check is the user's own: a server URL needs no allowing
+        self.spec = get_registry().resolve(self.env_id, allow_remote=True)
+        env_class(self.spec)
+        return f"{self.spec.entry_point} from {self.spec.distribution}"
+
+    def builds(self) -> None:
+        self.make(tokenizer=self.tokenizer)
+        self.make(tokenizer=None)
+        assert self.spec is not None
+        self.agent = _agent(self.spec.default_agent, self.agent_arg, self.agent_options)
+
+    def rejects_unknown_config(self) -> None:
+        try:
+            self.make(agentsgym_check_unknown_key=1)
+        except EnvConfigError:
+            return
+        raise AssertionError("an unknown env_config key was accepted; configs must forbid extras")
+
+    def datasets(self) -> str:
+        env = self.make()
+        assert self.spec is not None
+        for split, getter in (("train", env.get_train_dataset), ("eval", env.get_eval_dataset)):
+            try:
+                dataset = getter()
+            except NotImplementedError:
+                continue
+            rows = parse_rows(dataset)
+            assert rows, f"{split} dataset is empty"
+            for row in rows[:50]:
+                assert get_registry().resolve(
+                    row.env_class_path, allow_remote=True
+                ).id == self.spec.id or \
+                    row.env_class_path == env.env_id, f"{split} row names {row.env_class_path!r}"
+                make(row.env_class_path, env_config=row.env_config)
+            with tempfile.TemporaryDirectory() as tmp:
+                path = Path(tmp) / "rows.parquet"
+                dataset.to_parquet(str(path))
+                import datasets
+
+                again = datasets.Dataset.from_parquet(str(path))
+                assert again.to_list() == dataset.to_list(), "parquet round trip changed rows"
+            self.tasks[split] = [row.task_data for row in rows]
+        if "train" in self.tasks and "eval" in self.tasks:
+            train = {json.dumps(t, sort_keys=True) for t in self.tasks["train"]}
+            overlap = [t for t in self.tasks["eval"] if json.dumps(t, sort_keys=True) in train]
+            assert not overlap, f"{len(overlap)} eval tasks also in train, e.g. {overlap[0]}"
+        return ", ".join(f"{k}: {len(v)} rows" for k, v in self.tasks.items()) or "no datasets"
+
+    def task_list(self, count: int | None = None) -> list[dict[str, Any]]:
+        found = self.tasks.get("train") or self.tasks.get("eval")
+        if not found:
+            raise AssertionError("the env ships no dataset; cannot pick tasks to play")
+        return copy.deepcopy(found[: count or self.num_tasks])
+
+    # ------------------------------------------------------------ playing
+    def play(self, env: MultistepEnv, tasks: list[dict[str, Any]]) -> TrajectoryBatch:
+        batch = env.run_trial(tasks, self.agent, self.num_rollouts)
+        self.batches.append(batch)
+        return batch
+
+    def plays_without_tokenizer(self) -> str:
+        env = self.make(plugins=(self.finish_probe,))
+        batch = self.play(env, self.task_list())
+        _assert_played(batch, env.config.max_steps_per_episode)
+        return f"mean reward {sum(batch.final_rewards) / max(len(batch), 1):.3g}"
+
+    def plays_with_tokenizer(self) -> str:
+        if self.tokenizer is None:
+            return "skipped: check_env was given no tokenizer"
+        env = self.make(tokenizer=self.tokenizer, plugins=(self.finish_probe,))
+        batch = self.play(env, self.task_list())
+        _assert_played(batch, env.config.max_steps_per_episode)
+        _assert_tokens(batch, env)
+        return f"{len(batch)} rows"
+
+    def played(self) -> list[Episode]:
+        episodes = [e for batch in self.batches for e in batch.all_episodes]
+        if not episodes:
+            raise AssertionError("no episode was played (see the checks above)")
+        return episodes
+
+    def infos_are_json(self) -> str:
+        episodes = self.played()
+        for episode in episodes:
+            for index, step in enumerate(episode.steps):
+                problem = _json_problem(step.info)
+                if problem:
+                    raise AssertionError(
+                        f"step {index} of an episode of task {episode.task_data}: info{problem}; "
+                        "step infos are written to dataset files: keep them to str, int, "
+                        "float, bool, None, lists and dicts"
+                    )
+        return f"{sum(len(e.steps) for e in episodes)} steps"
+
+    def task_data_unchanged(self) -> None:
+        tasks = self.task_list()
+        before = json.dumps(tasks, sort_keys=True)
+        env = self.make()
+        env.run_trial(tasks, self.agent, 1)
+        assert json.dumps(tasks, sort_keys=True) == before, (
+            "playing an episode changed its task_data; task_data is shared by every "
+            "rollout of a task: copy what the state needs (initialize_episode)"
+        )
+
+    def finish_runs_once(self) -> str:
+        episodes = self.played()
+        probe = self.finish_probe
+        if probe.failures:
+            raise AssertionError(f"finish_episode raised: {probe.failures[0]}")
+        failed = [e.error for e in episodes if e.error and "finish_episode" in e.error]
+        if failed:
+            raise AssertionError(f"finish_episode failed: {failed[0]}")
+        expected = Counter(e.session_id for e in episodes)
+        seen = Counter(call.session_id for call in probe.calls)
+        if seen != expected:
+            session = next(s for s in expected | seen if expected[s] != seen[s])
+            raise AssertionError(
+                f"session {session} played {expected[session]} episode(s) but finish_episode "
+                f"ran {seen[session]} time(s); it must run exactly once per episode"
+            )
+        by_session: dict[str, list[bool]] = {}
+        for call in probe.calls:
+            by_session.setdefault(call.session_id, []).append(call.truncated)
+        for episode in episodes:
+            if episode.truncated and True not in by_session.get(episode.session_id, []):
+                raise AssertionError("finish_episode was not told truncated=True for a cut episode")
+        implemented = _implements(self.spec, "finish_episode")
+        return f"{len(probe.calls)} calls" + ("" if implemented else " (the env does not implement it)")
+
+    def truncation(self) -> str:
+        probe = FinishProbe()
+        try:
+            env = self.make(plugins=(probe,), max_steps_per_episode=1)
+        except EnvConfigError as exc:
+            return f"skipped: the env refuses max_steps_per_episode=1 ({exc})"
+        batch = env.run_trial(self.task_list(), self.agent, 1)
+        if probe.failures:
+            raise AssertionError(
+                f"finish_episode raised for an episode cut after one step: {probe.failures[0]}; "
+                "an env must handle being cut at max_steps_per_episode (truncated=True)"
+            )
+        failed = batch.failed
+        assert not failed, (
+            f"an episode cut after one step failed: {failed[0].error}; an env must handle "
+            "being cut at max_steps_per_episode (finish_episode gets truncated=True)"
+        )
+        cut = 0
+        for episode in batch.all_episodes:
+            done = bool(episode.steps) and episode.steps[-1].done
+            assert episode.num_turns == 1, f"an episode took {episode.num_turns} turns, limit 1"
+            assert episode.truncated == (not done), (
+                f"episode done={done} but truncated={episode.truncated}"
+            )
+            cut += episode.truncated
+        truncated_calls = [c for c in probe.calls if c.truncated]
+        assert len(truncated_calls) == cut, (
+            f"{cut} episodes were cut but finish_episode saw truncated=True {len(truncated_calls)} times"
+        )
+        return f"{cut} of {len(batch.all_episodes)} episodes cut after one step"
+
+    def deterministic(self) -> str:
+        tasks = self.task_list(max(self.num_tasks, 2))
+        rollouts = max(self.num_rollouts, 2)
+        env = self.make()
+        sequential = env.run_trial(tasks, slow_agent(self.agent, 0.0), rollouts, max_concurrency=1)
+        jobs = len(tasks) * rollouts
+        slow = slow_agent(self.agent, self.agent_delay, rendezvous=min(jobs, 3))
+        concurrent = env.run_trial(tasks, slow, rollouts, max_concurrency=jobs)
+        first = {_key(e): e for e in sequential.all_episodes}
+        second = {_key(e): e for e in concurrent.all_episodes}
+        assert first, "no episode was played"
+        for key in sorted(first.keys() | second.keys()):
+            difference = _difference(first.get(key), second.get(key))
+            if difference:
+                task, rollout, index = key
+                raise AssertionError(
+                    f"task {task} rollout {rollout} episode {index}: {difference}. Played once "
+                    f"alone and once with {jobs} episodes at once (a deterministic agent that "
+                    "sleeps between replies), the same task_data gave different episodes. Draw "
+                    "randomness from agentsgym.randomness.episode_random(task_data) kept in the "
+                    "state (never the global random module, or wrap a library that uses it in "
+                    "global_random), and keep per-episode data in the state, not on self"
+                )
+        return f"{len(first)} episodes, up to {jobs} at once"
+
+
+def _finish(report: CheckReport, raise_on_failure: bool) -> CheckReport:
+    if raise_on_failure and not report.passed:
+        lines = "\n".join(f"  - {c.name}: {c.detail}" for c in report.failures)
+        raise EnvCheckError(f"{report.env_id} fails check_env:\n{lines}")
+    return report
+
+
+# ------------------------------------------------------------ helpers of the checks
+@dataclass(frozen=True)
+class FinishCall:
+    """One observed call of the finish_episode hook."""
+
+    session_id: str
+    truncated: bool
+    error: str | None
+
+
+class FinishProbe:
+    """A plugin for an env's hook relay that records every finish_episode call.
+
+    It wraps the hook (``wrapper=True``), so it sees each call once however many
+    implementations run, and an exception raised by any of them.
+    """
+
+    def __init__(self) -> None:
+        self.calls: list[FinishCall] = []
+        self.failures: list[str] = []
+        self._lock = threading.Lock()
+
+    @hookimpl(wrapper=True)
+    def finish_episode(self, session_id: str, truncated: bool, error: str | None) -> Any:
+        with self._lock:
+            self.calls.append(FinishCall(session_id, bool(truncated), error))
+        try:
+            return (yield)
+        except Exception as exc:
+            with self._lock:
+                self.failures.append(f"{type(exc).__name__}: {exc}")
+            raise
+
+
+def _key(episode: Episode) -> tuple[int, int, int]:
+    return episode.task_index, episode.rollout_index, episode.episode_index
+
+
+def _difference(first: Episode | None, second: Episode | None) -> str:
+    if first is None or second is None:
+        return "played in one run only"
+    if first.error != second.error:
+        return f"errors differ: {first.error!r} vs {second.error!r}"
+    for index, (a, b) in enumerate(zip(first.messages, second.messages)):
+        if a != b:
+            return f"message {index} differs: {a['content']!r:.100} vs {b['content']!r:.100}"
+    if len(first.messages) != len(second.messages):
+        return f"{len(first.messages)} vs {len(second.messages)} messages"
+    rewards = ([s.reward for s in first.steps], [s.reward for s in second.steps])
+    if rewards[0] != rewards[1]:
+        return f"step rewards differ: {rewards[0]} vs {rewards[1]}"
+    return ""
+
+
+def _json_problem(value: Any, path: str = "") -> str:
+    """Where ``value`` stops being JSON (``"['board']: a set"``), or ``""``."""
+    if value is None or isinstance(value, (str, bool, int)):
+        return ""
+    if isinstance(value, float):
+        return "" if math.isfinite(value) else f"{path}: the non-finite float {value!r}"
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                return f"{path}: the non-string key {key!r}"
+            problem = _json_problem(item, f"{path}[{key!r}]")
+            if problem:
+                return problem
+        return ""
+    if isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            problem = _json_problem(item, f"{path}[{index}]")
+            if problem:
+                return problem
+        return ""
+    return f"{path}: a {type(value).__name__} ({value!r:.60})"
+
+
+def _implements(spec: EnvSpec | None, hook: str) -> bool:
+    if spec is None:
+        return False
+    return hasattr(env_class(spec), hook)
+
+
+def _agent(default: str | None, agent: Any, options: dict[str, Any] | None) -> Any:
+    if agent is not None and not isinstance(agent, str):
+        return agent
+    name = agent or default
+    if name is None:
+        return ScriptedAgent(["I am not sure."])
+    return get_registry().agent(name).build(**(options or {}))
+
+
+def _assert_played(batch: TrajectoryBatch, max_steps: int) -> None:
+    failed = batch.failed
+    assert not failed, f"{len(failed)} episodes failed, first: {failed[0].error}"
+    assert len(batch) > 0, "no trajectories"
+    for episode in batch.all_episodes:
+        assert episode.messages, "an episode has no messages"
+        assert 1 <= episode.num_turns <= max_steps, (
+            f"episode took {episode.num_turns} turns; max_steps_per_episode is {max_steps}"
+        )
+        assert math.isfinite(episode.final_reward), "non-finite final reward"
+
+
+def _assert_tokens(batch: TrajectoryBatch, env: Any) -> None:
+    pad = env.chat.pad_token_id
+    for group in batch.groups:
+        widths = {len(r) for r in group.padded_full_token_ids}
+        assert len(widths) == 1, f"group {group.task_index} rows have lengths {widths}"
+        for (episode, segment), ids, mask, rewards in zip(
+            group.rows, group.padded_full_token_ids, group.padded_agent_token_mask,
+            group.padded_per_token_rewards,
+        ):
+            episode.check()
+            n = len(episode.segments[segment])
+            assert ids[n:] == [pad] * (len(ids) - n), "padding is not the pad token id"
+            assert not any(mask[n:]) and not any(rewards[n:]), "padding carries mask or reward"
+        if not env.chat.is_prefix_preserving():
+            # e.g. Qwen3 renders an empty think block into a final assistant turn the
+            # model never generated; segments were checked against their views instead.
+            continue
+        for episode in group.episodes:
+            if len(episode.segments) == 1 and not _has_special_text(env, episode.messages):
+                rendered = env.tokenizer.apply_chat_template(
+                    episode.messages, tokenize=False, **env.config.chat_template_kwargs
+                )
+                expected = env.tokenizer(rendered, add_special_tokens=False)["input_ids"]
+                assert episode.full_token_ids == list(expected), (
+                    "full_token_ids differ from apply_chat_template(messages)"
+                )
+
+
+def _has_special_text(env: Any, messages: list[dict[str, str]]) -> bool:
+    return any(s in m["content"] for m in messages for s in env.chat.special_texts)

@@ -1,0 +1,90 @@
+"""``agentsgym atropos ENV_ID --api-url URL``: an env as an Atropos environment service."""
+
+from __future__ import annotations
+
+import typer
+from rich.table import Table
+
+from agentsgym import make
+from agentsgym.cli import (
+    build_agent,
+    complete_env_id,
+    console,
+    max_concurrency_option,
+    parse_key_values,
+    tokenizer_cli_option,
+    tokenizer_option,
+)
+
+
+def atropos_command(
+    env_id: str = typer.Argument(
+        ..., help="registered env id", autocompletion=complete_env_id
+    ),
+    api_url: str = typer.Option(
+        "http://localhost:8000", "--api-url", help="the Atropos API server (run-api)"
+    ),
+    group_size: int = typer.Option(8, "--group-size", min=1, help="rollouts per task (GRPO group)"),
+    max_groups: int | None = typer.Option(
+        None, "--max-groups", min=1, help="stop after this many groups (default: the trainer's num_steps)"
+    ),
+    split: str = typer.Option("train", "--split", help="train or eval"),
+    agent: str | None = typer.Option(None, "--agent", help="agent name (default: the env's)"),
+    agent_option: list[str] | None = typer.Option(None, "--agent-option", help="key=value, repeatable"),
+    env_config: list[str] | None = typer.Option(None, "--env-config", help="key=value, repeatable"),
+    tokenizer: str = tokenizer_cli_option(),
+    max_batches_offpolicy: int = typer.Option(
+        3, "--max-batches-offpolicy", min=0, help="pause while this many trainer batches are queued"
+    ),
+    advantages: str = typer.Option(
+        "none", "--advantages", help="none (scores only) or per_token (group-normalised per-token rewards)"
+    ),
+    max_concurrency: int = max_concurrency_option("rollouts"),
+    seed: int = typer.Option(0, "--seed"),
+) -> None:
+    """Register ENV_ID with an Atropos API server and push scored groups as they finish.
+
+    The trainer must be registered with the server (it pulls GET /batch); the env
+    waits for it. See docs/scaling.md for the field mapping.
+    """
+    from agentsgym.aio import run_sync
+    from agentsgym_atropos.producer import AtroposProducer
+
+    if split not in ("train", "eval"):
+        raise typer.BadParameter("--split must be train or eval")
+    if advantages not in ("none", "per_token"):
+        raise typer.BadParameter("--advantages must be none or per_token")
+    env = make(
+        env_id,
+        tokenizer=tokenizer_option(tokenizer),
+        env_config=parse_key_values(env_config, "--env-config"),
+    )
+    player = build_agent(env_id, agent, agent_option)
+    dataset = env.get_train_dataset() if split == "train" else env.get_eval_dataset()
+    producer = AtroposProducer(
+        env,
+        player,
+        api_url,
+        tasks=list(dataset["task_data"]),
+        group_size=group_size,
+        max_groups=max_groups,
+        max_batches_offpolicy=max_batches_offpolicy,
+        max_concurrency=max_concurrency,
+        advantages=advantages,  # type: ignore[arg-type]
+        seed=seed,
+    )
+    console.print(f"producing {env_id} for {api_url} (waiting for the trainer to start)")
+    stats = run_sync(producer.run())
+    table = Table(title=f"{env_id} -> {api_url}")
+    table.add_column("")
+    table.add_column("value", justify="right")
+    for name, value in (
+        ("groups pushed", stats.groups_pushed),
+        ("sequences pushed", stats.sequences_pushed),
+        ("groups dropped (a failed episode)", stats.groups_dropped),
+        ("pauses (trainer's queue full)", stats.pauses),
+    ):
+        table.add_row(name, str(value))
+    console.print(table)
+    if stats.groups_pushed == 0 and stats.groups_dropped:
+        raise typer.Exit(1)

@@ -1,0 +1,166 @@
+"""``agentsgym eval ENV_ID``: accuracy, pass@k, cons@k and best@k over a split.
+
+Per-sample results stream to ``--out`` as trials finish (see :mod:`agentsgym.output`);
+the summary (``FILE.summary.json``) is computed when the run ends, over every sample
+in the output, those of a resumed run included.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+from rich.table import Table
+
+from agentsgym.cli import (
+    MAX_ROLLOUTS,
+    MAX_TASKS,
+    AgentChoices,
+    ExecutorChoice,
+    complete_env_id,
+    console,
+    episode_timeout_option,
+    executor_option,
+    executor_options_option,
+    exit_on_failures,
+    hook_timeout_option,
+    max_concurrency_option,
+    max_failure_rate_option,
+    num_workers_option,
+    overwrite_option,
+    parse_key_values,
+    plan_split,
+    print_failures,
+    ray_address_option,
+    resume_option,
+    run_into_output,
+    time_budgets,
+    tokenizer_cli_option,
+    tokenizer_option,
+)
+from agentsgym.engine import TrialJob
+from agentsgym.errors import AgentsGymError, OutputError
+from agentsgym.output import (
+    FinishResult,
+    OutputPaths,
+    check_output_path,
+    choose_mode,
+    failure_report,
+)
+from agentsgym.trajectory import Episode
+from agentsgym_eval.samples import EvalReport, samples_from_rows, summarize, trial_sample
+
+
+def eval_command(
+    env_id: str = typer.Argument(
+        ..., help="registered env id, e.g. classical/GSM8K-v0", autocompletion=complete_env_id
+    ),
+    num_rollouts: int = typer.Option(
+        1, "--num-rollouts", "-k", min=1, max=MAX_ROLLOUTS, help="samples per task (k)"
+    ),
+    num_tasks: int | None = typer.Option(
+        None, "--num-tasks", min=1, max=MAX_TASKS, help="first N tasks (default: all)"
+    ),
+    split: str = typer.Option("eval", "--split", help="eval or train"),
+    agent: str | None = typer.Option(None, "--agent", help="agent name (default: the env's)"),
+    agent_option: list[str] | None = typer.Option(
+        None, "--agent-option", help="key=value, repeatable"
+    ),
+    env_config: list[str] | None = typer.Option(None, "--env-config", help="key=value, repeatable"),
+    tokenizer: str = tokenizer_cli_option(),
+    out: Path = typer.Option(
+        Path("eval_results.jsonl"), "--out", help="per-sample FILE.jsonl or FILE.parquet"
+    ),
+    max_concurrency: int = max_concurrency_option(per_worker=True),
+    resume: bool = resume_option(),
+    overwrite: bool = overwrite_option(),
+    hook_timeout: float | None = hook_timeout_option(),
+    episode_timeout: float | None = episode_timeout_option(),
+    max_failure_rate: float | None = max_failure_rate_option(),
+    executor: str = executor_option(),
+    num_workers: int | None = num_workers_option(),
+    ray_address: str | None = ray_address_option(),
+    executor_option: list[str] | None = executor_options_option(),
+) -> None:
+    """Evaluate an agent on ENV_ID: k rollouts per task, per-sample results to --out.
+
+    A summary JSON is written next to the results (FILE.summary.json).
+    """
+    if split not in ("train", "eval"):
+        raise typer.BadParameter("--split must be train or eval")
+    mode = choose_mode(resume=resume, overwrite=overwrite)
+    out = check_output_path(out)
+    budgets = time_budgets(hook_timeout, episode_timeout)
+    where = ExecutorChoice.parse(executor, num_workers, ray_address, executor_option)
+    plan = plan_split(
+        env_id, split=split, num_tasks=num_tasks, num_rollouts=num_rollouts,
+        agents=AgentChoices.parse(agent),
+        agent_options=parse_key_values(agent_option, "--agent-option"),
+        env_config={**parse_key_values(env_config, "--env-config"), **budgets},
+        tokenizer=tokenizer_option(tokenizer), local=not where.executor.remote,
+        description=f"eval {env_id}",
+    )
+    result, _ = run_into_output(
+        "eval", plan, out, mode=mode, make_rows=sample_rows, max_concurrency=max_concurrency,
+        executor=where,
+        settings={
+            "max_concurrency": max_concurrency, "max_failure_rate": max_failure_rate, **budgets
+        },
+    )
+    print_report(write_summary(result), result.path, OutputPaths(result.path).summary)
+    failures = failure_report(result.trial_errors())
+    print_failures(failures)
+    exit_on_failures(failures, max_failure_rate)
+
+
+def sample_rows(job: TrialJob, episodes: list[Episode]) -> list[dict[str, object]]:
+    """The per-sample row of one finished trial."""
+    return [trial_sample(episodes).model_dump()]
+
+
+def write_summary(result: FinishResult) -> EvalReport:
+    """Score every sample in a finished eval output and write ``FILE.summary.json``."""
+    if not result.complete:
+        raise OutputError(
+            f"{result.path} holds {result.trials} of {result.planned} samples; the summary is "
+            "written when every sample is played (run the same command with --resume)"
+        )
+    arguments = result.manifest.arguments
+    try:
+        report = summarize(samples_from_rows(result.rows), env_id=arguments.env_id or "")
+    except (ValueError, TypeError) as exc:
+        raise AgentsGymError(f"cannot summarize {result.path}: {exc}") from None
+    summary = OutputPaths(result.path).summary
+    tmp = summary.with_name(summary.name + ".tmp")
+    tmp.write_text(json.dumps({"split": arguments.split, **report.model_dump()}, indent=2) + "\n")
+    tmp.replace(summary)
+    return report
+
+
+def print_report(report: EvalReport, results: Path, summary: Path) -> None:
+    table = Table(
+        title=f"{report.env_id}: {report.num_tasks} tasks x {report.num_rollouts} rollouts"
+    )
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    table.add_row("accuracy", f"{report.accuracy:.4f}")
+    for k, value in report.pass_at_k.items():
+        table.add_row(f"pass@{k}", f"{value:.4f}")
+    table.add_row(f"cons@{report.num_rollouts}", f"{report.cons_at_k:.4f}")
+    table.add_row(f"best@{report.num_rollouts} (reward)", f"{report.best_at_k:.4f}")
+    table.add_row("mean reward", f"{report.mean_reward:.4f}")
+    table.add_row("mean turns", f"{report.mean_turns:.3g}")
+    table.add_row("failed samples", str(report.num_failed))
+    console.print(table)
+    if report.num_failed:
+        console.print(
+            f"[yellow]{report.num_failed} sample(s) failed[/] and count as wrong; see {results}"
+        )
+    if report.num_ungraded:
+        console.print(
+            f"[yellow]{report.num_ungraded} sample(s) could not be graded[/] (a grader timed "
+            f"out: the machine was slow, not necessarily the answer wrong); they count as not "
+            f"correct; see `graded` in {results}"
+        )
+    console.print(f"per-sample results: {results}\nsummary: {summary}", highlight=False)

@@ -1,0 +1,212 @@
+"""Evaluation: play k rollouts per task and score them with :mod:`agentsgym_eval.metrics`.
+
+Any env can be evaluated. What an env reports in its step ``info`` dicts decides how
+a sample (one rollout of one task) is scored:
+
+* ``info["correct"]`` (bool): whether that action solved the task. A sample is
+  correct when any of its steps reports ``correct: True``. An env that never reports
+  the key is scored by reward instead: the sample is correct when its final reward
+  is positive.
+* ``info["answer"]`` (any JSON value, usually a canonical string such as ``"3/4"``):
+  the answer the action gave, used as the vote of cons@k. The sample's answer is the
+  last non-``None`` one of its steps; envs should report equal answers in one
+  canonical form so that votes agree (``"0.5"`` and ``"1/2"`` are different votes).
+
+* ``info["graded"] = False``: the action could not be judged (a grader timed out or
+  broke: the machine was slow, not the answer wrong). A sample with such a step that
+  is not correct anyway is *ungraded*: it counts as not correct in the figures (so
+  nothing is inflated) and is reported separately (``num_ungraded``), so a slow
+  grader is never mistaken for a wrong model.
+
+A failed episode (an exception in the env or the agent) is a wrong sample with no
+answer, so a crash never inflates the scores.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import statistics
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, Field
+
+from agentsgym.engine import DEFAULT_MAX_CONCURRENCY
+from agentsgym_eval import metrics
+
+if TYPE_CHECKING:
+    from agentsgym import MultistepEnv
+    from agentsgym.agents import Agent
+    from agentsgym.trajectory import Episode, TrajectoryBatch
+
+logger = logging.getLogger(__name__)
+
+CORRECT_KEY = "correct"
+ANSWER_KEY = "answer"
+GRADED_KEY = "graded"
+
+
+class Sample(BaseModel):
+    """One scored rollout of one task: a row of the per-sample results file."""
+
+    task_index: int
+    rollout_index: int
+    task_data: dict[str, Any]
+    answer: str | None = Field(description="canonical answer (the cons@k vote), or None")
+    correct: bool
+    graded: bool = Field(
+        default=True, description="False: a step could not be judged and none was correct"
+    )
+    final_reward: float
+    num_turns: int
+    truncated: bool = False
+    error: str | None = None
+    messages: list[dict[str, Any]] = Field(default_factory=list)
+    step_infos: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class EvalReport(BaseModel):
+    """Dataset-level figures of an evaluation run (what ``agentsgym eval`` prints)."""
+
+    env_id: str
+    num_tasks: int
+    num_rollouts: int
+    num_samples: int
+    num_failed: int
+    num_ungraded: int = Field(
+        default=0, description="samples a grader could not judge (timeouts); not correct"
+    )
+    accuracy: float = Field(description="fraction of samples that are correct")
+    pass_at_k: dict[int, float] = Field(description="unbiased pass@k per k, averaged over tasks")
+    cons_at_k: float = Field(description="majority-vote accuracy over all num_rollouts samples")
+    best_at_k: float = Field(description="mean over tasks of the best reward among the samples")
+    mean_reward: float
+    mean_turns: float
+
+
+def sample_from_episode(episode: Episode) -> Sample:
+    """Score one played episode (the scored episode of a trial)."""
+    infos = [step.info for step in episode.steps]
+    reported = [info[CORRECT_KEY] for info in infos if CORRECT_KEY in info]
+    if episode.error is not None:
+        correct = False
+    elif reported:
+        correct = any(value is True for value in reported)
+    else:
+        correct = episode.final_reward > 0
+    answers = [info.get(ANSWER_KEY) for info in infos]
+    answer = next((a for a in reversed(answers) if a is not None), None)
+    return Sample(
+        task_index=episode.task_index,
+        rollout_index=episode.rollout_index,
+        task_data=dict(episode.task_data),
+        answer=None if answer is None or episode.error else _vote_key(answer),
+        correct=correct,
+        graded=correct or not any(info.get(GRADED_KEY) is False for info in infos),
+        final_reward=episode.final_reward,
+        num_turns=episode.num_turns,
+        truncated=episode.truncated,
+        error=episode.error,
+        messages=[dict(m) for m in episode.messages],
+        step_infos=infos,
+    )
+
+
+def _vote_key(answer: Any) -> str:
+    return answer if isinstance(answer, str) else json.dumps(answer, sort_keys=True, default=str)
+
+
+def trial_sample(episodes: Sequence[Episode]) -> Sample:
+    """The sample of one played trial: its scored (last) episode, failed or not."""
+    if not episodes:
+        raise ValueError("a trial with no episode has no sample")
+    return sample_from_episode(episodes[-1])
+
+
+def samples_from_batch(batch: TrajectoryBatch) -> list[Sample]:
+    """One sample per trial (its scored, last episode), failed trials included."""
+    samples = []
+    for group in batch.groups:
+        for trial in group.trials:
+            if trial:
+                samples.append(trial_sample(trial))
+    return sorted(samples, key=lambda s: (s.task_index, s.rollout_index))
+
+
+def samples_from_rows(rows: Sequence[dict[str, Any]]) -> list[Sample]:
+    """Samples read back from a per-sample results file (``Sample.model_dump()`` rows)."""
+    return sorted(
+        (Sample.model_validate(row) for row in rows), key=lambda s: (s.task_index, s.rollout_index)
+    )
+
+
+def default_ks(num_rollouts: int) -> list[int]:
+    """1, the powers of two below ``num_rollouts``, and ``num_rollouts`` itself."""
+    ks = {1, num_rollouts}
+    k = 2
+    while k < num_rollouts:
+        ks.add(k)
+        k *= 2
+    return sorted(ks)
+
+
+def summarize(
+    samples: Sequence[Sample], *, env_id: str, ks: Sequence[int] | None = None
+) -> EvalReport:
+    """Dataset-level metrics from per-sample results.
+
+    Every task must have the same number of samples n (the rollouts per task); pass@k
+    is reported for each k in ``ks`` (default :func:`default_ks`), cons@k and best@k
+    for k = n.
+    """
+    if not samples:
+        raise ValueError("no samples to summarize: did any task get played?")
+    by_task: dict[int, list[Sample]] = {}
+    for sample in samples:
+        by_task.setdefault(sample.task_index, []).append(sample)
+    sizes = {len(group) for group in by_task.values()}
+    if len(sizes) != 1:
+        raise ValueError(f"tasks have different numbers of samples {sorted(sizes)}; expected one n")
+    n = sizes.pop()
+    groups = [sorted(g, key=lambda s: s.rollout_index) for g in by_task.values()]
+    counts = [(n, sum(s.correct for s in g)) for g in groups]
+    return EvalReport(
+        env_id=env_id,
+        num_tasks=len(groups),
+        num_rollouts=n,
+        num_samples=len(samples),
+        num_failed=sum(1 for s in samples if s.error is not None),
+        num_ungraded=sum(1 for s in samples if not s.graded),
+        accuracy=metrics.accuracy([s.correct for s in samples]),
+        pass_at_k={k: metrics.mean_pass_at_k(counts, k) for k in (ks or default_ks(n)) if k <= n},
+        cons_at_k=statistics.fmean(
+            metrics.cons_at_k([s.answer for s in g], [s.correct for s in g]) for g in groups
+        ),
+        best_at_k=statistics.fmean(metrics.best_at_k([s.final_reward for s in g]) for g in groups),
+        mean_reward=statistics.fmean(s.final_reward for s in samples),
+        mean_turns=statistics.fmean(s.num_turns for s in samples),
+    )
+
+
+def evaluate(
+    env: MultistepEnv,
+    agent: Agent,
+    task_data_list: list[dict[str, Any]],
+    num_rollouts: int,
+    *,
+    max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
+    on_episode: Callable[[Episode], None] | None = None,
+) -> tuple[list[Sample], EvalReport]:
+    """Play ``num_rollouts`` trials of every task and score them."""
+    if not task_data_list:
+        raise ValueError("no tasks to evaluate")
+    batch = env.run_trial(
+        task_data_list, agent, num_rollouts, max_concurrency=max_concurrency, on_episode=on_episode
+    )
+    samples = samples_from_batch(batch)
+    for failed in (s for s in samples if s.error is not None):
+        logger.warning(
+            "task %d rollout %d failed: %s", failed.task_index, failed.rollout_index, failed.error
+        )
+    return samples, summarize(samples, env_id=env.env_id)

@@ -1,0 +1,282 @@
+"""The Ray executor on a local Ray (2 CPUs): same trajectories as a local run, results
+streamed to the driver, dead workers retried or recorded, clear errors."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from typing import Any
+
+import pytest
+
+ray = pytest.importorskip("ray")
+
+import agentsgym  # noqa: E402
+from agentsgym.errors import AgentError  # noqa: E402
+
+TINY = "agentsgym/tiny-chatml"
+GUESS = "agentsgym/GuessTheNumber-v0"
+
+pytestmark = pytest.mark.timeout(300)
+
+
+@pytest.fixture(scope="module")
+def local_ray() -> Any:
+    import sys
+
+    # Classes defined here (test agents) travel to the workers by value.
+    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        log_to_driver=False,
+        _node_ip_address="127.0.0.1",
+        configure_logging=False,
+    )
+    yield ray
+    ray.shutdown()
+
+
+def rows(n: int, **config: Any) -> list[dict[str, Any]]:
+    return [
+        {"env_class_path": GUESS, "env_config": dict(config), "task_data": {"seed": i}}
+        for i in range(n)
+    ]
+
+
+def fields(batch: Any) -> Any:
+    return (
+        batch.padded_full_token_ids,
+        batch.padded_agent_token_mask,
+        batch.padded_per_token_rewards,
+        batch.final_rewards,
+        batch.group_indices,
+        [e.messages for e in batch.episodes],
+        [[s.info for s in e.steps] for e in batch.episodes],
+    )
+
+
+def test_a_seeded_scripted_run_gives_identical_trajectories_locally_and_on_ray(local_ray: Any) -> None:
+    data = rows(5, high=30)
+    local = agentsgym.run_dataset(data, "agentsgym/bisect", 3, tokenizer=TINY, seed=4)
+    seen: list[tuple[int, int]] = []
+    remote = agentsgym.run_dataset(
+        data,
+        "agentsgym/bisect",
+        3,
+        tokenizer=TINY,
+        seed=4,
+        executor="ray",
+        num_workers=2,
+        on_trial=lambda job, episodes: seen.append(job.key),
+    )
+    assert not remote.failed and len(remote) == 15
+    assert fields(remote) == fields(local)
+    assert sorted(seen) == [(t, r) for t in range(5) for r in range(3)]  # streamed to the driver
+
+
+def test_agents_are_built_in_each_worker_from_a_recipe(local_ray: Any) -> None:
+    recipe = agentsgym.AgentSpec("scripted", {"replies": ["[1]", "[2]", "[3]"]})
+    batch = agentsgym.run_dataset(
+        rows(2, high=3), recipe, 2, tokenizer=TINY, executor="ray", num_workers=2
+    )
+    assert not batch.failed
+    assert all(e.steps[0].action == "[1]" for e in batch.episodes)
+    with pytest.raises(AgentError, match="needs a recipe, not the agent object"):
+        agentsgym.run_dataset(
+            rows(1), agentsgym.ScriptedAgent(["[1]"]), 1, executor="ray", num_workers=1
+        )
+
+
+class _PidAgent:
+    """Plays slowly and tells the driver its worker's pid (a file), so a test can kill it."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    async def get_action(self, messages: Any, agent_state: Any) -> Any:
+        with open(self.path, "a") as handle:
+            handle.write(f"{os.getpid()}\n")
+        await asyncio.sleep(0.2)
+        return "[50]", agent_state
+
+
+def kill_first_worker_when_it_plays(pids: Any) -> tuple[Any, list[int]]:
+    """A thread that SIGKILLs the first worker process that records its pid."""
+    import signal
+    import threading
+
+    killed: list[int] = []
+
+    def kill() -> None:
+        while not pids.exists() or not pids.read_text().strip():
+            threading.Event().wait(0.05)
+        pid = int(pids.read_text().split()[0])
+        os.kill(pid, signal.SIGKILL)
+        killed.append(pid)
+
+    killer = threading.Thread(target=kill, daemon=True)
+    killer.start()
+    return killer, killed
+
+
+def test_the_tasks_of_a_killed_worker_are_retried_elsewhere(local_ray: Any, tmp_path: Any) -> None:
+    pids = tmp_path / "pids"
+    spec = agentsgym.AgentSpec(_PidAgent, {"path": str(pids)})
+    killer, killed = kill_first_worker_when_it_plays(pids)
+    batch = agentsgym.run_dataset(
+        rows(4, max_steps_per_episode=3, high=3), spec, 2, executor="ray", num_workers=2
+    )
+    killer.join(60)
+    assert killed, "the test never killed a worker"
+    # every trial is accounted for: played again on a fresh worker (retries), none lost
+    played = {(e.task_index, e.rollout_index) for e in batch.all_episodes}
+    assert played == {(t, r) for t in range(4) for r in range(2)}
+    assert not batch.failed
+    assert all(e.num_turns == 3 for e in batch.episodes)
+
+
+def test_without_retries_a_dead_workers_trials_are_recorded_failed(local_ray: Any, tmp_path: Any) -> None:
+    from agentsgym.executors import ExecutionRequest, build_envs
+    from agentsgym.rows import parse_rows
+    from agentsgym_ray import RayExecutor
+
+    pids = tmp_path / "pids"
+    parsed = parse_rows(rows(2, max_steps_per_episode=3, high=3))
+    keys = [(t, r) for t in range(2) for r in range(2)]
+    request = ExecutionRequest(
+        rows=parsed,
+        keys=keys,
+        envs=build_envs(parsed),
+        agent=agentsgym.AgentSpec(_PidAgent, {"path": str(pids)}),
+        num_rollouts=2,
+        max_concurrency=8,
+    )
+    killer, killed = kill_first_worker_when_it_plays(pids)
+    results = asyncio.run(
+        RayExecutor(1, max_task_retries=0, tasks_in_flight=2).arun(request)
+    )
+    killer.join(60)
+    assert killed and sorted(results) == keys
+    failed = [e for episodes in results.values() for e in episodes if not e.ok]
+    assert failed, "a trial of the killed worker should be recorded as failed"
+    assert all(e.error.startswith("WorkerDiedError") for e in failed)
+
+
+def test_without_ray_the_error_names_the_package(monkeypatch: Any) -> None:
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_ray(name: str, *args: Any, **kwargs: Any) -> Any:
+        if name == "ray":
+            raise ImportError("No module named 'ray'")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_ray)
+    from agentsgym_ray.executor import RayUnavailableError
+
+    with pytest.raises(RayUnavailableError, match=r"pip install agentsgym-ray"):
+        agentsgym.run_dataset(rows(1), "agentsgym/bisect", 1, executor="ray")
+
+
+def test_the_plugin_registers_the_ray_executor() -> None:
+    from agentsgym.registry import get_registry
+
+    spec = get_registry().executor("ray")
+    assert spec.distribution == "agentsgym-ray" and spec.load().remote
+
+
+def test_workers_are_kept_for_the_next_call_with_the_same_settings(local_ray: Any) -> None:
+    from agentsgym_ray import executor as ray_executor
+
+    def play() -> Any:
+        return agentsgym.run_dataset(
+            rows(2, high=5), "agentsgym/bisect", 2, tokenizer=TINY, executor="ray", num_workers=2
+        )
+
+    play()
+    [(key, first)] = list(ray_executor._actor_pools.items())
+    pids = sorted(ray.get([w.ping.remote() for w in first]))
+    play()
+    assert list(ray_executor._actor_pools) == [key]
+    assert sorted(ray.get([w.ping.remote() for w in ray_executor._actor_pools[key]])) == pids
+    # other settings replace the pool (its actors hold CPUs the new ones need)
+    agentsgym.run_dataset(rows(1), "agentsgym/bisect", 1, executor="ray", num_workers=1)
+    assert key not in ray_executor._actor_pools
+
+
+# ---------------------------------------------------------------------- the command line
+def cli_rows(out: Any) -> list[dict[str, Any]]:
+    """An output's rows without their random session ids, in trial order."""
+    import json
+
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    for row in rows:
+        row.pop("session_id")
+    return sorted(rows, key=lambda r: (r["task_index"], r["rollout_index"]))
+
+
+def test_the_cli_plays_on_ray_and_writes_what_a_local_run_writes(
+    local_ray: Any, tmp_path: Any
+) -> None:
+    from agentsgym.testing import run_cli
+
+    common = ("rollout", GUESS, "--num-tasks", "3", "--num-rollouts", "2", "--tokenizer", TINY)
+    local = run_cli(*common, "--out", str(tmp_path / "local.jsonl"))
+    assert local.code == 0, local.output
+    remote = run_cli(
+        *common, "--out", str(tmp_path / "ray.jsonl"), "--executor", "ray", "--num-workers", "2"
+    )
+    assert remote.code == 0, remote.output
+    assert cli_rows(tmp_path / "ray.jsonl") == cli_rows(tmp_path / "local.jsonl")
+    record = json.loads((tmp_path / "ray.jsonl.run.json").read_text())
+    assert record["settings"]["executor"] == "ray" and record["settings"]["num_workers"] == 2
+    assert record["status"] == "complete"
+
+
+def test_ray_resumes_a_killed_run_exactly_once(local_ray: Any, tmp_path: Any) -> None:
+    """A run killed after 3 of 8 trials (a torn write after them) finishes on Ray with
+    every trial once, equal to one uninterrupted run."""
+    from agentsgym.testing import run_cli
+    from test_resume import killed_copy
+
+    common = ("eval", GUESS, "--num-tasks", "4", "-k", "2", "--tokenizer", TINY)
+    reference = tmp_path / "reference.jsonl"
+    assert run_cli(*common, "--out", str(reference)).code == 0
+    out = tmp_path / "run.jsonl"
+    killed_copy(reference, out, keep=3)
+    resumed = run_cli(*common, "--out", str(out), "--resume", "--executor", "ray")
+    assert resumed.code == 0, resumed.output
+    assert "3 of 8 trials already written, 5 to play" in resumed.stdout
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    keys = sorted((r["task_index"], r["rollout_index"]) for r in rows)
+    assert keys == [(t, r) for t in range(4) for r in range(2)]
+    reference_rows = [json.loads(line) for line in reference.read_text().splitlines()]
+
+    def in_order(rs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return sorted(rs, key=lambda r: (r["task_index"], r["rollout_index"]))
+
+    assert in_order(rows) == in_order(reference_rows)
+    summary = json.loads((tmp_path / "run.summary.json").read_text())
+    assert summary["num_samples"] == 8
+
+
+def test_cli_without_ray_is_one_line_naming_the_package(tmp_path: Any, monkeypatch: Any) -> None:
+    import builtins
+
+    from agentsgym.testing import run_cli
+
+    out = str(tmp_path / "x.jsonl")
+    real_import = builtins.__import__
+
+    def no_ray(name: str, *args: Any, **kwargs: Any) -> Any:
+        if name == "ray":
+            raise ImportError("No module named 'ray'")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_ray)
+    missing = run_cli("eval", GUESS, "--executor", "ray", "--out", out)
+    assert missing.code == 2 and "pip install agentsgym-ray" in missing.stderr
+    assert "Traceback" not in missing.output and not (tmp_path / "x.jsonl").exists()

@@ -1,0 +1,177 @@
+"""The env server as an ASGI app: ``create_app(env_id, ...)``.
+
+One app serves one env id (any registered id, or an allowed ``module:Class`` path)
+over AgentGym's protocol and agentsgym's own ``/agentsgym/v1`` endpoints, with an
+OpenAPI schema at ``/openapi.json``, a health check at ``/health``, an access log
+and a background task that reaps idle sessions. Run it with ``agentsgym serve``, or
+with any ASGI server::
+
+    from agentsgym_serve import create_app
+    app = create_app("agentsgym/GuessTheNumber-v0", max_sessions=256)
+    # uvicorn.run(app, host="127.0.0.1", port=8000)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib.metadata
+import logging
+import secrets
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from starlette.responses import Response
+
+from agentsgym_serve.errors import ServeError
+from agentsgym_serve.host import DEFAULT_MAX_ENV_CONFIGS, DEFAULT_THREADS, EnvHost
+from agentsgym_serve.logs import AccessLogMiddleware
+from agentsgym_serve.responses import SafeJSONResponse
+from agentsgym_serve.routes_agentgym import router as agentgym_router
+from agentsgym_serve.routes_v1 import router as v1_router
+from agentsgym_serve.schemas import PROTOCOL, Health
+from agentsgym_serve.service import EnvService
+from agentsgym_serve.sessions import DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_SESSIONS, SessionTable
+
+logger = logging.getLogger("agentsgym_serve")
+
+DESCRIPTION = """\
+An agentsgym env server. AgentGym's protocol (`/create`, `/reset`, `/step`,
+`/observation`, `/close`) for AgentGym's clients, and agentsgym's own `/agentsgym/v1`
+endpoints (full task_data, chat messages, reward terms, retry-safe counters) for
+`agentsgym.RemoteEnv`. See docs/serving.md in the agentsgym repository.
+"""
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("agentsgym")
+    except importlib.metadata.PackageNotFoundError:
+        return "0"
+
+
+def create_app(
+    env_id: str,
+    env_config: dict[str, Any] | None = None,
+    *,
+    max_sessions: int = DEFAULT_MAX_SESSIONS,
+    idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
+    max_env_configs: int = DEFAULT_MAX_ENV_CONFIGS,
+    lock_config: bool = False,
+    allow_class_paths: bool | Sequence[str] | None = None,
+    agentgym_split: str = "train",
+    threads: int = DEFAULT_THREADS,
+    plugins: Sequence[object] = (),
+) -> FastAPI:
+    """The server of one env (see the module docstring).
+
+    :param env_id: a registered id, or a ``module:Class`` path when allowed.
+    :param env_config: the served config, over the id's registered defaults.
+    :param max_sessions: live sessions at most; past it, creates get a 503.
+    :param idle_timeout: seconds after which an unused session is closed.
+    :param max_env_configs: distinct client configs (env instances) held at once.
+    :param lock_config: refuse client env_configs that differ from the served one.
+    :param agentgym_split: the dataset split AgentGym's ``data_idx`` indexes.
+    :param threads: worker threads for plain env hooks.
+    :param plugins: extra plugins in every env instance's hook relay.
+    """
+    if agentgym_split not in ("train", "eval"):
+        raise ValueError(f"agentgym_split must be train or eval, got {agentgym_split!r}")
+    host = EnvHost(
+        env_id,
+        env_config,
+        allow_class_paths=allow_class_paths,
+        lock_config=lock_config,
+        max_env_configs=max_env_configs,
+        threads=threads,
+        plugins=plugins,
+    )
+    table = SessionTable(max_sessions, idle_timeout)
+    service = EnvService(host, table, agentgym_split=agentgym_split)
+    instance = secrets.token_hex(8)
+    try:
+        config_schema = host.env_class.config_class.model_json_schema()
+    except Exception:  # noqa: BLE001 (a config type pydantic cannot describe: serve anyway)
+        config_schema = {}
+    spec = host.spec
+
+    def env_info() -> dict[str, Any]:
+        return {
+            "protocol": PROTOCOL,
+            "env_id": spec.id,
+            "description": spec.description,
+            "distribution": spec.distribution,
+            "version": spec.version,
+            "default_agent": spec.default_agent,
+            "env_config": host.default.public_config,
+            "config_schema": config_schema,
+            "config_locked": lock_config,
+            "datasets": host.splits(),
+            "agentgym_split": agentgym_split,
+            "max_sessions": table.max_sessions,
+            "idle_timeout_seconds": table.idle_timeout,
+            "server_instance": instance,
+        }
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        reaper = asyncio.ensure_future(service.reaper())
+        logger.info(
+            "serving",
+            extra={"fields": {"event": "serving", "env_id": spec.id, "instance": instance}},
+        )
+        try:
+            yield
+        finally:
+            reaper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await reaper
+            await service.shutdown()
+
+    app = FastAPI(
+        title=f"agentsgym env server: {spec.id}",
+        version=_version(),
+        description=DESCRIPTION,
+        lifespan=lifespan,
+    )
+    app.state.service = service
+    app.state.env_info = env_info
+    app.add_exception_handler(ServeError, _serve_error)
+    app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_middleware(AccessLogMiddleware)
+    app.include_router(v1_router)
+    app.include_router(agentgym_router)
+
+    @app.get("/", include_in_schema=False)
+    async def hello() -> Response:
+        return SafeJSONResponse(f"This is environment {spec.id} (agentsgym env server).")
+
+    @app.get("/health", response_model=Health, tags=["server"], summary="Liveness and load")
+    async def health() -> Response:
+        return SafeJSONResponse(
+            {
+                "status": "ok",
+                "env_id": spec.id,
+                "sessions": len(table),
+                "max_sessions": table.max_sessions,
+                "server_instance": instance,
+            }
+        )
+
+    return app
+
+
+async def _serve_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, ServeError)
+    if exc.status >= 500:
+        logger.warning(exc.detail, extra={"fields": {"event": exc.code, "path": request.url.path}})
+    return SafeJSONResponse(exc.body(), status_code=exc.status, headers=exc.headers)
+
+
+async def _validation_error(request: Request, exc: Exception) -> Response:
+    # FastAPI's own handler writes non-ASCII JSON, which fails on a lone surrogate or
+    # undecodable bytes in the echoed input; this one writes the same body safely.
+    assert isinstance(exc, RequestValidationError)
+    return SafeJSONResponse({"detail": list(exc.errors())}, status_code=422)

@@ -1,0 +1,114 @@
+"""``agentsgym serve ENV_ID``: serve an env over HTTP (docs/serving.md).
+
+AgentGym's protocol (``/create``, ``/reset``, ``/step``, ``/observation``,
+``/close``) and agentsgym's ``/agentsgym/v1`` endpoints, for ``agentsgym.make(URL)``
+and dataset rows that name the server. Logs are JSON lines on stderr; the address
+is printed on stdout once the socket is bound (``--port 0`` picks a free port).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+
+import typer
+from rich.markup import escape
+
+from agentsgym.cli import complete_env_id, console, parse_key_values
+from agentsgym.errors import AgentsGymError
+
+LOG_LEVELS = ("debug", "info", "warning", "error")
+
+
+def serve_command(
+    env_id: str = typer.Argument(
+        ...,
+        help="registered env id (or module:Class with --allow-class-paths)",
+        autocompletion=complete_env_id,
+    ),
+    host: str = typer.Option(
+        "127.0.0.1", "--host", help="address to listen on; 0.0.0.0 exposes the env to the network"
+    ),
+    port: int = typer.Option(8000, "--port", min=0, max=65535, help="port (0: a free one)"),
+    max_sessions: int = typer.Option(
+        1024, "--max-sessions", min=1, max=10_000_000, help="live sessions at most; past it, 503"
+    ),
+    env_config: list[str] | None = typer.Option(
+        None, "--env-config", help="key=value, repeatable: the served config"
+    ),
+    idle_timeout: float = typer.Option(
+        600.0, "--idle-timeout", min=0.01, metavar="SECONDS", help="close sessions unused this long"
+    ),
+    max_env_configs: int = typer.Option(
+        16, "--max-env-configs", min=1, max=10_000, help="distinct client env_configs held at once"
+    ),
+    lock_config: bool = typer.Option(
+        False, "--lock-config", help="refuse client env_configs that differ from the served one"
+    ),
+    split: str = typer.Option(
+        "train", "--split", help="the dataset split AgentGym's data_idx indexes"
+    ),
+    threads: int = typer.Option(
+        32, "--threads", min=1, max=4096, help="worker threads for env hooks"
+    ),
+    allow_class_paths: bool = typer.Option(
+        False, "--allow-class-paths", help="let ENV_ID be a module:Class path (imports code)"
+    ),
+    log_level: str = typer.Option("info", "--log-level", help="debug, info, warning or error"),
+    access_log: bool = typer.Option(
+        True, "--access-log/--no-access-log", help="one log line per request"
+    ),
+) -> None:
+    """Serve ENV_ID over HTTP: AgentGym's protocol and agentsgym's /agentsgym/v1."""
+    if split not in ("train", "eval"):
+        raise typer.BadParameter("--split must be train or eval")
+    if log_level.lower() not in LOG_LEVELS:
+        raise typer.BadParameter(f"--log-level must be one of {', '.join(LOG_LEVELS)}")
+    from agentsgym_serve.app import create_app
+    from agentsgym_serve.logs import configure_json_logging
+    from agentsgym_serve.server import bind_socket, url_of, uvicorn_server
+
+    served = parse_key_values(env_config, "--env-config")
+    asgi = create_app(
+        env_id,
+        served,
+        max_sessions=max_sessions,
+        idle_timeout=idle_timeout,
+        max_env_configs=max_env_configs,
+        lock_config=lock_config,
+        allow_class_paths=True if allow_class_paths else None,
+        agentgym_split=split,
+        threads=threads,
+    )
+    try:
+        sock = bind_socket(host, port)
+    except OSError as exc:
+        raise AgentsGymError(
+            f"cannot listen on {host}:{port}: {exc.strerror or exc}; choose another --port "
+            "(0 picks a free one) or --host"
+        ) from None
+    level = getattr(logging, log_level.upper())
+    configure_json_logging(level, access_log=access_log)
+    url = url_of(sock)
+    console.print(
+        f"serving {escape(env_id)} on {url} (AgentGym's protocol at /, agentsgym's at "
+        f"/agentsgym/v1, OpenAPI at {url}/docs); Ctrl-C stops",
+        highlight=False,
+        soft_wrap=True,
+    )
+    if not _loopback(host) and not lock_config:
+        logging.getLogger("agentsgym_serve").warning(
+            "listening beyond this machine without --lock-config: any client can choose the "
+            "env_config (see docs/serving.md, security)",
+            extra={"fields": {"event": "exposed", "host": host}},
+        )
+    uvicorn_server(asgi, log_level=log_level.lower()).run(sockets=[sock])
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

@@ -1,0 +1,328 @@
+"""The env instances a server plays, and the hook calls of one reset, step or finish.
+
+The server serves one env id. Clients may layer their own ``env_config`` over the
+served one (unless the server locks it); each distinct effective config gets one env
+instance, built on first use and shared by every session with that config, exactly
+as the runner shares one instance between the episodes of a dataset's rows.
+
+Hooks run the way the runner runs them (:class:`~agentsgym.hook_runtime.HookRuntime`):
+a plain env's calls of one request in one worker thread, an ``async def`` env's on
+the server's event loop, within the env's ``hook_timeout_seconds``. Their results
+are checked and normalised by the same functions the runner uses, so what a client
+receives is what a local episode would have recorded. The server builds its envs
+without a tokenizer: tokens are the client's business.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from agentsgym import MultistepEnv
+from agentsgym.engine import HookRuntime, WorkerPool, as_messages, as_step_result, collect_terms
+from agentsgym.errors import EnvConfigError
+from agentsgym.types import AgentAction, Messages
+from agentsgym_serve.errors import BadEnvConfig, ConfigLocked, EnvFailure, NoTask, ServerFull
+
+if TYPE_CHECKING:
+    from agentsgym import EnvSpec
+
+logger = logging.getLogger("agentsgym_serve")
+
+DEFAULT_MAX_ENV_CONFIGS = 16
+DEFAULT_THREADS = 32
+SPLITS = ("train", "eval")
+
+
+@dataclass(frozen=True)
+class StepOutcome:
+    """What one step did: as the runner would record it, plus the next prompt."""
+
+    state: Any
+    reward: float
+    terms: dict[str, float]
+    done: bool
+    truncated: bool
+    info: dict[str, Any]
+    messages: Messages
+
+
+@dataclass
+class HostedEnv:
+    """One env instance, its config key and its hook runtime."""
+
+    key: str
+    env: MultistepEnv
+    runtime: HookRuntime
+    public_config: dict[str, Any]
+
+
+def observation_text(messages: Messages) -> str:
+    """Messages as the one observation string of AgentGym's protocol."""
+    return "\n\n".join(m["content"] for m in messages)
+
+
+class EnvHost:
+    """Builds, caches and plays the env instances of one served env id.
+
+    :param env_id: a registered id, or an allowed ``module:Class`` path.
+    :param env_config: the served config, layered over the id's registered defaults.
+    :param lock_config: refuse client configs that differ from the served one.
+    :param max_env_configs: distinct client configs held at once.
+    :param threads: worker threads for plain hooks (requests beyond wait for one).
+    :param plugins: extra plugins for every env instance's hook relay.
+    """
+
+    def __init__(
+        self,
+        env_id: str,
+        env_config: dict[str, Any] | None = None,
+        *,
+        allow_class_paths: bool | Sequence[str] | None = None,
+        lock_config: bool = False,
+        max_env_configs: int = DEFAULT_MAX_ENV_CONFIGS,
+        threads: int = DEFAULT_THREADS,
+        plugins: Sequence[object] = (),
+    ) -> None:
+        from agentsgym import make, resolve
+
+        self.spec: EnvSpec = resolve(env_id, allow_class_paths=allow_class_paths)
+        self.served_config = dict(env_config or {})
+        self.lock_config = lock_config
+        self.max_env_configs = max(1, max_env_configs)
+        self.plugins = tuple(plugins)
+        self._allow_class_paths = allow_class_paths
+        self._make = make
+        self.pool = WorkerPool(threads, name="agentsgym-serve")
+        # Built now, so that a bad id or config fails at start-up, not on a request.
+        default = make(
+            env_id,
+            tokenizer=None,
+            env_config=self.served_config,
+            allow_class_paths=allow_class_paths,
+            plugins=self.plugins,
+        )
+        self.env_class: type[MultistepEnv] = type(default)
+        self.default_key = self.config_key({})
+        self.envs: dict[str, HostedEnv] = {
+            self.default_key: self._hosted(self.default_key, default)
+        }
+        self._building: dict[str, asyncio.Lock] = {}
+        self._datasets: dict[tuple[str, str], list[dict[str, Any]]] = {}
+
+    def close(self) -> None:
+        self.pool.close()
+
+    # ------------------------------------------------------------------ configs
+    @property
+    def default(self) -> HostedEnv:
+        return self.envs[self.default_key]
+
+    def _hosted(self, key: str, env: MultistepEnv) -> HostedEnv:
+        return HostedEnv(key, env, HookRuntime(env, self.pool), env.row_env_config())
+
+    def config_key(self, client_config: dict[str, Any]) -> str:
+        """The key of the effective config for a client's ``env_config`` (validated)."""
+        layered = {**self.spec.default_env_config, **self.served_config, **client_config}
+        try:
+            config = self.env_class.config_class.parse(layered, env_name=self.env_class.__name__)
+        except EnvConfigError as exc:
+            raise BadEnvConfig(str(exc)) from None
+        key = json.dumps(config.model_dump(mode="json"), sort_keys=True, default=str)
+        if self.lock_config and client_config and key != self.default_key:
+            raise ConfigLocked(
+                "this server serves one env_config and was started with --lock-config; "
+                "leave env_config out (GET /agentsgym/v1/env shows the served one)"
+            )
+        return key
+
+    async def hosted(
+        self, client_config: dict[str, Any], in_use: Callable[[str], bool]
+    ) -> HostedEnv:
+        """The env instance for a client config, built on first use.
+
+        ``in_use(key)`` says whether live sessions still play an instance; unused
+        instances are dropped when more than ``max_env_configs`` are held.
+        """
+        key = self.config_key(client_config) if client_config else self.default_key
+        hosted = self.envs.get(key)
+        if hosted is not None:
+            return hosted
+        lock = self._building.setdefault(key, asyncio.Lock())
+        async with lock:
+            hosted = self.envs.get(key)
+            if hosted is not None:
+                return hosted
+            self._evict(in_use)
+            if len(self.envs) >= self.max_env_configs:
+                raise ServerFull(
+                    f"{len(self.envs)} distinct env configs are in use, the server's maximum "
+                    "(--max-env-configs); retry when sessions close, or use the served config"
+                )
+            config = {**self.served_config, **client_config}
+            try:
+                env = await self.pool.run(
+                    lambda: self._make(
+                        self.spec.id,
+                        tokenizer=None,
+                        env_config=config,
+                        allow_class_paths=self._allow_class_paths,
+                        plugins=self.plugins,
+                    )
+                )
+            except EnvConfigError as exc:
+                raise BadEnvConfig(str(exc)) from None
+            except Exception as exc:  # noqa: BLE001 (the env's own failure, reported)
+                raise EnvFailure(f"building the env failed: {type(exc).__name__}: {exc}") from None
+            hosted = self._hosted(key, env)
+            self.envs[key] = hosted
+            logger.info(
+                "env built", extra={"fields": {"event": "env_built", "configs": len(self.envs)}}
+            )
+        self._building.pop(key, None)
+        return hosted
+
+    def _evict(self, in_use: Callable[[str], bool]) -> None:
+        for key in list(self.envs):
+            if len(self.envs) < self.max_env_configs:
+                return
+            if key != self.default_key and not in_use(key):
+                del self.envs[key]
+                self._datasets = {k: v for k, v in self._datasets.items() if k[0] != key}
+
+    # ------------------------------------------------------------------ datasets
+    def splits(self) -> list[str]:
+        """The dataset splits the env class implements."""
+        names = []
+        for split in SPLITS:
+            method = getattr(self.env_class, f"get_{split}_dataset")
+            if method is not getattr(MultistepEnv, f"get_{split}_dataset"):
+                names.append(split)
+        return names
+
+    async def tasks(self, hosted: HostedEnv, split: str) -> list[dict[str, Any]]:
+        """The task_data of every row of a split (built once per instance, in a thread)."""
+        if split not in SPLITS:
+            raise NoTask(f"no dataset split {split!r}; splits are {', '.join(SPLITS)}")
+        cached = self._datasets.get((hosted.key, split))
+        if cached is not None:
+            return cached
+        lock = self._building.setdefault(f"{split}:{hosted.key}", asyncio.Lock())
+        async with lock:  # one build, however many sessions ask at once
+            cached = self._datasets.get((hosted.key, split))
+            if cached is None:
+                cached = await self._build_tasks(hosted, split)
+                self._datasets[(hosted.key, split)] = cached
+        return cached
+
+    async def _build_tasks(self, hosted: HostedEnv, split: str) -> list[dict[str, Any]]:
+        def build() -> list[dict[str, Any]]:
+            rows = getattr(hosted.env, f"get_{split}_dataset")()
+            return [dict(row["task_data"]) for row in rows]
+
+        try:
+            return await self.pool.run(build)
+        except NotImplementedError:
+            raise NoTask(
+                f"{self.spec.id} ships no {split} dataset; give the task itself "
+                "(task_data) through /agentsgym/v1"
+            ) from None
+        except Exception as exc:  # noqa: BLE001 (the env's own failure, reported)
+            raise EnvFailure(
+                f"building the {split} dataset failed: {type(exc).__name__}: {exc}"
+            ) from None
+
+    # ------------------------------------------------------------------ hooks
+    async def reset(
+        self, hosted: HostedEnv, session_id: str, task_data: dict[str, Any], started: list[Any]
+    ) -> tuple[Any, Messages]:
+        """initialize_episode, then format_prompt for step 0.
+
+        The state is appended to ``started`` as soon as it exists, so that a caller
+        whose format_prompt failed still has it for finish_episode.
+        """
+        env, runtime = hosted.env, hosted.runtime
+
+        async def turn() -> tuple[Any, Messages]:
+            state = await runtime.call(
+                "initialize_episode", session_id=session_id, task_data=task_data
+            )
+            if state is None:
+                raise EnvFailure(f"{type(env).__name__}: no initialize_episode returned a state")
+            started.append(state)
+            prompt = await runtime.call("format_prompt", state=state, step=0)
+            return state, as_messages(prompt, env)
+
+        return await self._turn(hosted, turn, "initialize_episode")
+
+    async def step(
+        self, hosted: HostedEnv, state: Any, action: AgentAction, step: int
+    ) -> StepOutcome:
+        """step_episode, reward_shaping, and format_prompt unless the episode ended."""
+        env, runtime = hosted.env, hosted.runtime
+        limit = env.config.max_steps_per_episode
+
+        async def turn() -> StepOutcome:
+            result = as_step_result(
+                await runtime.call(
+                    "step_episode", state=state, action=action.text, step=step, reply=action
+                ),
+                env,
+            )
+            terms = collect_terms(
+                await runtime.call(
+                    "reward_shaping",
+                    state=state,
+                    action=action.text,
+                    step_result=result,
+                    step=step,
+                    reply=action,
+                )
+            )
+            truncated = not result.done and step + 1 >= limit
+            messages: Messages = []
+            if not result.done and not truncated:
+                prompt = await runtime.call("format_prompt", state=result.state, step=step + 1)
+                messages = as_messages(prompt, env)
+            return StepOutcome(
+                result.state, result.reward, terms, result.done, truncated, result.info, messages
+            )
+
+        return await self._turn(hosted, turn, "step_episode")
+
+    async def finish(
+        self,
+        hosted: HostedEnv,
+        state: Any,
+        *,
+        truncated: bool,
+        error: str | None,
+        session_id: str,
+    ) -> dict[str, float]:
+        """finish_episode: its reward terms, by name."""
+        runtime = hosted.runtime
+
+        async def turn() -> dict[str, float]:
+            return collect_terms(
+                await runtime.call(
+                    "finish_episode",
+                    state=state,
+                    truncated=truncated,
+                    error=error,
+                    session_id=session_id,
+                )
+            )
+
+        return await self._turn(hosted, turn, "finish_episode")
+
+    async def _turn(self, hosted: HostedEnv, make: Callable[[], Any], name: str) -> Any:
+        try:
+            return await hosted.runtime.turn(make, lambda: name)
+        except EnvFailure:
+            raise
+        except Exception as exc:  # noqa: BLE001 (the env's answer to this request)
+            raise EnvFailure(f"{name}: {type(exc).__name__}: {exc}") from None

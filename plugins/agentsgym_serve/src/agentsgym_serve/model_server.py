@@ -1,0 +1,372 @@
+"""An OpenAI-compatible server on loopback, for tests and offline demos.
+
+    from agentsgym_serve.model_server import OpenAICompatServer
+    from agentsgym_trl import ModelPolicy      # a local model (agentsgym-trl)
+
+    with OpenAICompatServer(ModelPolicy("tiny"), models=["tiny"]) as server:
+        agent = agentsgym.make_agent("openai", base_url=server.base_url, model="tiny")
+        ...
+
+It serves ``GET /v1/models``, ``POST /v1/chat/completions`` and ``POST
+/v1/completions`` (FastAPI + uvicorn in a background thread, port chosen by the OS)
+and answers with a *policy*: :class:`ScriptedPolicy` (fixed or computed replies), or
+any object with the :class:`Policy` methods, such as agentsgym-trl's ``ModelPolicy``
+(a local causal LM, e.g. the tiny random model, rendering chat messages with its
+tokenizer's template as vLLM does). A policy's replies need the fields of
+:class:`Reply`.
+
+With ``vllm=True`` (default) it behaves like vLLM: ``return_token_ids: true`` adds
+``prompt_token_ids`` (top level for chat, on the choice for completions) and
+``token_ids`` on the choice, and ``logprobs`` returns one logprob per generated
+token. With ``vllm=False`` it behaves like OpenAI's API: unknown request fields are
+rejected with HTTP 400 and no token ids are ever returned.
+
+For tests of failure handling: :meth:`OpenAICompatServer.fail_next` answers the next
+requests with an HTTP error, ``delay`` holds every request, ``requests`` records
+the request bodies and ``max_in_flight`` the largest number of requests served at
+once.
+"""
+
+# No `from __future__ import annotations`: FastAPI reads the handlers' annotations
+# (``request: Request``) at runtime, and ``Request`` is imported inside _build_app.
+import asyncio
+import itertools
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from agentsgym.types import Messages
+from agentsgym_serve.server import BackgroundServer
+
+VLLM_KEEP_ALIVE_SECONDS = 5
+"""uvicorn's default keep-alive, which vLLM's OpenAI server keeps."""
+
+
+@dataclass
+class Reply:
+    """What a policy answers: text, and (when it has them) ids and logprobs."""
+
+    text: str
+    token_ids: list[int] | None = None
+    logprobs: list[float] | None = None
+    prompt_token_ids: list[int] | None = None
+    finish_reason: str = "stop"
+
+
+class Policy(Protocol):
+    def chat(self, messages: Messages, params: dict[str, Any]) -> Reply: ...
+
+    def complete(self, prompt: str | list[int], params: dict[str, Any]) -> Reply: ...
+
+
+class ScriptedPolicy:
+    """Replies from a list (in order, cycling) or from ``reply(messages) -> str``.
+
+    With a ``tokenizer`` it also reports token ids like vLLM would: the chat-template
+    rendering of the messages as prompt ids, and the reply's tokens followed by the
+    template's end-of-turn token as completion ids (logprobs 0.0).
+    """
+
+    run_inline = True  # cheap: answered on the server's loop, no thread hop
+
+    def __init__(
+        self,
+        replies: Sequence[str] | Callable[[Messages], str] = ("[50]",),
+        tokenizer: Any = None,
+    ) -> None:
+        self._reply = replies if callable(replies) else None
+        self._cycle = itertools.cycle(list(replies)) if not callable(replies) else None
+        self._lock = threading.Lock()
+        self.chat_tokenizer = None
+        if tokenizer is not None:
+            from agentsgym import load_tokenizer
+            from agentsgym.tokenization import ChatTokenizer
+
+            self.chat_tokenizer = ChatTokenizer(load_tokenizer(tokenizer))
+
+    def _text(self, messages: Messages) -> str:
+        if self._reply is not None:
+            return self._reply(messages)
+        assert self._cycle is not None
+        with self._lock:
+            return next(self._cycle)
+
+    def chat(self, messages: Messages, params: dict[str, Any]) -> Reply:
+        text = self._text(messages)
+        if self.chat_tokenizer is None:
+            return Reply(text)
+        chat = self.chat_tokenizer
+        rendered = chat.render(messages, add_generation_prompt=True)
+        prompt = chat.encode_template_text(rendered, [str(m.get("content", "")) for m in messages])
+        ids = chat.encode_model_text(text) + chat.eot_ids
+        return Reply(text, ids, [0.0] * len(ids), prompt)
+
+    def complete(self, prompt: str | list[int], params: dict[str, Any]) -> Reply:
+        text = self._text([])
+        if self.chat_tokenizer is None:
+            return Reply(text)
+        chat = self.chat_tokenizer
+        ids = chat.encode_model_text(text) + chat.eot_ids
+        prompt_ids = prompt if isinstance(prompt, list) else chat.encode_model_text(prompt)
+        return Reply(text, ids, [0.0] * len(ids), list(prompt_ids))
+
+
+CHAT_FIELDS = {
+    "model",
+    "messages",
+    "temperature",
+    "top_p",
+    "max_tokens",
+    "max_completion_tokens",
+    "stop",
+    "logprobs",
+    "top_logprobs",
+    "n",
+    "seed",
+    "stream",
+    "user",
+    "presence_penalty",
+    "frequency_penalty",
+    "logit_bias",
+    "response_format",
+}
+COMPLETION_FIELDS = (
+    CHAT_FIELDS - {"messages", "max_completion_tokens", "top_logprobs", "response_format"}
+) | {
+    "prompt",
+    "echo",
+    "suffix",
+    "best_of",
+}
+
+
+class OpenAICompatServer:
+    """A loopback OpenAI-compatible server answering with ``policy`` (see the module docstring).
+
+    :param policy: a :class:`ScriptedPolicy`, :class:`ModelPolicy` or anything with
+        ``chat(messages, params)`` and ``complete(prompt, params)``.
+    :param models: the served model names (requests for others get HTTP 404).
+    :param vllm: behave like vLLM (token ids on request) or like OpenAI (strict).
+    :param api_key: when set, requests must carry it as a bearer token.
+    :param delay: seconds every request is held before it is answered.
+    """
+
+    def __init__(
+        self,
+        policy: Policy,
+        *,
+        models: Iterable[str] = ("agentsgym-test",),
+        vllm: bool = True,
+        api_key: str | None = None,
+        delay: float = 0.0,
+        host: str = "127.0.0.1",
+        port: int = 0,
+    ) -> None:
+        self.policy = policy
+        self.models = list(models)
+        self.vllm = vllm
+        self.api_key = api_key
+        self.delay = delay
+        self.host = host
+        self.port = port
+        self.requests: list[dict[str, Any]] = []
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self._failures: list[int] = []
+        self._lock = threading.Lock()
+        self._ids = itertools.count(1)
+        self._background: BackgroundServer | None = None
+        self.app = self._build_app()
+
+    # ------------------------------------------------------------------ control
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}/v1"
+
+    def fail_next(self, count: int = 1, status: int = 503) -> None:
+        """Answer the next ``count`` completion requests with HTTP ``status`` (0 clears)."""
+        with self._lock:
+            self._failures = [status] * count
+
+    def start(self) -> "OpenAICompatServer":
+        # uvicorn's default keep-alive (5 s), as vLLM's server runs it: clients must
+        # cope with the server closing idle connections.
+        self._background = BackgroundServer(
+            self.app,
+            self.host,
+            self.port,
+            keep_alive_seconds=VLLM_KEEP_ALIVE_SECONDS,
+            name="agentsgym-test-server",
+        ).start()
+        self.port = self._background.port
+        return self
+
+    def stop(self) -> None:
+        if self._background is not None:
+            self._background.stop()
+            self._background = None
+
+    def __enter__(self) -> "OpenAICompatServer":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # ------------------------------------------------------------------ app
+    def _build_app(self) -> Any:
+        from fastapi import FastAPI, Request
+        from fastapi.responses import JSONResponse
+        from starlette.concurrency import run_in_threadpool
+
+        app = FastAPI(title="agentsgym OpenAI-compatible test server")
+
+        def error(status: int, message: str, kind: str) -> JSONResponse:
+            if self.vllm:
+                body: dict[str, Any] = {
+                    "object": "error",
+                    "message": message,
+                    "type": kind,
+                    "param": None,
+                    "code": status,
+                }
+            else:
+                body = {"error": {"message": message, "type": kind, "param": None, "code": None}}
+            return JSONResponse(body, status_code=status)
+
+        def unauthorised(request: Request) -> JSONResponse | None:
+            if self.api_key is None:
+                return None
+            if request.headers.get("authorization") != f"Bearer {self.api_key}":
+                return error(401, "Incorrect API key provided.", "invalid_request_error")
+            return None
+
+        @app.get("/v1/models")
+        async def models(request: Request) -> Any:
+            denied = unauthorised(request)
+            if denied is not None:
+                return denied
+            return {
+                "object": "list",
+                "data": [
+                    {"id": m, "object": "model", "created": 0, "owned_by": "agentsgym"}
+                    for m in self.models
+                ],
+            }
+
+        async def serve(request: Request, kind: str) -> Any:
+            denied = unauthorised(request)
+            if denied is not None:
+                return denied
+            body = await request.json()
+            with self._lock:
+                self.requests.append(body)
+                failure = self._failures.pop(0) if self._failures else None
+            if failure is not None:
+                return error(failure, f"injected failure {failure}", "InternalServerError")
+            allowed = CHAT_FIELDS if kind == "chat" else COMPLETION_FIELDS
+            if not self.vllm:
+                unknown = sorted(set(body) - allowed)
+                if unknown:
+                    return error(
+                        400,
+                        f"Unrecognized request argument supplied: {unknown[0]}",
+                        "invalid_request_error",
+                    )
+            if body.get("stream"):
+                return error(
+                    400, "streaming is not supported by the test server", "BadRequestError"
+                )
+            if body.get("model") not in self.models:
+                return error(
+                    404, f"The model `{body.get('model')}` does not exist.", "NotFoundError"
+                )
+            with self._lock:
+                self.in_flight += 1
+                self.max_in_flight = max(self.max_in_flight, self.in_flight)
+            try:
+                if self.delay:
+                    await asyncio.sleep(self.delay)
+                answer = self.policy.chat if kind == "chat" else self.policy.complete
+                argument = body["messages"] if kind == "chat" else body["prompt"]
+                if getattr(self.policy, "run_inline", False):
+                    reply = answer(argument, body)
+                else:
+                    reply = await run_in_threadpool(answer, argument, body)
+            finally:
+                with self._lock:
+                    self.in_flight -= 1
+            # A JSONResponse of plain dicts skips FastAPI's jsonable_encoder walk.
+            return JSONResponse(self._response(kind, body, reply))
+
+        @app.post("/v1/chat/completions")
+        async def chat(request: Request) -> Any:
+            return await serve(request, "chat")
+
+        @app.post("/v1/completions")
+        async def completions(request: Request) -> Any:
+            return await serve(request, "completions")
+
+        return app
+
+    def _response(self, kind: str, body: dict[str, Any], reply: Reply) -> dict[str, Any]:
+        with_ids = self.vllm and bool(body.get("return_token_ids")) and reply.token_ids is not None
+        want_logprobs = bool(body.get("logprobs")) and reply.logprobs is not None
+        tokens = [self._token_text(i) for i in reply.token_ids or []]
+        n_completion = len(reply.token_ids or []) or len(reply.text.split())
+        n_prompt = len(reply.prompt_token_ids or [])
+        choice: dict[str, Any] = {"index": 0, "finish_reason": reply.finish_reason}
+        response: dict[str, Any] = {
+            "id": f"{'chatcmpl' if kind == 'chat' else 'cmpl'}-{next(self._ids)}",
+            "created": int(time.time()),
+            "model": body["model"],
+            "choices": [choice],
+            "usage": {
+                "prompt_tokens": n_prompt,
+                "completion_tokens": n_completion,
+                "total_tokens": n_prompt + n_completion,
+            },
+        }
+        if kind == "chat":
+            response["object"] = "chat.completion"
+            choice["message"] = {"role": "assistant", "content": reply.text}
+            choice["logprobs"] = (
+                {
+                    "content": [
+                        {"token": t, "logprob": lp, "bytes": list(t.encode()), "top_logprobs": []}
+                        for t, lp in zip(tokens, reply.logprobs or [])
+                    ]
+                }
+                if want_logprobs
+                else None
+            )
+            if with_ids:
+                choice["token_ids"] = reply.token_ids
+                response["prompt_token_ids"] = reply.prompt_token_ids
+        else:
+            response["object"] = "text_completion"
+            choice["text"] = reply.text
+            choice["logprobs"] = (
+                {
+                    "tokens": tokens,
+                    "token_logprobs": reply.logprobs,
+                    "top_logprobs": [{t: lp} for t, lp in zip(tokens, reply.logprobs or [])],
+                    "text_offset": [0] * len(tokens),
+                }
+                if want_logprobs
+                else None
+            )
+            if with_ids:
+                choice["token_ids"] = reply.token_ids
+                choice["prompt_token_ids"] = reply.prompt_token_ids
+        return response
+
+    def _token_text(self, token_id: int) -> str:
+        tokenizer = getattr(self.policy, "tokenizer", None)
+        if tokenizer is None:
+            chat = getattr(self.policy, "chat_tokenizer", None)
+            tokenizer = getattr(chat, "tokenizer", None)
+        if tokenizer is None:
+            return f"token_id:{token_id}"
+        return tokenizer.decode([token_id])

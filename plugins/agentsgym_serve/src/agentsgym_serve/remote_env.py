@@ -1,0 +1,294 @@
+"""RemoteEnv: an env served by ``agentsgym serve``, played like a local one.
+
+Its episode hooks are ``async def`` and call the server's ``/agentsgym/v1``
+endpoints; everything else happens here, in the runner, exactly as for a local env:
+the chat template, the token stream, per-token rewards, padding, the token checks.
+The server sends back what the env's hooks returned (messages, step reward, reward
+terms, info, finish terms) after the same checks the runner makes, so for the same
+tasks and agent a remote episode is the local episode, token for token.
+
+One remote session per episode: ``initialize_episode`` creates it and starts the
+episode in one call, ``step_episode`` applies an action, ``finish_episode`` ends the
+episode and closes the session. Each call carries the session's token and counters
+(episode, step), is retried after a network fault (see
+:mod:`agentsgym_serve.transport`), and each reply is checked to answer that very
+call, so a dropped, duplicated or delayed reply can neither apply an action twice
+nor land on another episode. A call that still fails fails its episode, which is
+recorded with the error like any failed episode.
+
+The config is the server's: the constructor asks the server to validate the
+``env_config`` it is given (a bad key is refused there, with the same message as
+locally) and takes the effective config from its answer, so ``max_steps_per_episode``
+and the reward strategy are the served env's.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from pydantic import ConfigDict
+
+from agentsgym import EnvConfig, MultistepEnv, hookimpl
+from agentsgym.errors import EnvConfigError, RemoteEnvError
+from agentsgym.types import AgentAction, Messages, RewardTerm, StepResult
+from agentsgym_serve.schemas import MAX_ERROR_TEXT, PROTOCOL, V1_PREFIX
+from agentsgym_serve.transport import RemoteCallError, Retry, RetryPolicy, Transport
+from agentsgym_serve.urls import is_remote_url, redact_url, split_protocol
+
+if TYPE_CHECKING:
+    import datasets
+
+SETUP_TIMEOUT_SECONDS = 60.0
+
+
+class RemoteEnvConfig(EnvConfig):
+    """The served env's effective config: its own keys are kept as they came."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+
+@dataclass
+class RemoteEpisode:
+    """The state of a remote episode: the server's handle, and what it last sent."""
+
+    id: int
+    token: str
+    episode: int
+    prompt: Messages
+    prompt_step: int = 0
+    terms: dict[str, float] = field(default_factory=dict)
+    observation: str = ""
+
+
+class RemoteEnv(MultistepEnv):
+    """An env on an ``agentsgym serve`` server (see the module docstring).
+
+    :param url: the server, ``http://host:port`` (a path prefix is kept).
+    :param tokenizer: as for any env: the runner tokenizes here, not on the server.
+    :param env_config: layered over the served config by the server, which validates
+        it (unless it locks its config, then leave it out).
+    :param plugins: extra plugins for this env's hook relay (run here).
+    :param retry: how calls are retried and bounded.
+    :param info: the server's ``/agentsgym/v1/env`` reply, when already fetched.
+    """
+
+    config_class: ClassVar[type[EnvConfig]] = RemoteEnvConfig
+
+    def __init__(
+        self,
+        url: str,
+        tokenizer: Any = None,
+        env_config: dict[str, Any] | None = None,
+        *,
+        plugins: Iterable[object] = (),
+        retry: RetryPolicy | None = None,
+        info: dict[str, Any] | None = None,
+    ) -> None:
+        protocol, base = split_protocol(url)
+        if protocol == "agentgym":
+            raise RemoteEnvError(
+                f"{redact_url(url)} names a server of AgentGym's protocol; use AgentGymEnv "
+                "(or agentsgym.make, which picks the class)"
+            )
+        self.url = base
+        self.transport = Transport(base, retry)
+        self.server_info = info if info is not None else self.fetch_info()
+        self.requested_config = dict(env_config or {})
+        try:
+            reply = self.transport.call_sync(
+                "POST",
+                f"{V1_PREFIX}/env/config",
+                {"env_config": self.requested_config},
+                retry=Retry.IDEMPOTENT,
+                timeout=SETUP_TIMEOUT_SECONDS,
+            )
+        except RemoteCallError as exc:
+            if exc.code == "bad_env_config":
+                raise EnvConfigError(exc.detail) from None
+            raise
+        super().__init__(tokenizer, reply["env_config"], plugins=plugins)
+
+    def fetch_info(self) -> dict[str, Any]:
+        """``GET /agentsgym/v1/env``: what the server serves."""
+        info = self.transport.call_sync(
+            "GET", f"{V1_PREFIX}/env", retry=Retry.IDEMPOTENT, timeout=SETUP_TIMEOUT_SECONDS
+        )
+        if not isinstance(info, dict) or info.get("protocol") != PROTOCOL:
+            raise RemoteEnvError(
+                f"{redact_url(self.url)} does not speak {PROTOCOL} (its /agentsgym/v1/env "
+                f"answered {str(info)[:200]!r}); for a server of AgentGym's protocol use "
+                f"agentgym+{redact_url(self.url)}"
+            )
+        return info
+
+    @property
+    def env_id(self) -> str:
+        """The served env's id (what a local episode of it records), unless this env was
+        made from a registered id that points at the server."""
+        if self.spec is not None and not is_remote_url(self.spec.id):
+            return self.spec.id
+        return str(self.server_info["env_id"])
+
+    @property
+    def location(self) -> str:
+        """What dataset rows name to play on this server: the registered id or the URL."""
+        if self.spec is not None:
+            return self.spec.id
+        return self.url
+
+    def close(self) -> None:
+        """Close this env's connections (the runner's event loop's included)."""
+        self.transport.close()
+
+    async def aclose(self) -> None:
+        """Close the connections of the running event loop (``asyncio.run`` callers)."""
+        await self.transport.aclose()
+
+    # ------------------------------------------------------------------ hooks
+    def _timeout(self) -> float:
+        return self.config.hook_timeout_seconds
+
+    async def _call(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        reply = await self.transport.call(
+            "POST", V1_PREFIX + path, body, retry=Retry.IDEMPOTENT, timeout=self._timeout()
+        )
+        if not isinstance(reply, dict):
+            raise RemoteEnvError(f"{path} answered {str(reply)[:200]!r}, not a JSON object")
+        return reply
+
+    @hookimpl
+    async def initialize_episode(self, session_id: str, task_data: dict[str, Any]) -> RemoteEpisode:
+        reply = await self._call(
+            "/sessions",
+            {
+                "request_id": uuid.uuid4().hex,
+                "env_config": self.requested_config,
+                "task_data": task_data,
+                "session_id": session_id,
+            },
+        )
+        _expect(reply, "/sessions", episode=1)
+        return RemoteEpisode(
+            id=int(reply["id"]),
+            token=str(reply["token"]),
+            episode=1,
+            prompt=list(reply["messages"]),
+            observation=str(reply.get("observation", "")),
+        )
+
+    @hookimpl
+    def format_prompt(self, state: RemoteEpisode, step: int) -> Messages:
+        if state.prompt_step != step or not state.prompt:
+            raise RemoteEnvError(
+                f"the runner asked for the prompt of step {step}, but session {state.id} "
+                f"sent the prompt of step {state.prompt_step}"
+            )
+        return [dict(m) for m in state.prompt]  # type: ignore[misc]
+
+    @hookimpl
+    async def step_episode(
+        self, state: RemoteEpisode, action: str, step: int, reply: AgentAction
+    ) -> StepResult:
+        path = f"/sessions/{state.id}/step"
+        answer = await self._call(
+            path,
+            {
+                "token": state.token,
+                "episode": state.episode,
+                "step": step,
+                "action": action,
+                "truncated": reply.truncated,
+                "token_ids": reply.token_ids,
+            },
+        )
+        _expect(answer, path, session=state.id, episode=state.episode, step=step)
+        state.prompt = list(answer["messages"])
+        state.prompt_step = step + 1
+        state.terms = {str(k): float(v) for k, v in answer["reward_terms"].items()}
+        state.observation = str(answer.get("observation", ""))
+        return StepResult(state, answer["reward"], bool(answer["done"]), answer["info"])
+
+    @hookimpl
+    def reward_shaping(self, state: RemoteEpisode) -> list[RewardTerm] | None:
+        # The server ran the env's reward_shaping; its terms arrived with the step.
+        return [RewardTerm(name, value) for name, value in state.terms.items()] or None
+
+    @hookimpl
+    async def finish_episode(
+        self, state: RemoteEpisode | None, truncated: bool, error: str | None
+    ) -> list[RewardTerm] | None:
+        if state is None:  # no session: creating it failed, and the server cleaned up
+            return None
+        path = f"/sessions/{state.id}/finish"
+        answer = await self._call(
+            path,
+            {
+                "token": state.token,
+                "episode": state.episode,
+                "truncated": truncated,
+                "error": error[:MAX_ERROR_TEXT] if error is not None else None,
+                "close": True,
+            },
+        )
+        _expect(answer, path, session=state.id, episode=state.episode)
+        terms = answer["reward_terms"]
+        return [RewardTerm(str(k), float(v)) for k, v in terms.items()] or None
+
+    # ------------------------------------------------------------------ datasets
+    def _tasks(self, split: str) -> list[dict[str, Any]]:
+        tasks: list[dict[str, Any]] = []
+        while True:
+            page = self.transport.call_sync(
+                "POST",
+                f"{V1_PREFIX}/datasets/{split}",
+                {"env_config": self.requested_config, "offset": len(tasks), "limit": 10_000},
+                retry=Retry.IDEMPOTENT,
+                timeout=SETUP_TIMEOUT_SECONDS,
+            )
+            tasks.extend(page["tasks"])
+            if not page["tasks"] or len(tasks) >= page["total"]:
+                return tasks
+
+    def get_train_dataset(self) -> datasets.Dataset:
+        """The served env's train split; rows name this server (or its registered id)."""
+        return self.make_dataset(self._split("train"))
+
+    def get_eval_dataset(self) -> datasets.Dataset:
+        """The served env's eval split; rows name this server (or its registered id)."""
+        return self.make_dataset(self._split("eval"))
+
+    def _split(self, split: str) -> list[dict[str, Any]]:
+        try:
+            return self._tasks(split)
+        except RemoteCallError as exc:
+            if exc.code == "no_such_task":
+                raise NotImplementedError(exc.detail) from None
+            raise
+
+    def make_dataset(self, task_data_list: Iterable[dict[str, Any]]) -> datasets.Dataset:
+        from agentsgym import rows_to_dataset
+
+        return rows_to_dataset(
+            {
+                "env_class_path": self.location,
+                "env_config": dict(self.requested_config),
+                "task_data": task,
+            }
+            for task in task_data_list
+        )
+
+
+def _expect(reply: dict[str, Any], path: str, **wanted: int) -> None:
+    """Refuse a reply that answers another session, episode or step than this call's."""
+    names = {"session": "id"}
+    for what, value in wanted.items():
+        got = reply.get(names.get(what, what))
+        if got != value:
+            raise RemoteEnvError(
+                f"{path} answered for {what} {got!r} instead of {value!r}: a reply meant for "
+                "another call (a proxy mixing up connections?); the episode is stopped so "
+                "that nothing is applied to the wrong session"
+            )

@@ -1,0 +1,84 @@
+"""AgentGym's protocol, as its env servers speak it (docs/serving.md).
+
+``POST /create`` -> ``{"id"}``; ``POST /reset {"id", "data_idx"}`` and ``POST /step
+{"id", "action"}`` -> ``{"observation", "reward", "done"}``; ``GET
+/observation?id=`` -> ``{"observation"}``; ``POST /close {"id"}`` -> ``{"closed"}``.
+``data_idx`` indexes the served env's dataset split (``--split``, train by default).
+Errors are JSON ``{"error", "detail"}`` with a 4xx status (AgentGym's servers answer
+200 with an ``error`` field, or crash with a 500; clients of either check for both).
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Query, Request
+from starlette.responses import Response
+
+from agentsgym_serve.responses import SafeJSONResponse
+from agentsgym_serve.schemas import (
+    AgentGymClose,
+    AgentGymClosed,
+    AgentGymCreated,
+    AgentGymObservation,
+    AgentGymObservationOnly,
+    AgentGymReset,
+    AgentGymStep,
+    error_responses,
+)
+from agentsgym_serve.service import EnvService
+
+TAG = "AgentGym protocol"
+router = APIRouter(tags=[TAG])
+
+
+def _service(request: Request) -> EnvService:
+    return request.app.state.service  # type: ignore[no-any-return]
+
+
+@router.post(
+    "/create",
+    response_model=AgentGymCreated,
+    responses=error_responses(503),
+    summary="Create an env instance",
+)
+async def create(request: Request) -> Response:
+    return SafeJSONResponse(await _service(request).agentgym_create())
+
+
+@router.post(
+    "/reset",
+    response_model=AgentGymObservation,
+    responses=error_responses(400, 403, 404, 410),
+    summary="Start an episode of the task at data_idx",
+)
+async def reset(body: AgentGymReset, request: Request) -> Response:
+    return SafeJSONResponse(await _service(request).agentgym_reset(body))
+
+
+@router.post(
+    "/step",
+    response_model=AgentGymObservation,
+    responses=error_responses(400, 403, 404, 409, 410),
+    summary="Apply an action",
+)
+async def step(body: AgentGymStep, request: Request) -> Response:
+    return SafeJSONResponse(await _service(request).agentgym_step(body))
+
+
+@router.get(
+    "/observation",
+    response_model=AgentGymObservationOnly,
+    responses=error_responses(403, 404, 409, 410),
+    summary="The last observation",
+)
+async def observation(request: Request, id: int = Query(...)) -> Response:
+    return SafeJSONResponse(_service(request).agentgym_observation(id))
+
+
+@router.post(
+    "/close",
+    response_model=AgentGymClosed,
+    responses=error_responses(403),
+    summary="Close an env instance",
+)
+async def close(body: AgentGymClose, request: Request) -> Response:
+    return SafeJSONResponse(await _service(request).agentgym_close(body.id))

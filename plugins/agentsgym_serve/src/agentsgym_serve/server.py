@@ -1,0 +1,118 @@
+"""Running the env server: in the foreground (``agentsgym serve``) or in a thread.
+
+The listening socket is bound before uvicorn starts, so ``port=0`` (any free port)
+works and the real address is known at once: the CLI prints it, and
+:class:`BackgroundServer` (tests, benchmarks, notebooks) exposes it as ``.url``::
+
+    from agentsgym_serve import BackgroundServer, create_app
+
+    with BackgroundServer(create_app("agentsgym/GuessTheNumber-v0")) as server:
+        env = agentsgym.make(server.url, tokenizer="agentsgym/tiny-chatml")
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from typing import Any
+
+KEEP_ALIVE_SECONDS = 30
+"""How long the server keeps an idle connection: longer than the client's own
+keep-alive (10 s), so the client, not the server, closes idle connections and a
+request never races the server's close."""
+START_TIMEOUT_SECONDS = 60.0
+
+
+def bind_socket(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on ``host:port`` (``port=0``: one the OS picks)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError:
+        sock.close()
+        raise
+    sock.set_inheritable(True)
+    return sock
+
+
+def url_of(sock: socket.socket) -> str:
+    host, port = sock.getsockname()[:2]
+    if ":" in host:
+        host = f"[{host}]"
+    return f"http://{host}:{port}"
+
+
+def uvicorn_server(
+    app: Any, *, log_level: str = "warning", keep_alive_seconds: float = KEEP_ALIVE_SECONDS
+) -> Any:
+    """A uvicorn server for ``app`` that leaves logging to us."""
+    import uvicorn
+
+    config = uvicorn.Config(
+        app,
+        log_config=None,
+        log_level=log_level,
+        access_log=False,
+        lifespan="on",
+        timeout_keep_alive=int(keep_alive_seconds),
+        timeout_graceful_shutdown=10,
+    )
+    return uvicorn.Server(config)
+
+
+class BackgroundServer:
+    """Serves an ASGI app on loopback from a daemon thread (see the module docstring)."""
+
+    def __init__(
+        self,
+        app: Any,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        keep_alive_seconds: float = KEEP_ALIVE_SECONDS,
+        name: str = "agentsgym-serve",
+    ) -> None:
+        self.app = app
+        self.host = host
+        self.port = port
+        self.url = ""
+        self.keep_alive_seconds = keep_alive_seconds
+        self.name = name
+        self._server: Any = None
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> BackgroundServer:
+        sock = bind_socket(self.host, self.port)
+        self.port = sock.getsockname()[1]
+        self.url = url_of(sock)
+        self._server = uvicorn_server(self.app, keep_alive_seconds=self.keep_alive_seconds)
+        self._thread = threading.Thread(
+            target=self._server.run,
+            kwargs={"sockets": [sock]},
+            name=self.name,
+            daemon=True,
+        )
+        self._thread.start()
+        deadline = time.monotonic() + START_TIMEOUT_SECONDS
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"{self.name} did not start on {self.url}")
+            time.sleep(0.01)
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+        self._server = self._thread = None
+
+    def __enter__(self) -> BackgroundServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

@@ -1,0 +1,77 @@
+"""Envs the env server tests serve by class path (``serve_envs:TermsEnv``)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any, ClassVar
+
+from agentsgym import RewardTerm, StepResult, hookimpl
+from agentsgym.builtin import GuessState, GuessTheNumberEnv
+
+
+class TermsEnv(GuessTheNumberEnv):
+    """GuessTheNumber with every hook result the remote path must carry: a system
+    message, reward_shaping terms (two implementations of one name), a finish term,
+    an info with a tuple and a nested dict, and non-ASCII text."""
+
+    finished: ClassVar[list[tuple[str, bool, str | None]]] = []
+
+    @hookimpl
+    def format_prompt(self, state: GuessState, step: int) -> Any:
+        text = super().format_prompt(state, step)
+        if step == 0:
+            return [
+                {"role": "system", "content": "Tu es un joueur prudent. 🎯"},
+                {"role": "user", "content": text},
+            ]
+        return text
+
+    @hookimpl
+    def step_episode(self, state: GuessState, action: str) -> StepResult:
+        result = super().step_episode(state, action)
+        info = {**result.info, "pair": (1, 2), "nested": {"x": [1.5, None]}}
+        return StepResult(result.state, result.reward, result.done, info)
+
+    @hookimpl
+    def reward_shaping(self, action: str, step: int) -> list[RewardTerm]:
+        return [RewardTerm("brevity", -0.01 * len(action)), RewardTerm("step", 0.1 * step)]
+
+    @hookimpl
+    def finish_episode(
+        self, state: Any, truncated: bool, error: str | None, session_id: str
+    ) -> Any:
+        TermsEnv.finished.append((session_id, truncated, error))
+        if state is None or error is not None:
+            return None
+        return RewardTerm("guesses", -0.05 * len(state.guesses))
+
+
+class StepShaping:
+    """A second reward_shaping implementation with a name TermsEnv also uses."""
+
+    @hookimpl
+    def reward_shaping(self) -> RewardTerm:
+        return RewardTerm("step", 0.25)
+
+
+class TrackingEnv(GuessTheNumberEnv):
+    """GuessTheNumber whose steps take a moment and count how many run at once."""
+
+    run_hooks_inline = False  # its hooks wait: worker threads, as for any such env
+
+    lock = threading.Lock()
+    in_flight = 0
+    max_in_flight = 0
+
+    @hookimpl
+    def step_episode(self, state: GuessState, action: str) -> StepResult:
+        with TrackingEnv.lock:
+            TrackingEnv.in_flight += 1
+            TrackingEnv.max_in_flight = max(TrackingEnv.max_in_flight, TrackingEnv.in_flight)
+        try:
+            time.sleep(0.02)
+            return super().step_episode(state, action)
+        finally:
+            with TrackingEnv.lock:
+                TrackingEnv.in_flight -= 1

@@ -1,0 +1,168 @@
+"""Network faults between a remote env and its server (a TCP proxy that drops, delays,
+breaks and refuses): retried where safe, applied exactly once, identical trajectories;
+failures recorded on the episode within bounded time, never a hang."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+import agentsgym
+from agentgym_style_server import build_app
+from agentsgym.builtin import BisectAgent
+from agentsgym.errors import RemoteEnvError
+from agentsgym_serve import AgentGymEnv, BackgroundServer, RemoteEnv, RetryPolicy
+from serve_helpers import GUESS, TINY, FaultProxy, fingerprint, served
+
+pytestmark = pytest.mark.timeout(180)
+TASKS = [{"seed": seed} for seed in range(8)]
+FAST = RetryPolicy(backoff=0.01, max_backoff=0.1)
+
+
+@pytest.fixture(scope="module")
+def local_batch() -> Any:
+    return agentsgym.make(GUESS, tokenizer=TINY).run_trial(TASKS, BisectAgent())
+
+
+@pytest.fixture
+def proxied() -> Iterator[tuple[Any, FaultProxy]]:
+    with served(GUESS) as server, FaultProxy(server.port) as proxy:
+        yield server, proxy
+
+
+def remote(url: str, retry: RetryPolicy = FAST) -> RemoteEnv:
+    return RemoteEnv(url, agentsgym.load_tokenizer(TINY), retry=retry)
+
+
+def steps_played(batch: Any) -> int:
+    return sum(len(e.steps) for g in batch.groups for e in g.episodes + g.failed)
+
+
+def every(nth: int, fault: str, *paths: str) -> Any:
+    counter = iter(range(10**9))
+
+    def rule(number: int, line: str) -> str:
+        if any(p in line for p in paths) and next(counter) % nth == nth - 1:
+            return fault
+        return "pass"
+
+    return rule
+
+
+def test_dropped_replies_are_retried_and_applied_exactly_once(
+    proxied: tuple[Any, FaultProxy], local_batch: Any
+) -> None:
+    server, proxy = proxied
+    env = remote(proxy.url)
+    proxy.rule = every(3, "drop-once", "/sessions")  # creates, steps and finishes alike
+    batch = env.run_trial(TASKS, BisectAgent())
+    service = server.service
+    assert proxy.applied("drop-once") >= 10
+    assert fingerprint(batch) == fingerprint(local_batch)
+    assert service.steps_applied == steps_played(batch)  # no step applied twice
+    assert service.steps_replayed >= 1  # the lost replies were answered again
+    assert service.table.created_total == len(TASKS)  # no create applied twice
+    assert len(service.table) == 0  # nothing left open
+
+
+@pytest.mark.parametrize("fault", ["502-once", "reset-once"])
+def test_gateway_errors_and_resets_are_retried(
+    proxied: tuple[Any, FaultProxy], local_batch: Any, fault: str
+) -> None:
+    server, proxy = proxied
+    env = remote(proxy.url)
+    proxy.rule = every(4, fault, "/step", "/finish", "/agentsgym/v1/sessions HTTP")
+    batch = env.run_trial(TASKS, BisectAgent())
+    assert proxy.applied(fault) >= 5
+    assert fingerprint(batch) == fingerprint(local_batch)
+    assert server.service.steps_applied == steps_played(batch)
+
+
+def test_slow_replies_time_out_and_are_retried(
+    proxied: tuple[Any, FaultProxy], local_batch: Any
+) -> None:
+    server, proxy = proxied
+    env = remote(proxy.url, RetryPolicy(backoff=0.01, request_timeout=2.0))
+    proxy.inject("pass", "pass", "delay:8", "pass", "delay:8")  # the 3rd and 5th requests
+    batch = env.run_trial(TASKS, BisectAgent(), max_concurrency=1)
+    assert proxy.applied("delay:8") == 2
+    assert fingerprint(batch) == fingerprint(local_batch)
+    assert server.service.steps_applied == steps_played(batch)
+
+
+def test_refused_connections_are_retried_until_the_server_is_back(
+    proxied: tuple[Any, FaultProxy], local_batch: Any
+) -> None:
+    _, proxy = proxied
+    env = remote(proxy.url, RetryPolicy(max_attempts=12, backoff=0.05, max_backoff=1.0))
+    proxy.pause()  # connections are refused
+    timer = threading.Timer(0.5, proxy.resume)
+    timer.start()
+    try:
+        batch = env.run_trial(TASKS, BisectAgent())
+    finally:
+        timer.join()
+    assert fingerprint(batch) == fingerprint(local_batch)
+
+
+def test_past_max_sessions_creates_wait_their_turn() -> None:
+    with served(GUESS, max_sessions=3) as server:
+        env = remote(server.url, RetryPolicy(max_attempts=60, backoff=0.02, max_backoff=0.2))
+        tasks = [{"seed": seed} for seed in range(12)]
+        batch = env.run_trial(tasks, BisectAgent(), max_concurrency=12)
+        assert server.service.table.created_total == 12
+    local = agentsgym.make(GUESS, tokenizer=TINY).run_trial(tasks, BisectAgent())
+    assert fingerprint(batch) == fingerprint(local)
+
+
+def test_a_server_gone_for_good_fails_episodes_in_bounded_time(
+    proxied: tuple[Any, FaultProxy],
+) -> None:
+    _, proxy = proxied
+    env = remote(proxy.url, RetryPolicy(max_attempts=3, backoff=0.01))
+    proxy.pause()
+    batch = env.run_trial(TASKS, BisectAgent())
+    errors = [e.error for g in batch.groups for e in g.failed]
+    assert len(errors) == len(TASKS)
+    assert all("failed after 3 attempts" in e and "Connect" in e for e in errors)
+
+
+def test_a_server_that_never_answers_times_out(proxied: tuple[Any, FaultProxy]) -> None:
+    _, proxy = proxied
+    env = remote(proxy.url, RetryPolicy(max_attempts=2, backoff=0.01, request_timeout=0.5))
+    proxy.rule = lambda number, line: "delay:60"  # a black hole from now on
+    batch = env.run_trial(TASKS[:2], BisectAgent())
+    errors = [e.error for g in batch.groups for e in g.failed]
+    assert len(errors) == 2 and all("after 2 attempts" in e for e in errors)
+    with pytest.raises(RemoteEnvError, match="after 2 attempts"):
+        remote(proxy.url, RetryPolicy(max_attempts=2, backoff=0.01, request_timeout=0.5))
+
+
+def test_agentgym_steps_that_may_have_been_applied_are_never_repeated() -> None:
+    app = build_app()
+    with BackgroundServer(app) as server, FaultProxy(server.port) as proxy:
+        wrapper = app.state.wrapper
+        env = AgentGymEnv(proxy.url, retry=FAST)
+        # a reset's reply lost: retried (starting a task again is the same start);
+        # the 2nd step's reply lost: the step may have been applied, so not retried
+        lost = {"reset": 0, "step": 0}
+
+        def rule(number: int, line: str) -> str:
+            for kind, count in lost.items():
+                if f"/{kind} " in line:
+                    lost[kind] = count + 1
+                    if (kind, count + 1) in {("reset", 1), ("step", 2)}:
+                        return "drop"
+            return "pass"
+
+        proxy.rule = rule
+        batch = env.run_trial([{"data_idx": 1}], BisectAgent())  # 5 guesses when unbroken
+        assert lost["reset"] == 2
+        [failed] = batch.groups[0].failed
+        assert "not retried: the server may have applied it" in failed.error
+        assert wrapper.steps == 2  # the lost step reached the server once, and only once
+        assert len(failed.steps) == 1
+        assert wrapper.env == {}  # the instance was still closed

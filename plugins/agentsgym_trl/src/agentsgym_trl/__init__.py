@@ -1,0 +1,67 @@
+"""agentsgym-trl: local transformers models, and training on agentsgym envs.
+
+* :class:`TransformersAgent` (``--agent transformers``): a local causal LM, token-in
+  and token-out, micro-batched; ``model="tiny"`` builds a tiny random model
+  (:mod:`.tiny_model`) for offline tests and demos.
+* The trainer adapters ``trl-grpo`` (:class:`TRLGRPOAdapter`, TRL's GRPOTrainer),
+  ``per-token-grpo`` (:class:`PerTokenGRPOTrainer`) and ``dataset-sink``
+  (:class:`DatasetSink`), the :class:`BatchTrainer` base class with checkpoints, and
+  the ``agentsgym train`` command.
+* :class:`ModelPolicy`: a local model behind agentsgym-serve's OpenAI-compatible
+  loopback server.
+
+Everything registers through the ``agentsgym`` entry point (:mod:`.plugin`); torch
+and TRL are imported when a model or trainer is built.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+__all__ = [
+    "BatchTrainer",
+    "DatasetSink",
+    "ModelPolicy",
+    "PerTokenGRPOTrainer",
+    "TINY_MODEL",
+    "TRLGRPOAdapter",
+    "TransformersAgent",
+    "build_tiny_model",
+    "load_model",
+    "save_tiny_model",
+]
+
+_LAZY = {
+    "BatchTrainer": "agentsgym_trl.batch_trainer",
+    "DatasetSink": "agentsgym_trl.dataset_sink",
+    "ModelPolicy": "agentsgym_trl.model_policy",
+    "PerTokenGRPOTrainer": "agentsgym_trl.per_token",
+    "TINY_MODEL": "agentsgym_trl.tiny_model",
+    "TRLGRPOAdapter": "agentsgym_trl.trl_grpo",
+    "TransformersAgent": "agentsgym_trl.transformers_agent",
+    "build_tiny_model": "agentsgym_trl.tiny_model",
+    "load_model": "agentsgym_trl.transformers_agent",
+    "save_tiny_model": "agentsgym_trl.tiny_model",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'agentsgym_trl' has no attribute {name!r}")
+    return getattr(import_module(module), name)
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
+
+if TYPE_CHECKING:
+    from agentsgym_trl.batch_trainer import BatchTrainer
+    from agentsgym_trl.dataset_sink import DatasetSink
+    from agentsgym_trl.model_policy import ModelPolicy
+    from agentsgym_trl.per_token import PerTokenGRPOTrainer
+    from agentsgym_trl.tiny_model import TINY_MODEL, build_tiny_model, save_tiny_model
+    from agentsgym_trl.transformers_agent import TransformersAgent, load_model
+    from agentsgym_trl.trl_grpo import TRLGRPOAdapter

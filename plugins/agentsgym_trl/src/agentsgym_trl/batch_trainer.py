@@ -1,0 +1,158 @@
+"""The TrainerAdapter interface: the consuming end of the rollout pipeline.
+
+A trainer adapter is anything with
+
+    train(source: RolloutSource, *, max_steps: int, on_step=None, agent=None) -> TrainResult
+
+An adapter that can checkpoint also takes ``save_steps``, ``save_total_limit``,
+``resume_from`` (a checkpoint folder) and ``run_arguments`` (recorded in each
+checkpoint, compared on resume; see :mod:`agentsgym_trl.checkpoints`);
+``agentsgym train`` passes them only to adapters whose ``train`` accepts them.
+
+A :class:`RolloutSource` holds the tasks (dataset rows) and plays them: each call of
+:meth:`RolloutSource.play` runs the agentsgym runner and returns a padded
+:class:`~agentsgym.trajectory.TrajectoryBatch` (one group per task). The adapter
+decides who plays (its own model, or the ``agent`` it is given), what it does with a
+batch (a gradient step, a write to disk) and how often.
+
+Most adapters consume one batch per step; they subclass :class:`BatchTrainer` and
+implement :meth:`BatchTrainer.consume` (plus :meth:`BatchTrainer.policy` when they
+own a model, and :meth:`BatchTrainer.save_state` / :meth:`BatchTrainer.load_state`
+when they hold state a checkpoint must keep). Adapters whose training library drives its own loop (``trl-grpo``:
+TRL's ``GRPOTrainer`` pulls rollouts through its ``rollout_func``) implement
+``train`` directly and call ``source.play`` from inside that loop.
+
+Adapters are registered through the ``register_trainers`` hook and built by name
+with :func:`agentsgym.make_trainer`.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from abc import ABC, abstractmethod
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agentsgym.errors import TrainerOptionError
+from agentsgym.trainers import RolloutSource, StepCallback, StepMetrics, TrainResult
+from agentsgym.trajectory import TrajectoryBatch
+from agentsgym_trl.checkpoints import (
+    checkpoint_path,
+    prune_checkpoints,
+    read_run_state,
+    write_run_state,
+)
+
+if TYPE_CHECKING:
+    from agentsgym.agents import Agent
+
+logger = logging.getLogger(__name__)
+
+
+class BatchTrainer(ABC):
+    """An adapter that consumes one padded :class:`TrajectoryBatch` per step."""
+
+    output_dir: Path | None = None
+    source: RolloutSource | None = None
+    """The source of the running ``train`` call (for ``consume`` to ask it about envs)."""
+
+    def policy(self) -> Agent | None:
+        """The agent playing this trainer's own model, or ``None`` if it has none."""
+        return None
+
+    @abstractmethod
+    def consume(self, batch: TrajectoryBatch) -> dict[str, float]:
+        """Consume one batch (a gradient step, a write); return metrics (``loss``...)."""
+
+    def finish(self, result: TrainResult) -> None:
+        """Called once after the last step (save the model, close files)."""
+
+    def save_state(self, folder: Path) -> None:
+        """Write what this trainer needs to continue into a checkpoint folder (the
+        model, the optimizer...). Default: nothing (a stateless adapter)."""
+
+    def load_state(self, folder: Path) -> None:
+        """Restore what :meth:`save_state` wrote."""
+
+    def train(
+        self,
+        source: RolloutSource,
+        *,
+        max_steps: int,
+        on_step: StepCallback | None = None,
+        agent: Agent | None = None,
+        save_steps: int = 0,
+        save_total_limit: int | None = 2,
+        resume_from: str | Path | None = None,
+        run_arguments: dict[str, Any] | None = None,
+    ) -> TrainResult:
+        """Run steps ``1..max_steps`` (from the step after ``resume_from``'s).
+
+        Every ``save_steps`` steps a checkpoint is written to
+        ``output_dir/checkpoint-N`` (see :mod:`agentsgym_trl.checkpoints`),
+        keeping the newest ``save_total_limit``.
+        """
+        if max_steps < 1:
+            raise TrainerOptionError(f"max_steps must be at least 1, got {max_steps}")
+        player = agent if agent is not None else self.policy()
+        if player is None:
+            raise TrainerOptionError(
+                f"{type(self).__name__} owns no model, so it needs an agent to play the "
+                "rollouts (agent=..., CLI: --agent NAME)"
+            )
+        if save_steps and self.output_dir is None:
+            logger.warning("%s has no output_dir: no checkpoints are written", type(self).__name__)
+            save_steps = 0
+        result = TrainResult(output_dir=self.output_dir)
+        self.source = source
+        first = 1
+        if resume_from is not None:
+            state = read_run_state(resume_from)
+            self.load_state(Path(resume_from))
+            source.load_state_dict(state.source)
+            result.steps = state.step_metrics()
+            first = state.step + 1
+            logger.info("resuming from %s: steps %d..%d", resume_from, first, max_steps)
+        for step in range(first, max_steps + 1):
+            started = time.perf_counter()
+            batch = source.play(source.next_rows(), player)
+            metrics = dict(self.consume(batch))
+            step_metrics = StepMetrics.of_batch(batch, step)
+            loss = metrics.pop("loss", None)
+            step_metrics.loss = None if loss is None else float(loss)
+            step_metrics.extra.update(metrics)
+            step_metrics.seconds = time.perf_counter() - started
+            result.steps.append(step_metrics)
+            if on_step is not None:
+                on_step(step_metrics)
+            if save_steps and step % save_steps == 0 and self.output_dir is not None:
+                folder = checkpoint_path(self.output_dir, step)
+                self.save_state(folder)
+                write_run_state(
+                    folder, step=step, steps=result.steps, source=source, arguments=run_arguments
+                )
+                prune_checkpoints(self.output_dir, save_total_limit)
+        self.finish(result)
+        return result
+
+
+def policy_sampling(
+    *,
+    temperature: float,
+    top_p: float,
+    top_k: int,
+    max_new_tokens: int,
+    seed: int,
+    batch_size: int,
+) -> dict[str, Any]:
+    """The TransformersAgent options of a trainer's own policy, in one place for every
+    trainer that generates with the model it trains."""
+    return {
+        "temperature": temperature,
+        "top_p": top_p,
+        "top_k": top_k,
+        "max_new_tokens": max_new_tokens,
+        "seed": seed,
+        "batch_size": batch_size,
+    }

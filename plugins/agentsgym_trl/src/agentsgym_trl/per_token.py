@@ -1,0 +1,579 @@
+"""``per-token-grpo``: per-turn credit, the agent mask in the loss, every view trained.
+
+A small torch loop over the runner's padded batch (``batch.padded_arrays()``): every
+row is the token stream of an episode, or of one view of it for a chat template that
+is not prefix-preserving (each view's agent tokens are trained; nothing is dropped).
+
+* **Advantages** (:mod:`agentsgym_trl.credit`): every token of turn ``t`` gets
+  the turn's score, by default its discounted return-to-go ``G_t`` (``gamma``),
+  normalised within the task's group over turns (each turn counted once, so there is
+  no length bias). ``credit_assignment`` also offers the turn's own reward, the
+  episode's outcome, or the env's ``per_token_rewards``.
+* **Loss** per agent token: the clipped policy-gradient objective
+  ``-min(r * A, clip(r, 1-eps, 1+eps) * A)`` with ``r = pi / pi_old``, weighted by
+  the truncated importance ratio ``pi_old / pi_sample`` when the agent returned
+  sampled logprobs (:mod:`agentsgym_trl.importance`), plus ``beta`` times the
+  KL estimate ``exp(ref - logp) - (ref - logp) - 1`` to a frozen copy of the initial
+  model (TRL's estimator; ``beta=0.0``, TRL's default, skips the reference model).
+  ``loss_aggregation="token"`` (default) averages over all agent tokens of the batch,
+  each token weighing the same; ``"sequence"`` averages within each row first
+  (GRPO's original form, in which a long reply's tokens weigh less).
+* Environment tokens (prompts, observations, template tokens), padding, episodes
+  masked for a truncated reply (see :mod:`agentsgym_trl.screening`) add
+  exactly nothing: masked positions are selected out before any arithmetic.
+
+Each step plays ``tasks_per_step * num_rollouts`` rollouts with the trainer's own
+model (a :class:`~agentsgym_trl.transformers_agent.TransformersAgent` sharing its
+weights), then takes ``num_iterations`` optimizer steps on them. The step log holds
+``loss`` (what was backpropagated), ``policy_loss``, ``kl``, ``entropy``,
+``clip_fraction``, ``ratio_mean/min/max``, ``is_ratio_*``, ``sampling_logp_diff_*``,
+``advantage_mean/std/min/max``, ``grad_norm``, ``reward_std`` and the rollout counts.
+With one iteration the policy ratio is 1 and the policy loss is ``-mean(A)`` over
+tokens: not zero (turns of different lengths weigh differently), but it is the
+reward, KL, entropy and clip fraction that tell how a run goes.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import math
+import random
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, get_args
+
+import numpy as np
+
+from agentsgym.errors import TrainerOptionError
+from agentsgym.trainers import TrainResult
+from agentsgym.trajectory import TrajectoryBatch
+from agentsgym_trl.batch_trainer import BatchTrainer, policy_sampling
+from agentsgym_trl.chat_templates import apply_chat_template_choice, check_source_template
+from agentsgym_trl.credit import (
+    CreditAssignment,
+    Normalization,
+    advantages,
+    check_credit_options,
+)
+from agentsgym_trl.importance import (
+    ImportanceSampling,
+    check_importance_options,
+    importance_weights,
+)
+from agentsgym_trl.screening import RetokenizedPolicy, RolloutScreen
+
+if TYPE_CHECKING:
+    import torch
+
+    from agentsgym.trainers import RolloutSource, StepCallback
+    from agentsgym_trl.transformers_agent import TransformersAgent
+
+logger = logging.getLogger(__name__)
+
+TRAINER_STATE_FILE = "trainer_state.pt"
+"""The optimizer, KL reference and RNG states in a per-token-grpo checkpoint."""
+
+LossAggregation = Literal["token", "sequence"]
+
+
+def token_logprobs(
+    model: Any,
+    input_ids: torch.Tensor,
+    attention_mask: torch.Tensor,
+    temperature: float = 1.0,
+    *,
+    entropy_mask: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """``(B, T)`` log-probability of each token given the ones before it (column 0 is
+    0), and the policy's entropy at the positions of ``entropy_mask`` (1-D, no grad)."""
+    import torch
+
+    logits = model(input_ids=input_ids, attention_mask=attention_mask).logits[:, :-1]
+    if temperature not in (0.0, 1.0):
+        logits = logits / temperature
+    logps = torch.log_softmax(logits.float(), dim=-1)
+    picked = logps.gather(-1, input_ids[:, 1:].unsqueeze(-1)).squeeze(-1)
+    entropy = None
+    if entropy_mask is not None:
+        with torch.no_grad():
+            at = logps.detach()[entropy_mask[:, 1:].bool()]
+            entropy = -(at.exp() * at).sum(dim=-1)
+    return torch.cat([picked.new_zeros(picked.shape[0], 1), picked], dim=1), entropy
+
+
+def per_token_policy_loss(
+    logps: torch.Tensor,
+    old_logps: torch.Tensor,
+    advantages: torch.Tensor,
+    agent_mask: torch.Tensor,
+    *,
+    epsilon: float = 0.2,
+    normalizer: torch.Tensor | float | None = None,
+    is_weights: torch.Tensor | None = None,
+    ref_logps: torch.Tensor | None = None,
+    beta: float = 0.0,
+    aggregation: LossAggregation = "token",
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """Clipped per-token policy-gradient loss (+ ``beta`` * KL), and detached terms.
+
+    Every tensor is ``(B, T)`` and aligned on the token axis (position ``t`` scores
+    token ``t``). Positions with ``agent_mask == 0`` are selected out with
+    ``torch.where`` before any arithmetic, so they add exactly zero to the loss and
+    its gradient even when their values are not finite.
+
+    :param normalizer: ``"token"``: the number of loss tokens of the whole batch
+        (default: this call's); ``"sequence"``: the number of rows of the whole batch
+        (default: this call's rows with a loss token).
+    :return: ``(loss, terms)``; ``terms`` holds ``policy``, ``kl`` (sums over tokens),
+        and the per-token ``ratio`` and ``clipped`` values at the loss tokens.
+    """
+    import torch
+
+    mask = agent_mask.bool()
+    zeros = torch.zeros_like(logps)
+    # Select before any arithmetic, so a masked position is cut from the graph even
+    # when its values are not finite (0 * nan would otherwise leak into the gradient).
+    logps = torch.where(mask, logps, zeros)
+    old_logps = torch.where(mask, old_logps, zeros)
+    advantages = torch.where(mask, advantages, zeros)
+    ratio = torch.exp(logps - old_logps)
+    clipped = torch.clamp(ratio, 1.0 - epsilon, 1.0 + epsilon)
+    policy = -torch.minimum(ratio * advantages, clipped * advantages)
+    if is_weights is not None:
+        policy = policy * is_weights
+    per_token = policy
+    kl = None
+    if beta and ref_logps is not None:
+        delta = torch.where(mask, ref_logps, zeros) - logps
+        kl = torch.where(mask, torch.exp(delta) - delta - 1.0, zeros)
+        per_token = per_token + beta * kl
+    per_token = torch.where(mask, per_token, zeros)
+    if aggregation == "sequence":
+        counts = mask.sum(dim=-1)
+        rows = per_token.sum(dim=-1) / counts.clamp(min=1)
+        total = (counts > 0).sum().clamp(min=1) if normalizer is None else normalizer
+        loss = rows.sum() / total
+    else:
+        total = mask.sum().clamp(min=1) if normalizer is None else normalizer
+        loss = per_token.sum() / total
+    with torch.no_grad():
+        was_clipped = ((ratio < 1.0 - epsilon) & (advantages < 0)) | (
+            (ratio > 1.0 + epsilon) & (advantages > 0)
+        )
+        terms = {
+            "policy": torch.where(mask, policy, zeros).sum().detach(),
+            "kl": (kl.sum() if kl is not None else zeros.sum()).detach(),
+            "ratio": ratio[mask].detach(),
+            "clipped": was_clipped[mask].float(),
+        }
+    return loss, terms
+
+
+class PerTokenGRPOTrainer(BatchTrainer):
+    """Trains a local causal LM on per-turn credit (see the module docstring).
+
+    :param model: a model folder, a loaded ``PreTrainedModel``, or ``"tiny"``.
+    :param tokenizer: default: the model folder's (the bundled one for ``"tiny"``).
+    :param output_dir: where the trained model is saved (``None``: not saved).
+    :param learning_rate: AdamW learning rate.
+    :param epsilon: PPO clipping range.
+    :param beta: KL coefficient to the initial model (0.0, TRL's default: no
+        reference model is kept).
+    :param credit_assignment: ``"return_to_go"`` (default), ``"turn"``, ``"episode"``
+        or ``"token_rewards"`` (see :mod:`agentsgym_trl.credit`).
+    :param gamma: discount of ``"return_to_go"`` (1.0).
+    :param advantage_normalization: ``"group"`` (default), ``"mean"`` or ``"none"``.
+    :param loss_aggregation: ``"token"`` (default) or ``"sequence"``.
+    :param importance_sampling: ``"token"`` (default), ``"sequence"`` or ``"none"``
+        (see :mod:`agentsgym_trl.importance`).
+    :param importance_sampling_cap: truncation of the importance ratio (3.0).
+    :param num_iterations: optimizer steps per batch of rollouts (1: on-policy).
+    :param micro_batch_size: rows per forward/backward pass (gradient accumulation).
+    :param temperature, top_p, top_k, max_new_tokens: sampling of the policy agent;
+        the loss scores tokens at the same temperature.
+    :param seed: seeds the policy's sampling.
+    :param agent_batch_size: prompts the policy generates together.
+    :param chat_template: ``"model"``, ``"training"`` or a ``.jinja`` path (see
+        :mod:`agentsgym_trl.chat_templates`).
+    :param on_retokenized: ``"warn"`` (default), ``"error"``, ``"drop"``, ``"allow"``.
+    :param mask_truncated_completions: ``None`` (default: in multi-turn envs), True,
+        False (see :mod:`agentsgym_trl.screening`).
+    """
+
+    def __init__(
+        self,
+        model: Any = None,
+        *,
+        tokenizer: Any = None,
+        output_dir: str | Path | None = "agentsgym-per-token",
+        learning_rate: float = 1e-5,
+        weight_decay: float = 0.0,
+        max_grad_norm: float = 1.0,
+        epsilon: float = 0.2,
+        beta: float = 0.0,
+        credit_assignment: CreditAssignment = "return_to_go",
+        gamma: float = 1.0,
+        advantage_normalization: Normalization = "group",
+        loss_aggregation: LossAggregation = "token",
+        importance_sampling: ImportanceSampling = "token",
+        importance_sampling_cap: float = 3.0,
+        num_iterations: int = 1,
+        micro_batch_size: int = 8,
+        temperature: float = 1.0,
+        top_p: float = 1.0,
+        top_k: int = 0,
+        max_new_tokens: int = 256,
+        seed: int = 0,
+        agent_batch_size: int = 8,
+        device: str | None = None,
+        chat_template: str | None = None,
+        on_retokenized: RetokenizedPolicy = "warn",
+        mask_truncated_completions: bool | None = None,
+    ) -> None:
+        import torch
+
+        from agentsgym_trl.transformers_agent import load_model
+
+        if model is None:
+            raise TrainerOptionError(
+                "per-token-grpo needs a model (a folder, a loaded model, or 'tiny')"
+            )
+        if num_iterations < 1 or micro_batch_size < 1:
+            raise TrainerOptionError("num_iterations and micro_batch_size must be at least 1")
+        if beta < 0:
+            raise TrainerOptionError(f"beta must be >= 0, got {beta}")
+        if loss_aggregation not in get_args(LossAggregation):
+            raise TrainerOptionError(
+                f"loss_aggregation must be 'token' or 'sequence', got {loss_aggregation!r}"
+            )
+        check_credit_options(credit_assignment, gamma, advantage_normalization)
+        check_importance_options(importance_sampling, importance_sampling_cap)
+        self.model, self.tokenizer = load_model(model, tokenizer, device=device)
+        self.chat_template = chat_template
+        self.tokenizer, self.chat_template_source = apply_chat_template_choice(
+            self.tokenizer, chat_template
+        )
+        self.screen = RolloutScreen(
+            on_retokenized, mask_truncated_completions, trainer="per-token-grpo"
+        )
+        self.output_dir = Path(output_dir) if output_dir is not None else None
+        self.max_grad_norm = max_grad_norm
+        self.epsilon = epsilon
+        self.beta = float(beta)
+        self.credit_assignment: CreditAssignment = credit_assignment
+        self.gamma = float(gamma)
+        self.advantage_normalization: Normalization = advantage_normalization
+        self.loss_aggregation: LossAggregation = loss_aggregation
+        self.importance_sampling: ImportanceSampling = importance_sampling
+        self.importance_sampling_cap = float(importance_sampling_cap)
+        self.num_iterations = num_iterations
+        self.micro_batch_size = micro_batch_size
+        self.temperature = temperature
+        self.sampling = policy_sampling(
+            temperature=temperature,
+            top_p=top_p,
+            top_k=top_k,
+            max_new_tokens=max_new_tokens,
+            seed=seed,
+            batch_size=agent_batch_size,
+        )
+        self.ref_model: Any = None
+        if self.beta:
+            self.ref_model = copy.deepcopy(self.model).eval()
+            self.ref_model.requires_grad_(False)
+        self.optimizer = torch.optim.AdamW(
+            [p for p in self.model.parameters() if p.requires_grad],
+            lr=learning_rate,
+            weight_decay=weight_decay,
+        )
+        self._agent: TransformersAgent | None = None
+
+    def policy(self) -> TransformersAgent:
+        """A transformers agent generating with this trainer's (current) weights."""
+        if self._agent is None:
+            from agentsgym_trl.transformers_agent import TransformersAgent
+
+            self._agent = TransformersAgent(self.model, tokenizer=self.tokenizer, **self.sampling)
+        return self._agent
+
+    def train(
+        self,
+        source: RolloutSource,
+        *,
+        max_steps: int,
+        on_step: StepCallback | None = None,
+        agent: Any = None,
+        **checkpointing: Any,
+    ) -> TrainResult:
+        """See :meth:`BatchTrainer.train` (``save_steps``, ``resume_from``, ...)."""
+        check_source_template(source, self.tokenizer, self.chat_template)
+        return super().train(
+            source, max_steps=max_steps, on_step=on_step, agent=agent, **checkpointing
+        )
+
+    # ------------------------------------------------------------------ checkpoints
+    def save_state(self, folder: Path) -> None:
+        """The model (loadable with ``from_pretrained``), the optimizer, the KL
+        reference model and the RNG states."""
+        import torch
+
+        folder.mkdir(parents=True, exist_ok=True)
+        self.model.save_pretrained(folder)
+        self.tokenizer.save_pretrained(folder)
+        torch.save(
+            {
+                "optimizer": self.optimizer.state_dict(),
+                "reference": self.ref_model.state_dict() if self.ref_model is not None else None,
+                "torch_rng": torch.get_rng_state(),
+                "python_rng": random.getstate(),
+            },
+            folder / TRAINER_STATE_FILE,
+        )
+
+    def load_state(self, folder: Path) -> None:
+        import torch
+
+        saved = type(self.model).from_pretrained(folder)
+        self.model.load_state_dict(saved.state_dict())
+        del saved
+        state = torch.load(folder / TRAINER_STATE_FILE, weights_only=False)
+        self.optimizer.load_state_dict(state["optimizer"])
+        if self.ref_model is not None and state.get("reference") is not None:
+            self.ref_model.load_state_dict(state["reference"])
+        torch.set_rng_state(state["torch_rng"])
+        random.setstate(state["python_rng"])
+
+    # ------------------------------------------------------------------ the batch
+    def prepare(self, batch: TrajectoryBatch) -> dict[str, torch.Tensor]:
+        """The tensors of the rows that train, on the model's device.
+
+        ``input_ids``, ``attention_mask``, ``agent_token_mask`` (the episodes' own
+        masks), ``loss_mask`` (the agent mask minus masked episodes), ``advantages``,
+        ``sampled_logprobs`` (``NaN`` where unknown) and ``group_indices``. Rows of
+        episodes the re-tokenized policy drops are left out.
+        """
+        import torch
+
+        episodes, segments = batch.episodes, batch.segment_indices
+        unique = list({id(e): e for e in episodes}.values())
+        dropped = self.screen.dropped(unique)
+        keep = [i for i, e in enumerate(episodes) if id(e) not in dropped]
+        arrays = batch.padded_arrays()
+        rows = [(episodes[i], segments[i]) for i in keep]
+        width = max((len(e.segments[s]) for e, s in rows), default=0)
+        picked = {k: v[keep][:, :width] if v.ndim == 2 else v[keep] for k, v in arrays.items()}
+        multi_turn = self.source.is_multi_turn if self.source is not None else None
+        masked = np.asarray(
+            [self.screen.masks(e, multi_turn or (lambda _e: True)) for e, _ in rows], dtype=bool
+        )
+        agent_mask = picked["agent_token_mask"]
+        sampled = picked["sampled_logprobs"].astype(np.float32)
+        for index, (episode, segment) in enumerate(rows):
+            if not episode.has_logprobs or episode.segments[segment].logprobs is None:
+                sampled[index, agent_mask[index].astype(bool)] = np.nan
+        tensors = {
+            "input_ids": picked["input_ids"],
+            "attention_mask": picked["attention_mask"],
+            "agent_token_mask": agent_mask,
+            "loss_mask": agent_mask * (~masked)[:, None].astype(agent_mask.dtype),
+            "advantages": advantages(
+                rows,
+                picked["group_indices"],
+                agent_mask,
+                picked["per_token_rewards"],
+                credit=self.credit_assignment,
+                gamma=self.gamma,
+                normalization=self.advantage_normalization,
+                failed={id(e) for (e, _), m in zip(rows, masked) if m},
+                failure_score=self.screen.failure_score,
+            ),
+            "sampled_logprobs": sampled,
+            "group_indices": picked["group_indices"],
+        }
+        self._screened = {"dropped_rollouts": float(len(dropped)), "masked_rollouts": 0.0}
+        self._screened["masked_rollouts"] = float(
+            len({id(e) for (e, _), m in zip(rows, masked) if m})
+        )
+        device = self.model.device
+        return {k: torch.from_numpy(np.ascontiguousarray(v)).to(device) for k, v in tensors.items()}
+
+    def loss(
+        self,
+        tensors: dict[str, torch.Tensor],
+        old_logps: torch.Tensor | None = None,
+        normalizer: torch.Tensor | float | None = None,
+        ref_logps: torch.Tensor | None = None,
+        *,
+        stats: dict[str, list[torch.Tensor]] | None = None,
+    ) -> torch.Tensor:
+        """The loss of (a micro-batch of) prepared tensors, with the graph attached.
+
+        ``old_logps`` default to this forward pass's, detached (one iteration);
+        ``ref_logps`` are computed when ``beta > 0`` and not given. ``stats``, when
+        given, collects the detached terms for the step log.
+        """
+        import torch
+
+        mask = tensors.get("loss_mask", tensors["agent_token_mask"])
+        logps, entropy = token_logprobs(
+            self.model,
+            tensors["input_ids"],
+            tensors["attention_mask"],
+            self.temperature,
+            entropy_mask=mask if stats is not None else None,
+        )
+        old = logps.detach() if old_logps is None else old_logps
+        weights, is_stats = (
+            importance_weights(
+                old,
+                tensors["sampled_logprobs"],
+                mask,
+                level=self.importance_sampling,
+                cap=self.importance_sampling_cap,
+            )
+            if "sampled_logprobs" in tensors
+            else (None, {})
+        )
+        if self.beta and ref_logps is None:
+            with torch.no_grad():
+                ref_logps = token_logprobs(
+                    self.ref_model,
+                    tensors["input_ids"],
+                    tensors["attention_mask"],
+                    self.temperature,
+                )[0]
+        loss, terms = per_token_policy_loss(
+            logps,
+            old,
+            tensors["advantages"],
+            mask,
+            epsilon=self.epsilon,
+            normalizer=normalizer,
+            is_weights=weights,
+            ref_logps=ref_logps,
+            beta=self.beta,
+            aggregation=self.loss_aggregation,
+        )
+        if stats is not None:
+            for name, value in {**terms, **is_stats}.items():
+                stats.setdefault(name, []).append(value.reshape(-1).float().cpu())
+            if entropy is not None:
+                stats.setdefault("entropy", []).append(entropy.float().cpu())
+        return loss
+
+    def consume(self, batch: TrajectoryBatch) -> dict[str, float]:
+        import torch
+
+        if len(batch) == 0:
+            logger.warning("no completed rollout in this batch; skipping the update")
+            return {"loss": float("nan"), "skipped": 1.0}
+        tensors = self.prepare(batch)
+        rows = tensors["input_ids"].shape[0]
+        mask = tensors["loss_mask"]
+        total_tokens = mask.sum()
+        metrics: dict[str, float] = dict(self._screened)
+        metrics.update(_advantage_stats(tensors["advantages"][mask.bool()]))
+        if rows == 0 or int(total_tokens) == 0:
+            logger.warning("no trainable token in this batch (all dropped or masked)")
+            return {"loss": 0.0, "skipped": 1.0, "grad_norm": 0.0, **metrics}
+        normalizer = (
+            total_tokens if self.loss_aggregation == "token" else (mask.sum(dim=-1) > 0).sum()
+        )
+        chunks = [
+            slice(start, min(start + self.micro_batch_size, rows))
+            for start in range(0, rows, self.micro_batch_size)
+        ]
+        old_logps: list[torch.Tensor | None] = [None] * len(chunks)
+        ref_logps: list[torch.Tensor | None] = [None] * len(chunks)
+        with torch.no_grad():
+            for index, chunk in enumerate(chunks):
+                ids, attention = tensors["input_ids"][chunk], tensors["attention_mask"][chunk]
+                if self.num_iterations > 1:
+                    old, _ = token_logprobs(self.model, ids, attention, self.temperature)
+                    old_logps[index] = old
+                if self.beta:
+                    ref, _ = token_logprobs(self.ref_model, ids, attention, self.temperature)
+                    ref_logps[index] = ref
+        self.model.train()
+        grad_norm = 0.0
+        all_stats: dict[str, list[torch.Tensor]] = {}
+        step_loss = step_policy = step_kl = 0.0
+        for iteration in range(self.num_iterations):
+            self.optimizer.zero_grad(set_to_none=True)
+            stats: dict[str, list[torch.Tensor]] = {}
+            step_loss = 0.0
+            for chunk, old, ref in zip(chunks, old_logps, ref_logps):
+                part = {k: v[chunk] for k, v in tensors.items()}
+                loss = self.loss(part, old, normalizer=normalizer, ref_logps=ref, stats=stats)
+                loss.backward()
+                step_loss += float(loss.detach())
+            grad_norm = float(
+                torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.max_grad_norm)
+            )
+            self.optimizer.step()
+            step_policy = float(torch.stack([t.sum() for t in stats["policy"]]).sum())
+            step_kl = float(torch.stack([t.sum() for t in stats["kl"]]).sum())
+            for name in ("ratio", "clipped", "ratios", "gaps"):
+                all_stats.setdefault(name, []).extend(stats.get(name, []))
+            if iteration == 0:  # the entropy of the policy that sampled the batch
+                all_stats["entropy"] = stats.get("entropy", [])
+        self.model.eval()
+        tokens = float(total_tokens)
+        metrics.update(loss=step_loss, policy_loss=step_policy / tokens, grad_norm=grad_norm)
+        if self.beta:
+            metrics["kl"] = step_kl / tokens
+        metrics.update(_summary(all_stats))
+        return metrics
+
+    def finish(self, result: TrainResult) -> None:
+        if self._agent is not None:
+            self._agent.close()
+        if self.output_dir is None:
+            return
+        self.output_dir.mkdir(parents=True, exist_ok=True)
+        self.model.save_pretrained(self.output_dir)
+        self.tokenizer.save_pretrained(self.output_dir)
+        result.artifacts["model"] = str(self.output_dir)
+
+
+def _advantage_stats(values: Any) -> dict[str, float]:
+    if not values.numel():
+        return {}
+    values = values.float()
+    return {
+        "advantage_mean": float(values.mean()),
+        "advantage_std": float(values.std(unbiased=False)),
+        "advantage_min": float(values.min()),
+        "advantage_max": float(values.max()),
+    }
+
+
+def _summary(stats: dict[str, list[Any]]) -> dict[str, float]:
+    import torch
+
+    def joined(name: str) -> Any:
+        parts = [p for p in stats.get(name, []) if p.numel()]
+        return torch.cat(parts) if parts else None
+
+    out: dict[str, float] = {}
+    if (entropy := joined("entropy")) is not None:
+        out["entropy"] = float(entropy.mean())
+    if (clipped := joined("clipped")) is not None:
+        out["clip_fraction"] = float(clipped.mean())
+    if (ratio := joined("ratio")) is not None:
+        out.update(
+            ratio_mean=float(ratio.mean()),
+            ratio_min=float(ratio.min()),
+            ratio_max=float(ratio.max()),
+        )
+    if (ratios := joined("ratios")) is not None:
+        out.update(
+            is_ratio_mean=float(ratios.mean()),
+            is_ratio_min=float(ratios.min()),
+            is_ratio_max=float(ratios.max()),
+        )
+    if (gaps := joined("gaps")) is not None:
+        out.update(
+            sampling_logp_diff_mean=float(gaps.mean()), sampling_logp_diff_max=float(gaps.max())
+        )
+    return {k: v for k, v in out.items() if math.isfinite(v)}

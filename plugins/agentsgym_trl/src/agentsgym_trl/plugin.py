@@ -1,0 +1,51 @@
+"""agentsgym-trl's plugin: the transformers agent, the trainer adapters and ``train``."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from agentsgym import hookimpl
+
+if TYPE_CHECKING:
+    import typer
+
+    from agentsgym.hookspecs import RegisterAgent, RegisterTrainer
+
+
+@hookimpl
+def register_agents(register: RegisterAgent) -> None:
+    register(
+        "transformers",
+        "agentsgym_trl.transformers_agent:TransformersAgent",
+        description="a local causal LM, token-in/token-out, micro-batched (options: model=PATH "
+        "or 'tiny', temperature, top_p, top_k, max_new_tokens, seed, batch_size, "
+        "batch_window_ms, logprobs=sampling|model)",
+    )
+
+
+@hookimpl
+def register_trainers(register: RegisterTrainer) -> None:
+    register(
+        "trl-grpo",
+        "agentsgym_trl.trl_grpo:TRLGRPOAdapter",
+        description="trl.GRPOTrainer on the runner's rollouts (rollout_func + env_mask); "
+        "episode reward as the sequence reward",
+    )
+    register(
+        "per-token-grpo",
+        "agentsgym_trl.per_token:PerTokenGRPOTrainer",
+        description="group-normalised per-token rewards as advantages, agent_token_mask in "
+        "the loss (small torch loop)",
+    )
+    register(
+        "dataset-sink",
+        "agentsgym_trl.dataset_sink:DatasetSink",
+        description="writes the padded batches as a datasets.Dataset (DIR/rollouts.parquet)",
+    )
+
+
+@hookimpl
+def register_commands(cli: typer.Typer) -> None:
+    from agentsgym_trl.commands import train
+
+    cli.command("train", rich_help_panel="Train")(train)

@@ -1,0 +1,128 @@
+"""``agentsgym train``: checkpoints every N steps, ``--resume`` from the newest one.
+
+A run that stops after a checkpoint (here: a run of fewer steps, or one whose last
+checkpoint is all a crash left) is continued by the same command with ``--resume``:
+the steps after the checkpoint are played, the ones before it are not, and the step
+log holds every step once. An output folder with an earlier run is never trained
+over silently, and a resume with other arguments is refused.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("trl")
+
+from agentsgym.testing import run_cli
+from agentsgym_trl.checkpoints import RUN_STATE_FILE, complete_checkpoints
+from agentsgym_trl.tiny_model import save_tiny_model
+
+GUESS = "agentsgym/GuessTheNumber-v0"
+SMALL = [
+    "--env-config", "high=3", "--env-config", "max_steps_per_episode=2",
+    "--num-tasks", "4", "--num-rollouts", "2", "--tasks-per-step", "1",
+    "--max-new-tokens", "6", "--save-steps", "1",
+]  # fmt: skip
+
+pytestmark = pytest.mark.usefixtures("torch_single_thread")
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory: Any) -> Path:
+    return save_tiny_model(
+        tmp_path_factory.mktemp("tiny") / "model", warm_start="guess-number", high=3
+    )
+
+
+def train(out: Path, *args: str) -> Any:
+    return run_cli("train", GUESS, "--output-dir", str(out), *SMALL, *args)
+
+
+def logged_steps(out: Path) -> list[int]:
+    lines = (out / "train_log.jsonl").read_text().splitlines()
+    return [json.loads(line)["step"] for line in lines]
+
+
+@pytest.mark.parametrize(
+    ("trainer", "extra"),
+    [
+        ("per-token-grpo", ["--model", "MODEL", "--trainer-option", "beta=0.04"]),
+        ("trl-grpo", ["--model", "MODEL"]),
+        ("dataset-sink", []),
+    ],
+)
+def test_resume_continues_after_the_newest_checkpoint(
+    trainer: str, extra: list[str], model_dir: Path, tmp_path: Path
+) -> None:
+    extra = [str(model_dir) if a == "MODEL" else a for a in extra]
+    out = tmp_path / trainer
+    first = train(out, "--trainer", trainer, "--max-steps", "2", *extra)
+    assert first.code == 0, first.output
+    assert [step for step, _ in complete_checkpoints(out)] == [1, 2]
+    state = json.loads((out / "checkpoint-2" / RUN_STATE_FILE).read_text())
+    assert [s["step"] for s in state["steps"]] == [1, 2] and state["arguments"][
+        "trainer"
+    ] == trainer
+
+    # A crash after step 2 left checkpoint-2; the same command with --resume goes on.
+    before = (out / "train_log.jsonl").read_text().splitlines()
+    (out / "train_log.jsonl").unlink()
+    second = train(out, "--trainer", trainer, "--max-steps", "4", "--resume", *extra)
+    assert second.code == 0, second.output
+    assert "resuming from" in second.output and "checkpoint-2" in second.output
+    assert logged_steps(out) == [1, 2, 3, 4]
+    # steps 1-2 come from the checkpoint as they were (their timings too): not played again
+    after = (out / "train_log.jsonl").read_text().splitlines()
+    assert [json.loads(x) for x in after[:2]] == [json.loads(x) for x in before]
+    assert [step for step, _ in complete_checkpoints(out)] == [3, 4]  # the newest two
+    if trainer == "dataset-sink":
+        import datasets
+
+        written = datasets.Dataset.from_parquet(str(out / "rollouts.parquet"))
+        assert sorted(set(written["step"])) == [1, 2, 3, 4]
+        assert len(written) == 4 * 2  # one task of two rollouts per step, none twice
+    if trainer == "per-token-grpo":
+        # the optimizer went on from the checkpoint's: four steps of AdamW in all
+        saved = torch.load(out / "checkpoint-4" / "trainer_state.pt", weights_only=False)
+        steps = {int(s["step"]) for s in saved["optimizer"]["state"].values()}
+        assert steps == {4}
+    if trainer == "trl-grpo":
+        trl_state = json.loads((out / "checkpoint-4" / "trainer_state.json").read_text())
+        assert trl_state["global_step"] == 4
+
+
+def test_an_earlier_run_is_never_trained_over_silently(model_dir: Path, tmp_path: Path) -> None:
+    out = tmp_path / "sink"
+    assert train(out, "--trainer", "dataset-sink", "--max-steps", "1").code == 0
+    again = train(out, "--trainer", "dataset-sink", "--max-steps", "1")
+    assert again.code == 2 and "--resume to continue it or --overwrite" in again.stderr
+    assert "Traceback" not in again.output
+    changed = train(
+        out, "--trainer", "dataset-sink", "--max-steps", "2", "--resume", "--num-rollouts", "3"
+    )
+    assert changed.code == 2
+    assert "num_rollouts: 2 in the checkpoint, 3 now" in changed.stderr
+    fresh = train(out, "--trainer", "dataset-sink", "--max-steps", "1", "--overwrite")
+    assert fresh.code == 0, fresh.output
+    assert logged_steps(out) == [1]
+
+
+def test_resume_without_a_checkpoint_starts_the_run_and_a_torn_one_is_skipped(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "sink"
+    started = train(out, "--trainer", "dataset-sink", "--max-steps", "2", "--resume")
+    assert started.code == 0 and "no checkpoint" in started.output
+    # checkpoint-2 as a process killed while writing it leaves it: no run state yet
+    (out / "checkpoint-2" / RUN_STATE_FILE).unlink()
+    shutil.copytree(out / "checkpoint-1", out / "checkpoint-1-copy")  # not a checkpoint name
+    (out / "train_log.jsonl").unlink()
+    resumed = train(out, "--trainer", "dataset-sink", "--max-steps", "2", "--resume")
+    assert resumed.code == 0, resumed.output
+    assert "checkpoint-1" in resumed.output and logged_steps(out) == [1, 2]

@@ -1,0 +1,71 @@
+"""Which episodes to show: the filters the terminal view and the HTML page share.
+
+The HTML page implements the same rules in JavaScript (``static/viewer.js``,
+``matches``); the browser test checks that both select the same episodes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from agentsgym_viewer.errors import ViewFilterError
+from agentsgym_viewer.model import ViewedEpisode
+
+
+class EpisodeFilter(BaseModel):
+    """Every condition given must hold; an empty filter keeps every episode."""
+
+    model_config = ConfigDict(frozen=True)
+
+    env: str | None = Field(default=None, description="exact env id")
+    min_reward: float | None = Field(default=None, description="final reward >= this")
+    max_reward: float | None = Field(default=None, description="final reward <= this")
+    failed: bool = Field(default=False, description="only episodes that ended with an error")
+    search: str | None = Field(
+        default=None,
+        description="case-insensitive text in the messages, error, task data, env or session id",
+    )
+
+    @model_validator(mode="after")
+    def _range_not_empty(self) -> EpisodeFilter:
+        if (
+            self.min_reward is not None
+            and self.max_reward is not None
+            and self.min_reward > self.max_reward
+        ):
+            raise ViewFilterError(
+                f"--min-reward {self.min_reward:g} is above --max-reward {self.max_reward:g}; "
+                "no episode can match: swap them"
+            )
+        return self
+
+    @property
+    def active(self) -> bool:
+        return any(
+            (
+                self.env,
+                self.min_reward is not None,
+                self.max_reward is not None,
+                self.failed,
+                self.search,
+            )
+        )
+
+    def matches(self, episode: ViewedEpisode) -> bool:
+        if self.env is not None and episode.env_id != self.env:
+            return False
+        if self.min_reward is not None and episode.final_reward < self.min_reward:
+            return False
+        if self.max_reward is not None and episode.final_reward > self.max_reward:
+            return False
+        if self.failed and not episode.failed:
+            return False
+        if self.search and self.search.lower() not in episode.search_text():
+            return False
+        return True
+
+    def apply(self, episodes: Iterable[ViewedEpisode]) -> list[ViewedEpisode]:
+        """The episodes that match, in file order."""
+        return [e for e in episodes if self.matches(e)]

@@ -1,0 +1,262 @@
+"""The terminal view of an episode, as rich renderables (the CLI prints them).
+
+An episode is drawn as a header (env, task/rollout index, final reward, turns,
+truncated, error), its messages by role with each assistant turn's step reward and
+reward terms, and a token view: every token on a background coloured by who wrote
+it (grey: the env and the chat template; blue/green/red: the agent, by the sign of
+the reward on that token), alternating shades so token boundaries show. Without a
+colour terminal (a pipe) agent tokens are bracketed ``⟦...⟧`` instead.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from agentsgym_viewer.model import ViewedEpisode, ViewedStep
+from agentsgym_viewer.tokens import TokenDecoder, visible
+
+ROLE_STYLES = {"system": "magenta", "user": "cyan", "assistant": "green", "tool": "yellow"}
+ENV_STYLES = ("on grey15", "on grey27")
+AGENT_STYLES = {
+    0: ("on navy_blue", "on dark_blue"),
+    1: ("on dark_green", "on green4"),
+    -1: ("on dark_red", "on red3"),
+}
+AGENT_OPEN, AGENT_CLOSE = "\u27e6", "\u27e7"  # ⟦ ⟧
+MAX_INFO_CHARS = 160
+
+
+def fmt_reward(value: float) -> str:
+    """A reward with its sign, e.g. ``+1``, ``-0.01``, ``+0.3333``."""
+    return f"{value:+.4g}"
+
+
+def episode_title(episode: ViewedEpisode) -> Text:
+    """``#3  env-id  task 1 · rollout 0`` (plus episode and segment when they matter)."""
+    parts = []
+    if episode.task_index is not None:
+        parts.append(f"task {episode.task_index}")
+    if episode.rollout_index is not None:
+        parts.append(f"rollout {episode.rollout_index}")
+    if episode.episode_index:
+        parts.append(f"episode {episode.episode_index}")
+    if (episode.num_segments or 1) > 1:
+        parts.append(f"segment {(episode.segment_index or 0) + 1}/{episode.num_segments}")
+    return Text.assemble(
+        (f"#{episode.index}", "bold"),
+        "  ",
+        (episode.env_id or "(env unknown)", "bold cyan"),
+        "  ",
+        " \u00b7 ".join(parts),
+    )
+
+
+def status_text(episode: ViewedEpisode) -> Text:
+    """``ok`` / ``failed`` / ``truncated`` (and ``correct``/``wrong`` for eval rows)."""
+    text = Text()
+    if episode.failed:
+        text.append("failed", "bold red")
+    else:
+        text.append("ok", "green")
+    if episode.truncated:
+        text.append(" truncated", "yellow")
+    if episode.free_shot:
+        text.append(" free-shot", "dim")
+    if episode.correct is not None:
+        text.append(
+            " correct" if episode.correct else " wrong", "green" if episode.correct else "red"
+        )
+    return text
+
+
+def header(episode: ViewedEpisode) -> Panel:
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold")
+    grid.add_column()
+    grid.add_row(
+        "final reward", Text(fmt_reward(episode.final_reward), _reward_style(episode.final_reward))
+    )
+    grid.add_row("turns", str(episode.num_turns))
+    grid.add_row("status", status_text(episode))
+    grid.add_row("truncated", "yes" if episode.truncated else "no")
+    if episode.error is not None:
+        grid.add_row("error", Text(episode.error, "red"))
+    terms = episode.episode_reward_terms()
+    if terms:
+        grid.add_row("reward by source", _terms_text(terms))
+    if episode.kind == "eval":
+        grid.add_row("answer", Text(str(episode.answer)))
+        if episode.graded is False:
+            grid.add_row("graded", Text("no (a grader could not judge it)", "yellow"))
+    if episode.session_id:
+        grid.add_row("session", Text(episode.session_id, "dim"))
+    grid.add_row("task", Text(_clip(episode.task_json), "dim"))
+    border = "red" if episode.failed else "green" if episode.final_reward > 0 else "blue"
+    return Panel(grid, title=episode_title(episode), title_align="left", border_style=border)
+
+
+def step_line(step: ViewedStep | None, token_reward: float | None, token_count: int | None) -> Text:
+    """What the file records about the step an assistant turn made."""
+    line = Text(style="dim")
+    if step is None:
+        line.append("no step recorded (the episode failed at this turn)", "red")
+        return line
+    line.append(f"step {step.index}", "bold")
+    if step.reward is not None:
+        line.append("  reward ")
+        line.append(fmt_reward(step.reward), _reward_style(step.reward))
+    if step.reward_terms:
+        line.append("  terms ")
+        line.append_text(_terms_text(step.reward_terms))
+    if token_reward is not None:
+        line.append(f"  reward on its {token_count} tokens ")
+        line.append(fmt_reward(token_reward), _reward_style(token_reward))
+    if step.info:
+        line.append("  info ")
+        line.append(_clip(json.dumps(step.info, ensure_ascii=False, default=str)))
+    return line
+
+
+def messages(episode: ViewedEpisode) -> list[RenderableType]:
+    """Each message in a panel titled by role; assistant turns end with their step."""
+    steps = episode.steps()
+    spans = episode.turn_token_spans()
+    token_rewards = episode.turn_token_rewards()
+    rendered: list[RenderableType] = []
+    turn = 0
+    for message in episode.messages:
+        style = ROLE_STYLES.get(message.role, "white")
+        body: RenderableType = Text(message.content)
+        if message.role == "assistant":
+            step = steps[turn] if turn < len(steps) else None
+            reward = token_rewards[turn] if token_rewards is not None else None
+            count = spans[turn][1] - spans[turn][0] if spans is not None else None
+            body = Group(Text(message.content), Text(), step_line(step, reward, count))
+            turn += 1
+        rendered.append(
+            Panel(body, title=Text(message.role, style), title_align="left", border_style=style)
+        )
+    if not episode.messages:
+        rendered.append(Text("(no messages: the episode failed before its first prompt)", "dim"))
+    return rendered
+
+
+def token_view(
+    episode: ViewedEpisode, decoder: TokenDecoder | None, *, color: bool
+) -> Panel | None:
+    """The coloured token stream, or None for rows without tokens (eval files)."""
+    tokens = episode.tokens
+    if tokens is None:
+        return None
+    text = Text()
+    ids = tokens.ids.tolist()
+    pieces: Sequence[str] = decoder.pieces(ids) if decoder is not None else [f"{i} " for i in ids]
+    in_agent = False
+    triples = zip(pieces, tokens.agent_mask.tolist(), tokens.rewards.tolist())
+    for pos, (piece, mask, reward) in enumerate(triples):
+        shown = visible(piece)
+        if not color:
+            if mask and not in_agent:
+                text.append(AGENT_OPEN)
+            elif not mask and in_agent:
+                text.append(AGENT_CLOSE)
+            in_agent = bool(mask)
+            text.append(shown)
+            continue
+        if mask:
+            sign = (reward > 0) - (reward < 0)
+            style = AGENT_STYLES[sign][pos % 2]
+        else:
+            style = ENV_STYLES[pos % 2]
+        text.append(shown, style)
+    if in_agent:
+        text.append(AGENT_CLOSE)
+    agent = tokens.num_agent_tokens
+    source = f"tokenizer {decoder.name}" if decoder is not None else "ids (no tokenizer)"
+    title = f"tokens: {len(tokens.ids)}, {agent} by the agent \u00b7 {source}"
+    return Panel(text, title=title, title_align="left", subtitle=legend(color), border_style="dim")
+
+
+def legend(color: bool) -> Text:
+    if not color:
+        return Text(f"{AGENT_OPEN}agent tokens{AGENT_CLOSE}, the rest env/template")
+    return Text.assemble(
+        (" env/template ", ENV_STYLES[1]),
+        " ",
+        (" agent, reward 0 ", AGENT_STYLES[0][1]),
+        " ",
+        (" agent, reward > 0 ", AGENT_STYLES[1][1]),
+        " ",
+        (" agent, reward < 0 ", AGENT_STYLES[-1][1]),
+    )
+
+
+def render_episode(
+    episode: ViewedEpisode,
+    decoder: TokenDecoder | None = None,
+    *,
+    show_tokens: bool = True,
+    color: bool = True,
+) -> Group:
+    """The whole terminal view of one episode."""
+    parts: list[RenderableType] = [header(episode), *messages(episode)]
+    if show_tokens:
+        tokens = token_view(episode, decoder, color=color)
+        if tokens is not None:
+            parts.append(tokens)
+    return Group(*parts)
+
+
+def episode_table(episodes: Sequence[ViewedEpisode], title: str) -> Table:
+    """One line per episode: the list the pager and ``--list`` show."""
+    table = Table(title=title, title_justify="left")
+    for name, justify in (
+        ("#", "right"),
+        ("env", "left"),
+        ("task", "right"),
+        ("rollout", "right"),
+        ("reward", "right"),
+        ("turns", "right"),
+        ("status", "left"),
+    ):
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for e in episodes:
+        table.add_row(
+            str(e.index),
+            e.env_id or "?",
+            _opt(e.task_index),
+            _opt(e.rollout_index),
+            Text(fmt_reward(e.final_reward), _reward_style(e.final_reward)),
+            str(e.num_turns),
+            status_text(e),
+        )
+    return table
+
+
+def _opt(value: Any) -> str:
+    return "" if value is None else str(value)
+
+
+def _reward_style(value: float) -> str:
+    return "green" if value > 0 else "red" if value < 0 else ""
+
+
+def _terms_text(terms: dict[str, float]) -> Text:
+    text = Text()
+    for i, (name, value) in enumerate(terms.items()):
+        if i:
+            text.append(", ")
+        text.append(f"{name} ")
+        text.append(fmt_reward(value), _reward_style(value))
+    return text
+
+
+def _clip(text: str, limit: int = MAX_INFO_CHARS) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "\u2026"

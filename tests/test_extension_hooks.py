@@ -1,0 +1,289 @@
+"""The extension hooks a third-party package uses beyond envs, agents and trainers:
+``register_commands``, ``register_executors`` and ``register_env_sources``; and what a
+user gets when a command, executor or URL scheme of a plugin that is not installed is
+asked for (one line naming the package), and old import paths of moved names."""
+
+from __future__ import annotations
+
+import importlib.util
+import warnings
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import agentsgym
+from agentsgym.errors import (
+    MissingPluginError,
+    RegistrationError,
+    UnknownEnvError,
+    UnknownExecutorError,
+    UntrustedRemoteEnvError,
+)
+from agentsgym.registry import get_registry
+from agentsgym.testing import install_plugin, run_cli
+from fake_dists import GOOD_PLUGIN
+
+GUESS = "agentsgym/GuessTheNumber-v0"
+
+COMMAND_PLUGIN = '''
+import typer
+from agentsgym import hookimpl
+
+
+@hookimpl
+def register_commands(cli):
+    @cli.command("hello")
+    def hello(name: str = typer.Argument(..., help="who")) -> None:
+        """Say hello."""
+        print(f"hello {name}")
+'''
+
+BROKEN_COMMAND_PLUGIN = '''
+from agentsgym import hookimpl
+
+
+@hookimpl
+def register_commands(cli):
+    raise RuntimeError("the commands of this plugin are broken")
+'''
+
+EXECUTOR_PLUGIN = '''
+from agentsgym import hookimpl
+from agentsgym.executors import LocalExecutor
+
+SEEN = []
+
+
+class RecordingExecutor(LocalExecutor):
+    """Plays locally, and remembers each request (its keys and options)."""
+
+    def __init__(self, tag="none"):
+        self.tag = tag
+
+    async def arun(self, request, *, on_episode=None, on_trial=None):
+        SEEN.append((self.tag, sorted(request.keys)))
+        return await super().arun(request, on_episode=on_episode, on_trial=on_trial)
+
+
+@hookimpl
+def register_executors(register):
+    register("recording", "{module}:RecordingExecutor", description="local, recorded")
+'''
+
+SOURCE_PLUGIN = '''
+from agentsgym import hookimpl
+
+
+def normalize(url):
+    word = url.split("://", 1)[1]
+    if not word.isalpha():
+        raise ValueError(f"{url!r}: the word must be letters only")
+    return "mem+echo://" + word.lower()
+
+
+def build(url, *, tokenizer=None, env_config=None, plugins=()):
+    from agentsgym_echo import EchoEnv
+
+    env = EchoEnv(tokenizer=tokenizer, env_config=env_config, plugins=plugins)
+    env.fixed_word = url.split("://", 1)[1]
+    return env
+
+
+@hookimpl
+def register_env_sources(register):
+    register("mem+echo", "{module}:build", description="an echo env in memory",
+             normalize="{module}:normalize")
+'''
+
+
+@pytest.fixture
+def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """A folder on sys.path for fake distributions; their modules are forgotten after."""
+    import sys
+
+    root = tmp_path / "site"
+    root.mkdir()
+    monkeypatch.syspath_prepend(str(root))
+    yield root
+    for name, module in list(sys.modules.items()):
+        if str(getattr(module, "__file__", "") or "").startswith(str(root)):
+            del sys.modules[name]
+
+
+# ------------------------------------------------------------------ register_commands
+def test_a_plugin_adds_a_command(site: Path) -> None:
+    install_plugin(site, "agentsgym-hello", "agentsgym_hello", COMMAND_PLUGIN)
+    result = run_cli("hello", "world")
+    assert result.code == 0 and result.stdout.strip() == "hello world", result.output
+    assert "hello" in run_cli("--help").stdout
+
+
+def test_a_plugin_whose_commands_break_is_reported_and_the_others_work(site: Path) -> None:
+    install_plugin(site, "agentsgym-broken", "agentsgym_broken", BROKEN_COMMAND_PLUGIN)
+    install_plugin(site, "agentsgym-hello", "agentsgym_hello", COMMAND_PLUGIN)
+    assert run_cli("hello", "again").stdout.strip() == "hello again"
+    listing = run_cli("list-envs")
+    assert listing.code == 0 and GUESS in listing.stdout
+    assert "the commands of this plugin are broken" in listing.output
+    version = run_cli("--version")
+    assert "agentsgym-broken 1.0 (plugin agentsgym_broken): failed to load" in version.stdout
+
+
+def test_the_core_commands_register_through_the_same_hook() -> None:
+    from agentsgym.builtin import plugin
+
+    registered: list[str] = []
+
+    class Recorder:
+        def command(self, name: str, **kwargs: Any) -> Any:
+            registered.append(name)
+            return lambda function: function
+
+    plugin.register_commands(cli=Recorder())
+    assert {"rollout", "eval", "list-envs", "describe", "check-env", "new-env"} <= set(registered)
+
+
+@pytest.mark.parametrize(
+    ("command", "plugin", "distribution"),
+    [
+        ("train", "trl", "agentsgym-trl"),
+        ("serve", "serve", "agentsgym-serve"),
+        ("atropos", "atropos", "agentsgym-atropos"),
+        ("view", "viewer", "agentsgym-viewer"),
+    ],
+)
+def test_a_command_of_a_missing_plugin_names_the_package(
+    monkeypatch: pytest.MonkeyPatch, command: str, plugin: str, distribution: str
+) -> None:
+    monkeypatch.setenv("AGENTSGYM_BLOCK_PLUGINS", plugin)
+    result = run_cli(command, "--help")
+    assert result.code == 2, result.output
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and f"pip install {distribution}" in lines[0], result.output
+
+
+def test_an_unknown_command_still_gets_clicks_error() -> None:
+    result = run_cli("rollotu")
+    assert result.code == 2 and "No such command" in result.output
+
+
+# ------------------------------------------------------------------ register_executors
+def test_a_plugin_adds_an_executor(site: Path) -> None:
+    install_plugin(site, "agentsgym-recexec", "agentsgym_recexec", EXECUTOR_PLUGIN)
+    batch = agentsgym.run_dataset(
+        [{"env_class_path": GUESS, "task_data": {"seed": s}} for s in range(2)],
+        "agentsgym/bisect",
+        2,
+        executor="recording",
+        executor_options={"tag": "py"},
+    )
+    import agentsgym_recexec
+
+    assert agentsgym_recexec.SEEN == [("py", [(0, 0), (0, 1), (1, 0), (1, 1)])]
+    assert batch.final_rewards == [1.0] * 4
+    assert get_registry().executor("recording").distribution == "agentsgym-recexec"
+
+
+def test_the_cli_plays_on_a_plugins_executor_with_its_options(site: Path, tmp_path: Path) -> None:
+    install_plugin(site, "agentsgym-recexec", "agentsgym_recexec", EXECUTOR_PLUGIN)
+    out = tmp_path / "r.jsonl"
+    args = ("rollout", GUESS, "--num-tasks", "2", "--num-rollouts", "1", "--out", str(out))
+    result = run_cli(*args, "--executor", "recording", "--executor-option", "tag=cli")
+    assert result.code == 0, result.output
+    import agentsgym_recexec
+
+    assert agentsgym_recexec.SEEN == [("cli", [(0, 0), (1, 0)])]
+    assert len(out.read_text().splitlines()) == 2
+    bad = run_cli(*args, "--overwrite", "--executor", "recording", "--executor-option", "tga=x")
+    assert bad.code == 2 and "has no option 'tga' (did you mean 'tag'?)" in bad.output
+
+
+def test_executor_errors_are_one_line(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    out = str(tmp_path / "x.jsonl")
+    stray = run_cli("rollout", GUESS, "--num-workers", "3", "--out", out)
+    assert stray.code == 2 and "executor 'local' has no option 'num_workers'" in stray.output
+    unknown = run_cli("rollout", GUESS, "--executor", "dask", "--out", out)
+    assert unknown.code == 2 and "no executor registered with name 'dask'" in unknown.output
+    monkeypatch.setenv("AGENTSGYM_BLOCK_PLUGINS", "ray")
+    from agentsgym.registry import reset_registry
+
+    reset_registry()
+    missing = run_cli("rollout", GUESS, "--executor", "ray", "--out", out)
+    assert missing.code == 2 and "pip install agentsgym-ray" in missing.output
+    assert "Traceback" not in missing.output and not Path(out).exists()
+    with pytest.raises(UnknownExecutorError, match="pip install agentsgym-ray"):
+        agentsgym.run_dataset([{"env_class_path": GUESS, "task_data": {}}], "scripted", executor="ray")
+
+
+# ------------------------------------------------------------------ register_env_sources
+def test_a_plugin_adds_a_kind_of_env_source(site: Path) -> None:
+    install_plugin(site, "agentsgym-echo", "agentsgym_echo", GOOD_PLUGIN)
+    install_plugin(site, "agentsgym-memecho", "agentsgym_memecho", SOURCE_PLUGIN)
+    env = agentsgym.make("MEM+ECHO://Zeta")
+    # the source builds from the canonical URL, which is also the env id
+    assert env.fixed_word == "zeta" and env.env_id == "mem+echo://zeta"
+    batch = env.run_trial([{"word": "zeta"}], agentsgym.make_agent("echo/echo"))
+    assert batch.final_rewards == [1.0]
+    with pytest.raises(UnknownEnvError, match="the word must be letters only"):
+        agentsgym.make("mem+echo://zeta9")
+    row = {"env_class_path": "mem+echo://zeta", "task_data": {"word": "zeta"}}
+    with pytest.raises(UntrustedRemoteEnvError):
+        agentsgym.run_dataset([row], "echo/echo")
+    allowed = agentsgym.run_dataset([row], "echo/echo", allow_remote=["mem+echo://zeta"])
+    assert allowed.final_rewards == [1.0]
+
+
+def test_two_plugins_claiming_one_scheme_is_an_error_naming_both(site: Path) -> None:
+    install_plugin(site, "agentsgym-memecho", "agentsgym_memecho", SOURCE_PLUGIN)
+    install_plugin(site, "agentsgym-memecho2", "agentsgym_memecho2", SOURCE_PLUGIN)
+    with pytest.raises(RegistrationError, match="agentsgym-memecho.*agentsgym-memecho2"):
+        get_registry()
+
+
+def test_a_url_whose_source_is_not_installed_names_the_package(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("AGENTSGYM_BLOCK_PLUGINS", "serve")
+    with pytest.raises(UnknownEnvError, match="pip install agentsgym-serve"):
+        agentsgym.make("http://127.0.0.1:9")
+    with pytest.raises(UnknownEnvError, match="no installed plugin plays ftp:// env URLs"):
+        agentsgym.make("ftp://example.com/env")
+
+
+# ------------------------------------------------------------------ moved names
+def test_names_that_moved_import_from_their_old_place() -> None:
+    from agentsgym_serve import RemoteEnv
+    from agentsgym_trl import BatchTrainer
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert agentsgym.RemoteEnv is RemoteEnv
+        from agentsgym.serve.remote_env import RemoteEnv as old_remote_env
+
+        from agentsgym.trainers import BatchTrainer as old_batch_trainer
+    assert old_batch_trainer is BatchTrainer and old_remote_env is RemoteEnv
+    assert any("agentsgym_serve" in str(w.message) for w in caught)
+
+
+def test_a_moved_name_without_its_package_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "agentsgym_viewer" else real_find_spec(name, *a),
+    )
+    monkeypatch.delitem(sys.modules, "agentsgym.viewer", raising=False)
+    with pytest.raises(MissingPluginError, match=r"pip install agentsgym-viewer"):
+        importlib.import_module("agentsgym.viewer")
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "agentsgym_serve" else real_find_spec(name, *a),
+    )
+    with pytest.raises(MissingPluginError, match=r"pip install agentsgym-serve \(then: from"):
+        agentsgym.AgentGymEnv  # noqa: B018
+    with pytest.raises(AttributeError):
+        agentsgym.NoSuchThing  # noqa: B018
