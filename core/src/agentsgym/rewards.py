@@ -1,22 +1,11 @@
 """Per-token reward strategies: how step rewards land on the tokens of a segment.
 
-Environment tokens always get 0.0. Strategies:
-
-* ``spread`` (default): each step reward is divided evenly over the tokens of the
-  agent action that earned it.
-* ``last_token``: each step reward goes to the last token of that action.
-* ``terminal``: the episode's final reward is divided evenly over all agent tokens.
-
-Every strategy conserves reward: the per-token rewards of an episode add up to its
-final reward (``Episode.check`` holds the runner to it). They describe *data*: where
-a reward was earned, as written to rollout files and read by any trainer.
-
-Credit assignment (which turns a reward should reinforce) is a training choice, not
-a property of the data, so it lives in the trainers: ``per-token-grpo`` computes
-per-turn returns from the step rewards with :func:`discounted_returns`
-(``credit_assignment="return_to_go"``, discount ``gamma``). A discount is a
-hyperparameter one tunes between runs; as an env strategy it would sit in every
-dataset row's ``env_config`` and break the conservation check above.
+Env tokens get 0.0. ``spread`` (default) divides each step reward evenly over the
+tokens of the action that earned it, ``last_token`` puts it on the action's last token,
+``terminal`` divides the final reward over all agent tokens; all conserve reward
+(``Episode.check``). Credit assignment (e.g. :func:`discounted_returns`) is a training
+choice, so it lives in the trainers: as an env strategy a discount would sit in every
+dataset row and break reward conservation.
 """
 
 from __future__ import annotations
@@ -26,36 +15,30 @@ from collections.abc import Callable, Sequence
 from agentsgym.config import RewardStrategyName
 from agentsgym.tokenization import AgentSpan
 
-RewardStrategy = Callable[
-    [Sequence[AgentSpan], Sequence[float], float, Sequence[int]], list[list[float]]
-]
+__all__ = ["STRATEGIES", "RewardStrategy", "assign_token_rewards", "discounted_returns"]
+
+Spans = Sequence[AgentSpan]
+TokenRewards = list[list[float]]  # one list per segment
+RewardStrategy = Callable[[Spans, Sequence[float], float, Sequence[int]], TokenRewards]
 
 
-def _zeros(segment_lengths: Sequence[int]) -> list[list[float]]:
+def _zeros(segment_lengths: Sequence[int]) -> TokenRewards:
     return [[0.0] * n for n in segment_lengths]
 
 
 def spread(
-    spans: Sequence[AgentSpan],
-    step_rewards: Sequence[float],
-    final_reward: float,
-    segment_lengths: Sequence[int],
-) -> list[list[float]]:
+    spans: Spans, step_rewards: Sequence[float], final_reward: float, segment_lengths: Sequence[int]
+) -> TokenRewards:
     rewards = _zeros(segment_lengths)
     for span, reward in zip(spans, step_rewards):
-        if span.positions:
-            share = reward / len(span.positions)
-            for pos in span.positions:
-                rewards[span.segment][pos] += share
+        for pos in span.positions:
+            rewards[span.segment][pos] += reward / len(span.positions)
     return rewards
 
 
 def last_token(
-    spans: Sequence[AgentSpan],
-    step_rewards: Sequence[float],
-    final_reward: float,
-    segment_lengths: Sequence[int],
-) -> list[list[float]]:
+    spans: Spans, step_rewards: Sequence[float], final_reward: float, segment_lengths: Sequence[int]
+) -> TokenRewards:
     rewards = _zeros(segment_lengths)
     for span, reward in zip(spans, step_rewards):
         if span.positions:
@@ -64,18 +47,13 @@ def last_token(
 
 
 def terminal(
-    spans: Sequence[AgentSpan],
-    step_rewards: Sequence[float],
-    final_reward: float,
-    segment_lengths: Sequence[int],
-) -> list[list[float]]:
+    spans: Spans, step_rewards: Sequence[float], final_reward: float, segment_lengths: Sequence[int]
+) -> TokenRewards:
     rewards = _zeros(segment_lengths)
     total = sum(len(span.positions) for span in spans)
-    if total:
-        share = final_reward / total
-        for span in spans:
-            for pos in span.positions:
-                rewards[span.segment][pos] += share
+    for span in spans:
+        for pos in span.positions:
+            rewards[span.segment][pos] += final_reward / total
     return rewards
 
 
@@ -88,22 +66,19 @@ STRATEGIES: dict[str, RewardStrategy] = {
 
 def assign_token_rewards(
     strategy: RewardStrategyName,
-    spans: Sequence[AgentSpan],
+    spans: Spans,
     step_rewards: Sequence[float],
     final_reward: float,
     segment_lengths: Sequence[int],
-) -> list[list[float]]:
+) -> TokenRewards:
     """Per-token rewards of each segment under ``strategy``."""
     return STRATEGIES[strategy](spans, step_rewards, final_reward, segment_lengths)
 
 
 def discounted_returns(step_rewards: Sequence[float], gamma: float = 1.0) -> list[float]:
-    """The return of every step: ``G_t = r_t + gamma * G_{t+1}`` (the discounted sum
-    of the rewards from step ``t`` to the end of the episode).
-
-    With ``gamma=1`` every step is credited with everything that followed it, so in
-    an outcome-only episode (one reward at the end) every turn gets the outcome.
-    """
+    """The return of every step: ``G_t = r_t + gamma * G_{t+1}``. With ``gamma=1`` each
+    step is credited with everything that followed it (in an outcome-only episode,
+    every turn gets the outcome)."""
     if not 0.0 <= gamma <= 1.0:
         raise ValueError(f"gamma must be in [0, 1], got {gamma}")
     returns = [0.0] * len(step_rewards)

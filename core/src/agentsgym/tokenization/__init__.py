@@ -1,12 +1,5 @@
-"""Token streams of episodes: chat-template rendering, turn deltas, token fidelity.
-
-* :mod:`~agentsgym.tokenization.chat`: :class:`ChatTokenizer`, a tokenizer and what
-  its chat template puts around turns;
-* :mod:`~agentsgym.tokenization.incremental`: env turns as a delta against a small
-  base conversation, so a turn costs its own new messages;
-* :mod:`~agentsgym.tokenization.stream`: :class:`EpisodeTokenizer`, an episode's
-  segments built turn by turn, with the checks that keep them what the model saw.
-"""
+"""Token streams of episodes: chat-template rendering (:mod:`.chat`), cheap turn deltas
+(:mod:`.incremental`) and the per-episode stream with its fidelity checks (:mod:`.stream`)."""
 
 from agentsgym.tokenization.chat import ChatTokenizer, tokenizer_lock
 from agentsgym.tokenization.incremental import supports_incremental

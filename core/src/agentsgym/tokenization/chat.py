@@ -1,11 +1,7 @@
 """ChatTokenizer: a tokenizer, its chat template, and what the template puts around turns.
 
-Everything an episode's token stream needs from a tokenizer lives here: rendering a
-conversation with the chat template, tokenizing rendered template text (the
-template's own special tokens parsed, special-token text inside message contents
-kept as plain text), tokenizing text the model wrote, and the probes that tell what
-the template puts after an assistant reply (its end-of-turn token) and before one
-(the generation prompt).
+Rendered template text is tokenized with the template's special tokens parsed but
+special-token text inside message contents kept as plain text, as model output is.
 """
 
 from __future__ import annotations
@@ -15,6 +11,7 @@ import re
 import threading
 import uuid
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 from agentsgym.errors import TokenFidelityError
@@ -23,37 +20,30 @@ from agentsgym.types import Message, Messages
 logger = logging.getLogger(__name__)
 
 _SENTINEL = "AGENTSGYMSENTINEL"
-# Private-use characters around special-token text inside a content, followed through
-# a template that transforms contents (the approach of transformers'
-# sanitize_control_tokens).
+# Private-use characters around special-token text inside a content, followed through a
+# template that transforms contents (the approach of transformers' sanitize_control_tokens).
 _MARK_START, _MARK_END = "\ue000", "\ue001"
 _MARKED = re.compile(f"{_MARK_START}(.*?){_MARK_END}", re.DOTALL)
 
+Render = Callable[[Messages], str]
+
 
 def tokenizer_lock(tokenizer: Any) -> threading.Lock:
-    """The lock serialising encode calls on one tokenizer object.
-
-    transformers' fast tokenizers keep ``split_special_tokens`` (and padding and
-    truncation settings) as state on the shared Rust tokenizer and set it on every
-    call, so two threads encoding at once can tokenize template text with special
-    tokens switched off. Episodes tokenize in worker threads and envs may share a
-    tokenizer, so the lock lives on the tokenizer itself.
-    """
+    """The lock serialising encode calls on one tokenizer object (which envs may share):
+    fast tokenizers keep ``split_special_tokens`` (and padding, truncation) as state on
+    the shared Rust tokenizer, so concurrent encodes could see each other's settings."""
     return tokenizer.__dict__.setdefault("_agentsgym_encode_lock", threading.Lock())
 
 
 class ChatTokenizer:
     """A tokenizer plus what its chat template puts around an assistant reply.
 
-    :ivar eot_text: the template text right after an assistant reply's content when
-        it is a special token (ChatML's ``<|im_end|>``, Llama-3's ``<|eot_id|>``),
-        else ``""``; ``eot_ids`` are its ids.
+    :ivar eot_text: the special token right after an assistant reply's content
+        (ChatML's ``<|im_end|>``, Llama-3's ``<|eot_id|>``), else ``""``; ids ``eot_ids``.
     :ivar generation_prompt: the text ``add_generation_prompt=True`` appends.
-    :ivar reply_boundary: the end of the generation prompt after its last special
-        token (``"assistant\\n"`` for ChatML): the text a reply's first characters
-        could merge with when the whole conversation is tokenized at once, or
-        ``None`` when the generation prompt holds no special token; ``boundary_ids``
-        are its ids.
+    :ivar reply_boundary: the generation prompt after its last special token
+        (``"assistant\\n"`` for ChatML), which a reply's first characters could merge
+        with; ``None`` without a special token there. Ids ``boundary_ids``.
     """
 
     def __init__(self, tokenizer: Any, chat_template_kwargs: dict[str, Any] | None = None) -> None:
@@ -68,47 +58,32 @@ class ChatTokenizer:
         self._backend = _backend_of(tokenizer)
         self.template_kwargs = dict(chat_template_kwargs or {})
         self.special_texts = _special_token_texts(tokenizer)
-        self._render_direct = _direct_renderer(tokenizer, self.template_kwargs)
+        self._render = _renderer(tokenizer, self.template_kwargs)
         self.eot_text, self.eot_ids = self._probe_end_of_turn()
         self.generation_prompt = self._probe_generation_prompt()
         self.reply_boundary = self._boundary_of(self.generation_prompt)
         self.boundary_ids = self._encode(self.reply_boundary or "")
-        self.incremental: bool | None = None
-        """Whether env turns may be rendered as a delta (:mod:`.incremental`); probed
-        once, on first use, by :func:`~agentsgym.tokenization.incremental.supports_incremental`."""
+        self.incremental: bool | None = None  # set on first use by supports_incremental
 
     @property
     def pad_token_id(self) -> int:
-        """The id batches are padded with: the pad token, else the end-of-sequence token
-        (Llama-3.2 has no pad token and pads with ``<|eot_id|>``), else 0. Padding is
-        masked out of attention, loss and rewards, so any id works."""
+        """The pad token, else the end-of-sequence token (Llama-3.2 has no pad token),
+        else 0. Padding is masked out of attention, loss and rewards, so any id works."""
         pad = self.tokenizer.pad_token_id
         if pad is None:
             pad = self.tokenizer.eos_token_id
         return 0 if pad is None else int(pad)
 
-    # ------------------------------------------------------------------ rendering
     def render(self, messages: Messages, *, add_generation_prompt: bool) -> str:
         """The chat template's text for ``messages``: ``apply_chat_template``'s."""
-        if self._render_direct is not None:
-            return self._render_direct(messages, add_generation_prompt)
-        return _apply_chat_template(
-            self.tokenizer, self.template_kwargs, messages, add_generation_prompt
-        )
+        return self._render(messages, add_generation_prompt)
 
     def encode_prompt(self, messages: Messages, *, add_generation_prompt: bool = True) -> list[int]:
         """The ids of a whole conversation, as a chat server tokenizes it, except that
         special-token text inside message contents stays plain text."""
-        text = self.render(messages, add_generation_prompt=add_generation_prompt)
-        return self.encode_rendered(
-            text,
-            messages,
-            range(len(messages)),
-            0,
-            lambda m: self.render(m, add_generation_prompt=add_generation_prompt),
-        )
+        render = partial(self.render, add_generation_prompt=add_generation_prompt)
+        return self.encode_rendered(render(messages), messages, range(len(messages)), 0, render)
 
-    # ------------------------------------------------------------------ encoding
     def encode_model_text(self, text: str) -> list[int]:
         """Tokenize text the model produced, never parsing it into special tokens."""
         # Without special-token text both settings give the same ids; keeping the
@@ -116,21 +91,11 @@ class ChatTokenizer:
         return self._encode(text, split_special_tokens=self.has_special_text(text))
 
     def encode_template_text(self, text: str, contents: Sequence[str]) -> list[int]:
-        """Tokenize rendered template text whose message contents are ``contents``.
-
-        The template's own special tokens are parsed; special-token text inside a
-        content is not: each such content is found in the text (in order) and
-        tokenized on its own as plain text. When no content holds special-token text
-        the whole string is tokenized at once, which is exactly what
-        ``apply_chat_template`` does. :meth:`encode_rendered` finds the contents
-        without searching, where it can.
-        """
-        risky = [c for c in contents if c and self.has_special_text(c)]
-        if not risky:
-            return self._encode(text)
-        ids: list[int] = []
+        """Tokenize rendered template text, finding each of ``contents`` that holds
+        special-token text in it (in order) and tokenizing that as plain text."""
+        parts: list[str] = []
         cursor = 0
-        for content in risky:
+        for content in (c for c in contents if c and self.has_special_text(c)):
             start, found = _find_content(text, content, cursor)
             if start < 0:
                 raise TokenFidelityError(
@@ -138,101 +103,76 @@ class ChatTokenizer:
                     "transformed it beyond recognition, so it cannot be kept out of the "
                     f"special tokens: {content[:80]!r}"
                 )
-            ids += self._encode(text[cursor:start])
-            ids += self.encode_model_text(found)
+            parts += [text[cursor:start], found]
             cursor = start + len(found)
-        ids += self._encode(text[cursor:])
-        return ids
+        return self._encode_parts([*parts, text[cursor:]])
 
     def encode_rendered(
-        self,
-        text: str,
-        messages: Messages,
-        protect: Sequence[int] | range,
-        start: int,
-        render: Callable[[Messages], str],
+        self, text: str, messages: Messages, protect: Sequence[int], start: int, render: Render
     ) -> list[int]:
-        """Tokenize ``text[start:]``, where ``text = render(messages)``.
-
-        The contents of ``messages[i]`` for ``i`` in ``protect`` (the messages rendered
-        after ``start``) that hold special-token text are kept out of the special
-        tokens. Each such content is located by rendering the conversation again with
-        a unique placeholder in its place, which finds it exactly even when the same
-        text is also one of the template's own tokens (a content that is just
-        ``<|im_start|>``), and is tokenized whole as plain text. A template that
-        transforms contents (drops a think block, trims) defeats placeholders; then
-        the special-token texts inside the contents are marked and followed through
-        the rendering, and only they are tokenized as plain text.
-        """
+        """Tokenize ``text[start:]``, where ``text = render(messages)``, keeping the
+        special-token text in the contents of ``messages[i]``, ``i`` in ``protect``, out
+        of the special tokens. Such a content is located by re-rendering with a unique
+        placeholder in its place, exact even for a content that is just ``<|im_start|>``;
+        templates that transform contents (trim, drop think blocks) defeat that, so then
+        its special-token texts are marked and followed through the rendering, and as a
+        last resort the contents are searched for in the text."""
         piece = text[start:]
         risky = [i for i in protect if self.has_special_text(str(messages[i].get("content", "")))]
         if not risky:
             return self._encode(piece)
-        ids = self._encode_by_placeholders(piece, messages, risky, start, render)
-        if ids is None:
-            ids = self._encode_by_markers(piece, messages, risky, start, render)
-        if ids is None:
-            ids = self.encode_template_text(
-                piece, [str(messages[i].get("content", "")) for i in protect]
-            )
+        parts = self._split_by_placeholders(piece, messages, risky, start, render)
+        if parts is None:
+            parts = self._split_by_markers(piece, messages, risky, start, render)
+        if parts is None:
+            contents = [str(messages[i].get("content", "")) for i in protect]
+            return self.encode_template_text(piece, contents)
+        return self._encode_parts(parts)
+
+    def _encode_parts(self, parts: list[str]) -> list[int]:
+        """Template text and model text alternating, each tokenized as what it is."""
+        ids: list[int] = []
+        for index, part in enumerate(parts):
+            ids += self.encode_model_text(part) if index % 2 else self._encode(part)
         return ids
 
-    def _encode_by_placeholders(
-        self,
-        piece: str,
-        messages: Messages,
-        risky: list[int],
-        start: int,
-        render: Callable[[Messages], str],
-    ) -> list[int] | None:
+    def _split_by_placeholders(
+        self, piece: str, messages: Messages, risky: list[int], start: int, render: Render
+    ) -> list[str] | None:
+        """``piece`` cut around the risky contents, located by placeholders, or ``None``."""
         marks = {i: f"AGENTSGYM{uuid.uuid4().hex}X" for i in risky}
-        marked = _with_contents(messages, marks)
-        try:
-            marked_piece = render(marked)[start:]
-        except Exception:  # the template refuses a placeholder
+        marked_piece = _render_with_contents(messages, marks, start, render)
+        if marked_piece is None:
             return None
         pieces = _split_at_marks(marked_piece, [marks[i] for i in risky])
-        contents = [str(messages[i]["content"]) for i in risky]
-        if pieces is None or "".join(_interleave(pieces, contents)) != piece:
+        if pieces is None:
             return None
-        ids = self._encode(pieces[0])
-        for content, after in zip(contents, pieces[1:]):
-            ids += self.encode_model_text(content)
-            ids += self._encode(after)
-        return ids
+        parts = [pieces[0]]
+        for i, after in zip(risky, pieces[1:]):
+            parts += [str(messages[i]["content"]), after]
+        return parts if "".join(parts) == piece else None
 
-    def _encode_by_markers(
-        self,
-        piece: str,
-        messages: Messages,
-        risky: list[int],
-        start: int,
-        render: Callable[[Messages], str],
-    ) -> list[int] | None:
+    def _split_by_markers(
+        self, piece: str, messages: Messages, risky: list[int], start: int, render: Render
+    ) -> list[str] | None:
+        """``piece`` cut around the risky contents' special-token texts, or ``None``."""
         contents = {i: str(messages[i]["content"]) for i in risky}
         if any(_MARK_START in c or _MARK_END in c for c in contents.values()):
             return None
         special = re.compile("|".join(re.escape(s) for s in self.special_texts))
-        marked = _with_contents(
-            messages,
-            {
-                i: special.sub(lambda m: _MARK_START + m.group(0) + _MARK_END, c)
-                for i, c in contents.items()
-            },
-        )
-        try:
-            marked_piece = render(marked)[start:]
-        except Exception:
+        marked = {
+            i: special.sub(lambda m: _MARK_START + m.group(0) + _MARK_END, c)
+            for i, c in contents.items()
+        }
+        marked_piece = _render_with_contents(messages, marked, start, render)
+        if marked_piece is None:
             return None
         if marked_piece.replace(_MARK_START, "").replace(_MARK_END, "") != piece:
             return None
         parts = _MARKED.split(marked_piece)  # text, marked token, text, ...
         if any(_MARK_START in p or _MARK_END in p for p in parts[::2]):
             return None  # the template split a marker from its token
-        ids: list[int] = []
-        for index, part in enumerate(parts):
-            ids += self.encode_model_text(part) if index % 2 else self._encode(part)
-        return ids
+        return parts
 
     def has_special_text(self, text: str) -> bool:
         """Whether ``text`` holds the text of one of the tokenizer's special tokens."""
@@ -259,7 +199,6 @@ class ChatTokenizer:
             )
         return list(encoded["input_ids"])
 
-    # ------------------------------------------------------------------ probes
     def _probe_end_of_turn(self) -> tuple[str, list[int]]:
         """Find the special token(s) the template puts right after assistant content."""
         user = {"role": "user", "content": "hi"}
@@ -267,12 +206,10 @@ class ChatTokenizer:
             [user, {"role": "assistant", "content": _SENTINEL}], add_generation_prompt=False
         )
         suffix = rendered[rendered.rindex(_SENTINEL) + len(_SENTINEL) :]
-        for special in self.special_texts:
-            if suffix.startswith(special):
-                return special, self._encode(special)
         eos = getattr(self.tokenizer, "eos_token", None)
-        if eos and suffix.startswith(eos):
-            return eos, self._encode(eos)
+        for candidate in [*self.special_texts, eos]:
+            if candidate and suffix.startswith(candidate):
+                return candidate, self._encode(candidate)
         logger.warning(
             "chat template puts no special token after assistant content (suffix %r); "
             "agent turns get no end-of-turn token",
@@ -287,12 +224,8 @@ class ChatTokenizer:
         return prompted[len(bare) :] if prompted.startswith(bare) else ""
 
     def _boundary_of(self, generation_prompt: str) -> str | None:
-        last = -1
-        for special in self.special_texts:
-            at = generation_prompt.rfind(special)
-            if at >= 0:
-                last = max(last, at + len(special))
-        return generation_prompt[last:] if last >= 0 else None
+        ends = [at + len(s) for s in self.special_texts if (at := generation_prompt.rfind(s)) >= 0]
+        return generation_prompt[max(ends) :] if ends else None
 
     def is_prefix_preserving(self) -> bool:
         """Whether re-rendering keeps earlier turns (including think blocks) as they were."""
@@ -304,15 +237,6 @@ class ChatTokenizer:
             {"role": "user", "content": "And 3+3?"},
         ]
         return self.render(later, add_generation_prompt=True).startswith(view)
-
-
-
-def _apply_chat_template(
-    tokenizer: Any, kwargs: dict[str, Any], messages: Messages, add_generation_prompt: bool
-) -> str:
-    return tokenizer.apply_chat_template(  # type: ignore[no-any-return]
-        list(messages), tokenize=False, add_generation_prompt=add_generation_prompt, **kwargs
-    )
 
 
 _DIRECT_PROBES: list[Messages] = [
@@ -327,25 +251,27 @@ _DIRECT_PROBES: list[Messages] = [
 ]
 
 
-def _direct_renderer(
-    tokenizer: Any, kwargs: dict[str, Any]
-) -> Callable[[Messages, bool], str] | None:
-    """The chat template rendered without ``apply_chat_template``'s per-call work
-    (resolving the template, copying every message into plain data, building the
-    special-token map), which costs several times the rendering of a short turn.
-    Used only for plain ``{role, content}`` messages and only when it gives exactly
-    ``apply_chat_template``'s text on probe conversations; ``None`` otherwise."""
+def _renderer(tokenizer: Any, kwargs: dict[str, Any]) -> Callable[[Messages, bool], str]:
+    """``apply_chat_template``, or where it agrees on probe conversations, the compiled
+    template rendered directly for plain ``{role, content}`` messages, sparing
+    ``apply_chat_template``'s per-call work (several times a short turn's rendering)."""
+
+    def apply(messages: Messages, add_generation_prompt: bool) -> str:
+        return tokenizer.apply_chat_template(  # type: ignore[no-any-return]
+            list(messages), tokenize=False, add_generation_prompt=add_generation_prompt, **kwargs
+        )
+
     try:
         from transformers.utils.chat_template_utils import _compile_jinja_template
 
         compiled = _compile_jinja_template(tokenizer.get_chat_template())
         variables = {**tokenizer.special_tokens_map, **kwargs}
-    except Exception:  # another transformers: apply_chat_template it is
-        return None
+    except Exception:  # noqa: BLE001 - another transformers: apply_chat_template it is
+        return apply
 
     def render(messages: Messages, add_generation_prompt: bool) -> str:
         if any(len(m) != 2 or not isinstance(m.get("content"), str) for m in messages):
-            return _apply_chat_template(tokenizer, kwargs, messages, add_generation_prompt)
+            return apply(messages, add_generation_prompt)
         return compiled.render(  # type: ignore[no-any-return]
             messages=list(messages),
             tools=None,
@@ -355,32 +281,27 @@ def _direct_renderer(
         )
 
     try:
-        for probe in _DIRECT_PROBES:
-            for generation in (True, False):
-                if render(probe, generation) != _apply_chat_template(
-                    tokenizer, kwargs, probe, generation
-                ):
-                    return None
-    except Exception:
-        return None
-    return render
+        agrees = all(
+            render(probe, generation) == apply(probe, generation)
+            for probe in _DIRECT_PROBES
+            for generation in (True, False)
+        )
+    except Exception:  # noqa: BLE001 - any failure means: use apply_chat_template
+        return apply
+    return render if agrees else apply
 
 
 def _backend_of(tokenizer: Any) -> Any:
+    """The Rust tokenizer of a fast transformers tokenizer, else ``None``."""
     backend = getattr(tokenizer, "_tokenizer", None)
-    if backend is None or not hasattr(backend, "encode_special_tokens"):
-        return None
-    if not getattr(tokenizer, "is_fast", False):
-        return None
-    return backend
+    fast = getattr(tokenizer, "is_fast", False) and hasattr(backend, "encode_special_tokens")
+    return backend if fast else None
 
 
 def _special_token_texts(tokenizer: Any) -> list[str]:
     texts: set[str] = set(getattr(tokenizer, "all_special_tokens", []) or [])
     decoder = getattr(tokenizer, "added_tokens_decoder", None) or {}
-    for token in decoder.values():
-        if getattr(token, "special", False):
-            texts.add(str(token.content))
+    texts.update(str(t.content) for t in decoder.values() if getattr(t, "special", False))
     return sorted((t for t in texts if t), key=len, reverse=True)
 
 
@@ -393,29 +314,26 @@ def _find_content(text: str, content: str, start: int) -> tuple[int, str]:
     return -1, ""
 
 
-def _with_contents(messages: Messages, contents: dict[int, str]) -> Messages:
-    return [
+def _render_with_contents(
+    messages: Messages, contents: dict[int, str], start: int, render: Render
+) -> str | None:
+    """``render(messages)[start:]`` with some contents replaced; ``None`` if refused."""
+    replaced = [
         Message(**{**m, "content": contents[i]}) if i in contents else m  # type: ignore[typeddict-item]
         for i, m in enumerate(messages)
     ]
+    try:
+        return render(replaced)[start:]
+    except Exception:  # noqa: BLE001 - the template refuses the stand-in content
+        return None
 
 
 def _split_at_marks(text: str, marks: list[str]) -> list[str] | None:
     """``text`` cut at each mark, in order; ``None`` unless each occurs exactly once."""
-    pieces: list[str] = []
-    cursor = 0
+    pieces = [text]
     for mark in marks:
-        at = text.find(mark, cursor)
-        if at < 0 or text.count(mark) != 1:
+        head, found, tail = pieces[-1].partition(mark)
+        if not found or text.count(mark) != 1:
             return None
-        pieces.append(text[cursor:at])
-        cursor = at + len(mark)
-    pieces.append(text[cursor:])
+        pieces[-1:] = [head, tail]
     return pieces
-
-
-def _interleave(pieces: list[str], contents: list[str]) -> list[str]:
-    out = [pieces[0]]
-    for content, piece in zip(contents, pieces[1:]):
-        out += [content, piece]
-    return out

@@ -1,20 +1,10 @@
 """TrajectoryGroup and TrajectoryBatch: padded rollouts, ready for a trainer.
 
-Layout. Rows are flat: one per scored episode (the last episode of each trial that
-completed), or one per view of an episode that a chat template which is not
-prefix-preserving split into several segments. ``group_indices[i]`` is the task
-(group) of row ``i``; rows of one group are consecutive. Each group is padded to its
-own longest row; :meth:`TrajectoryBatch.to_torch` and
-:meth:`TrajectoryBatch.padded_arrays` pad further, to the batch's longest row. Failed
-episodes are kept on their group (``group.failed``), never in the rows.
-
-Padding: ids take the group's ``pad_token_id`` (the tokenizer's pad token, else its
-EOS token, else 0: Llama-3.2 has no pad token and pads with ``<|eot_id|>``; the
-attention mask tells padding apart), masks 0, rewards and logprobs 0.0.
-
-``padded_*`` properties return lists of lists (the shape the seed plans and many
-users' code expect); ``padded_arrays()`` gives 2-D numpy arrays without building
-Python lists, and ``to_torch()`` is built from them.
+Rows are flat: one per scored episode (the last of each completed trial), or one per
+segment of an episode a non-prefix-preserving template split; a group's (task's) rows
+are consecutive. Each group is padded to its own longest row,
+:meth:`TrajectoryBatch.padded_arrays` to the batch's: ids with ``pad_token_id``, the
+rest with 0. Failed episodes stay on their group (``group.failed``), never in rows.
 """
 
 from __future__ import annotations
@@ -35,15 +25,12 @@ if TYPE_CHECKING:
     import datasets
     import torch
 
-PADDED_FIELDS = ("input_ids", "attention_mask", "agent_token_mask", "per_token_rewards", "sampled_logprobs")
 
-
-def pad_rows(episodes_rows: list[tuple[Episode, int]], width: int, pad_id: int) -> dict[str, np.ndarray]:
-    """The padded 2-D arrays of some (episode, segment) rows, ``width`` columns wide.
-
-    ids as int64 (what embedding layers take), masks as int64 (what attention masks
-    take), rewards and logprobs as float32.
-    """
+def pad_rows(
+    episodes_rows: list[tuple[Episode, int]], width: int, pad_id: int
+) -> dict[str, np.ndarray]:
+    """The padded 2-D arrays of some (episode, segment) rows, ``width`` columns wide: ids
+    and masks int64 (as embedding layers and attention masks take), the rest float32."""
     rows = len(episodes_rows)
     arrays = {
         "input_ids": np.full((rows, width), pad_id, dtype=np.int64),
@@ -59,14 +46,40 @@ def pad_rows(episodes_rows: list[tuple[Episode, int]], width: int, pad_id: int) 
         arrays["attention_mask"][row, :n] = 1
         arrays["agent_token_mask"][row, :n] = segment.agent_mask
         arrays["per_token_rewards"][row, :n] = episode.segment_rewards[index]
-        logprobs = segment.logprobs
-        if logprobs is not None:
+        if (logprobs := segment.logprobs) is not None:
             arrays["sampled_logprobs"][row, :n] = logprobs
     return arrays
 
 
+class _PaddedLists:
+    """The ``padded_*`` properties: the padded rows as lists of lists."""
+
+    def _padded(self, name: str) -> list[list[Any]]:
+        raise NotImplementedError
+
+    @property
+    def padded_full_token_ids(self) -> list[list[int]]:
+        return self._padded("input_ids")
+
+    @property
+    def padded_full_attention_mask(self) -> list[list[int]]:
+        return self._padded("attention_mask")
+
+    @property
+    def padded_agent_token_mask(self) -> list[list[int]]:
+        return self._padded("agent_token_mask")
+
+    @property
+    def padded_per_token_rewards(self) -> list[list[float]]:
+        return self._padded("per_token_rewards")
+
+    @property
+    def padded_sampled_logprobs(self) -> list[list[float]]:
+        return self._padded("sampled_logprobs")
+
+
 @dataclass
-class TrajectoryGroup:
+class TrajectoryGroup(_PaddedLists):
     """The rollouts of one task, padded to the group's longest row."""
 
     task_index: int
@@ -113,30 +126,9 @@ class TrajectoryGroup:
     def _padded(self, name: str) -> list[list[Any]]:
         return self.padded_arrays()[name].tolist()  # type: ignore[no-any-return]
 
-    @property
-    def padded_full_token_ids(self) -> list[list[int]]:
-        return self._padded("input_ids")
 
-    @property
-    def padded_full_attention_mask(self) -> list[list[int]]:
-        return self._padded("attention_mask")
-
-    @property
-    def padded_agent_token_mask(self) -> list[list[int]]:
-        return self._padded("agent_token_mask")
-
-    @property
-    def padded_per_token_rewards(self) -> list[list[float]]:
-        return self._padded("per_token_rewards")
-
-    @property
-    def padded_sampled_logprobs(self) -> list[list[float]]:
-        return self._padded("sampled_logprobs")
-
-
-class TrajectoryBatch:
-    """Groups of padded rollouts, row-aligned across every field (see the module
-    docstring for the layout)."""
+class TrajectoryBatch(_PaddedLists):
+    """Groups of padded rollouts, row-aligned across every field (layout: module docstring)."""
 
     def __init__(self, groups: list[TrajectoryGroup]) -> None:
         self.groups = groups
@@ -147,32 +139,12 @@ class TrajectoryBatch:
     def _rows(self) -> list[tuple[int, Episode, int]]:
         return [(gi, e, si) for gi, g in enumerate(self.groups) for e, si in g.rows]
 
-    def _concat(self, name: str) -> list[Any]:
-        return [row for g in self.groups for row in getattr(g, name)]
+    def _padded(self, name: str) -> list[list[Any]]:
+        return [row for g in self.groups for row in g._padded(name)]
 
     @property
     def tokenized(self) -> bool:
         return all(g.tokenized for g in self.groups)
-
-    @property
-    def padded_full_token_ids(self) -> list[list[int]]:
-        return self._concat("padded_full_token_ids")
-
-    @property
-    def padded_full_attention_mask(self) -> list[list[int]]:
-        return self._concat("padded_full_attention_mask")
-
-    @property
-    def padded_agent_token_mask(self) -> list[list[int]]:
-        return self._concat("padded_agent_token_mask")
-
-    @property
-    def padded_per_token_rewards(self) -> list[list[float]]:
-        return self._concat("padded_per_token_rewards")
-
-    @property
-    def padded_sampled_logprobs(self) -> list[list[float]]:
-        return self._concat("padded_sampled_logprobs")
 
     @property
     def final_rewards(self) -> list[float]:
@@ -209,11 +181,8 @@ class TrajectoryBatch:
         return [e for g in self.groups for e in g.failed]
 
     def padded_arrays(self) -> dict[str, np.ndarray]:
-        """Every row as 2-D numpy arrays, padded to the batch's longest row, plus
-        ``final_rewards`` and ``group_indices``."""
-        for group in self.groups:
-            group._require_tokens()
-        width = max((g.padded_length for g in self.groups), default=0)
+        """Every row padded to the batch's longest row, plus final rewards and groups."""
+        width = max((g.padded_length for g in self.groups), default=0)  # requires tokens
         pad_id = next((g.pad_token_id for g in self.groups if g.pad_token_id is not None), 0)
         rows = [(e, si) for _, e, si in self._rows()]
         arrays = pad_rows(rows, width, pad_id)
@@ -231,19 +200,16 @@ class TrajectoryBatch:
         """One flat record per row (scored episodes), then the failed episodes."""
         records = []
         for gi, episode, si in self._rows():
-            record = episode.to_record()
-            record["group_index"] = gi
-            record["segment_index"] = si
+            record = {**episode.to_record(), "group_index": gi, "segment_index": si}
             if self.tokenized and si:
                 record.update(segment_fields(episode, si))
             records.append(record)
         if include_failed:
-            for gi, group in enumerate(self.groups):
-                for episode in group.failed:
-                    record = episode.to_record()
-                    record["group_index"] = gi
-                    record["segment_index"] = 0
-                    records.append(record)
+            records += [
+                {**episode.to_record(), "group_index": gi, "segment_index": 0}
+                for gi, group in enumerate(self.groups)
+                for episode in group.failed
+            ]
         return records
 
     def to_dataset(self, *, include_failed: bool = True) -> datasets.Dataset:

@@ -13,9 +13,8 @@ from agentsgym.trajectory.segment import TokenSegment
 from agentsgym.types import Messages
 
 REWARD_TOLERANCE = 1e-4
-"""Relative tolerance of the reward-conservation check: per-token rewards are float32
-(7 significant digits); summed in float64 they meet the float64 final reward far
-closer than this."""
+"""Relative tolerance of the reward-conservation check: float32 per-token rewards,
+summed in float64, meet the final reward far closer than this."""
 
 
 @dataclass
@@ -29,30 +28,22 @@ class StepRecord:
     reward_terms: dict[str, float] = field(default_factory=dict)
     num_agent_tokens: int = 0
     token_source: str | None = None
-    """Where the action's token ids came from: ``"sampled"`` (ids the model generated
-    from the episode's own prompt ids), ``"server"`` (ids a server generated, its
-    reported prompt ids checked against the stream), ``"unchecked"`` (ids without
-    the prompt they were sampled from), ``"retokenized"`` (text only: the reply was
-    tokenized by the runner), or ``None`` without a tokenizer."""
+    """Where the action's token ids came from: ``"sampled"`` (from the episode's own
+    prompt ids), ``"server"`` (its reported prompt ids checked), ``"unchecked"`` (ids
+    without their prompt), ``"retokenized"`` (text only), ``None`` without a tokenizer."""
     reply_truncated: bool = False
     """The reply was cut at the agent's generation length limit."""
     token_span: tuple[int, int, int] | None = None
-    """Where the action's agent tokens are: ``(segment, start, end)`` in
-    ``episode.segments[segment]``; the ids before ``start`` are the prompt the model
-    replied to. ``None`` without a tokenizer."""
+    """``(segment, start, end)`` of the action's agent tokens in ``episode.segments``; the
+    ids before ``start`` are the prompt the model replied to. ``None`` without a tokenizer."""
 
 
 @dataclass
 class Episode:
-    """One played episode, unpadded.
-
-    Token fields live in ``segments`` (one :class:`TokenSegment` of numpy arrays per
-    view the model saw; one unless a chat template that is not prefix-preserving
-    split the episode) and ``segment_rewards`` (one float32 array per segment). The
-    single-view properties (``full_token_ids``, ``agent_token_mask``,
-    ``per_token_rewards``, ...) return plain lists, for code that compares them with
-    lists or serialises them; read the arrays from ``segments`` to avoid the copy.
-    """
+    """One played episode, unpadded: ``segments`` holds one :class:`TokenSegment` per
+    view the model saw (one unless a non-prefix-preserving template split the episode),
+    ``segment_rewards`` their float32 rewards; ``full_token_ids`` etc. copy the single
+    segment into plain lists."""
 
     session_id: str
     env_id: str
@@ -81,7 +72,6 @@ class Episode:
     def ok(self) -> bool:
         return self.error is None
 
-    # ------------------------------------------------------------ token fields
     def _single_segment(self) -> TokenSegment:
         if not self.tokenized:
             raise TokenizerRequiredError(
@@ -114,10 +104,8 @@ class Episode:
 
     @property
     def sampled_logprobs(self) -> list[float] | None:
-        segment = self._single_segment()
-        if not self.has_logprobs or segment.logprobs is None:
-            return None
-        return segment.logprobs.tolist()  # type: ignore[no-any-return]
+        logprobs = self._single_segment().logprobs
+        return logprobs.tolist() if self.has_logprobs and logprobs is not None else None
 
     @property
     def num_tokens(self) -> int:
@@ -133,12 +121,8 @@ class Episode:
         return sum(s.nbytes for s in self.segments) + sum(r.nbytes for r in self.segment_rewards)
 
     def check(self) -> None:
-        """Token-fidelity invariants; raises TokenFidelityError when one breaks.
-
-        Lengths agree, the mask is 0/1, rewards sit on agent tokens only, the mask
-        covers exactly the tokens the agent produced, and no reward is lost: the
-        per-token rewards of all segments add up to the final reward.
-        """
+        """Raise TokenFidelityError unless lengths agree, the 0/1 mask covers exactly the
+        agent's tokens, which alone carry rewards, and those add up to the final reward."""
         if not self.tokenized:
             return
         if len(self.segment_rewards) != len(self.segments):
@@ -176,7 +160,8 @@ class Episode:
 
     def to_record(self) -> dict[str, Any]:
         """A flat, JSON-friendly row (unpadded token fields of the first segment)."""
-        record: dict[str, Any] = {
+        tokens = self.tokenized and bool(self.segments)
+        return {
             "session_id": self.session_id,
             "env_id": self.env_id,
             "task_index": self.task_index,
@@ -195,17 +180,13 @@ class Episode:
             "step_reward_terms": [dict(s.reward_terms) for s in self.steps],
             "step_token_sources": [s.token_source for s in self.steps],
             "num_segments": len(self.segments),
-            "full_token_ids": None,
-            "full_attention_mask": None,
-            "agent_token_mask": None,
-            "per_token_rewards": None,
-            "num_tokens": None,
-            "num_agent_tokens": None,
+            **(segment_fields(self, 0) if tokens else dict.fromkeys(SEGMENT_FIELDS)),
+            "num_tokens": self.num_tokens if tokens else None,
+            "num_agent_tokens": self.num_agent_tokens if tokens else None,
         }
-        if self.tokenized and self.segments:
-            record.update(segment_fields(self, 0))
-            record.update(num_tokens=self.num_tokens, num_agent_tokens=self.num_agent_tokens)
-        return record
+
+
+SEGMENT_FIELDS = ("full_token_ids", "full_attention_mask", "agent_token_mask", "per_token_rewards")
 
 
 def segment_fields(episode: Episode, index: int) -> dict[str, Any]:

@@ -46,22 +46,15 @@ def rollout_features() -> dict[str, Any]:
 
 
 def records_to_dataset(records: list[dict[str, Any]]) -> datasets.Dataset:
-    """Rollout records as a Dataset with a fixed schema; dict columns stored as JSON.
-
-    Columns a record does not have are None; keys outside the rollout schema (added
-    by callers, e.g. evaluation results) are stored as JSON too.
-    """
+    """Rollout records as a Dataset: missing columns are None; dict columns and keys
+    outside the schema (added by callers, e.g. evaluation results) are stored as JSON."""
     import datasets
 
     known = rollout_features()
-    keys: list[str] = []
-    for record in records:
-        keys += [k for k in record if k not in keys]
+    keys = list(dict.fromkeys(k for record in records for k in record))  # first-seen order
     features = datasets.Features({k: known.get(k, datasets.Json()) for k in keys})
-    rows = [
-        {k: _jsonable(r.get(k)) if isinstance(features[k], datasets.Json) else r.get(k) for k in keys}
-        for r in records
-    ]
+    as_json = {k for k in keys if isinstance(features[k], datasets.Json)}
+    rows = [{k: _jsonable(r.get(k)) if k in as_json else r.get(k) for k in keys} for r in records]
     return datasets.Dataset.from_list(rows, features=features)
 
 

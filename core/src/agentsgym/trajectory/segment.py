@@ -1,13 +1,7 @@
-"""TokenSegment: one view of an episode's token stream, held as compact arrays.
-
-An episode's tokens are built turn by turn as Python lists (see
-:mod:`agentsgym.tokenization`); when the episode ends they become a
-:class:`TokenSegment` of numpy arrays: ids as int32, the agent mask as uint8, the
-sampled logprobs as float32 (``None`` when the agent returned none). A list of Python
-ints costs about 36 bytes per token (8 for the pointer, 28 for an int above 256);
-these cost 5 bytes per token, plus 4 per *agent* token with logprobs (logprobs are
-0.0 on every env token, so only the agent tokens' are stored), which is what lets a
-run hold thousands of long trajectories (bench/bench_batches.py).
+"""TokenSegment: one view of an episode's token stream, held as compact arrays: int32
+ids and a uint8 mask cost 5 bytes per token (Python int lists about 36), plus 4 per
+*agent* token with logprobs (env tokens' are 0.0, not stored). That lets a run hold
+thousands of long trajectories (bench/bench_batches.py).
 """
 
 from __future__ import annotations
@@ -27,14 +21,12 @@ FLOAT_DTYPE = np.float32
 class TokenSegment:
     """One self-consistent token stream: the view the model saw, plus its replies.
 
-    :ivar token_ids: ``int32`` array.
-    :ivar agent_mask: ``uint8`` array, 1 on exactly the tokens the model generated.
+    :ivar token_ids: ``int32`` ids; ``agent_mask``: ``uint8``, 1 on generated tokens.
     :ivar logprobs: ``float32`` array of the sampled logprobs on agent tokens (0.0
-        elsewhere), or ``None`` when the agent returned no logprobs. Built on access
-        from the agent tokens' values, which is all the segment stores.
+        elsewhere, built on access), or ``None`` when the agent returned none.
     """
 
-    __slots__ = ("token_ids", "agent_mask", "_agent_logprobs")
+    __slots__ = ("_agent_logprobs", "agent_mask", "token_ids")
 
     def __init__(
         self, token_ids: np.ndarray, agent_mask: np.ndarray, logprobs: np.ndarray | None = None
@@ -82,9 +74,8 @@ class TokenSegment:
 
     @classmethod
     def from_builder(cls, builder: Any, has_logprobs: bool) -> TokenSegment:
-        """The finished segment of an episode-time builder (``.token_ids``,
-        ``.agent_mask``, ``.logprobs`` lists); logprobs kept only when every agent
-        action returned them."""
+        """A segment from a :class:`~agentsgym.tokenization.SegmentBuilder`'s lists;
+        logprobs kept only when every agent action returned them."""
         return cls.from_lists(
             builder.token_ids, builder.agent_mask, builder.logprobs if has_logprobs else None
         )
@@ -93,10 +84,8 @@ class TokenSegment:
         return len(self.token_ids)
 
     def __repr__(self) -> str:
-        return (
-            f"TokenSegment({len(self)} tokens, {self.num_agent_tokens} agent, "
-            f"logprobs={self._agent_logprobs is not None})"
-        )
+        logprobs = self._agent_logprobs is not None
+        return f"TokenSegment({len(self)} tokens, {self.num_agent_tokens} agent, {logprobs=})"
 
     @property
     def num_agent_tokens(self) -> int:
