@@ -7,8 +7,7 @@ from pathlib import Path
 
 
 def write_atomically(path: Path, data: bytes) -> None:
-    """Write ``data`` to a temporary file beside ``path``, flush it to disk, then rename
-    it over ``path`` (a rename within a folder is atomic)."""
+    """Write ``data`` to a temporary file beside ``path``, fsync it, rename it over ``path``."""
     tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "wb") as handle:
         handle.write(data)

@@ -1,18 +1,8 @@
 """Durable output for long runs: streaming writes, exactly-once resume, one writer.
 
-``agentsgym rollout`` and ``agentsgym eval`` write through :class:`RunOutput`:
-
-* every finished trial is appended to a journal at once (:mod:`.journal`), so a
-  killed run loses only the trials in flight; a ``.jsonl`` output is its own
-  journal, a ``.parquet`` output is written from the journal when the run ends;
-* the run's arguments are recorded beside the output (:mod:`.manifest`), and
-  ``--resume`` continues it only with the same ones, playing each missing
-  (task, rollout) once: a trial is in the output completely or not at all;
-* an existing output is never overwritten without ``--overwrite``, and a second
-  process is refused while one writes it (:mod:`.lock`);
-* :func:`finish_output` writes the output of an interrupted run from its journal.
-
-:mod:`.paths` names the files a run keeps beside its output.
+``agentsgym rollout`` and ``eval`` write through :class:`RunOutput`: each finished trial
+is journaled at once (a killed run loses only the trials in flight), ``--resume`` plays
+each missing trial once, and nothing is overwritten without ``--overwrite``.
 """
 
 from __future__ import annotations
@@ -41,12 +31,6 @@ from agentsgym.output.redaction import is_secret, redact_options
 from agentsgym.output.run import Mode, RunOutput, choose_mode
 
 __all__ = [
-    "check_output_path",
-    "is_secret",
-    "load_records",
-    "redact_options",
-    "write_atomically",
-    "write_records",
     "DEFAULT_FSYNC_INTERVAL",
     "OPERATIONAL_AGENT_OPTIONS",
     "RUN_LIMIT_ENV_KEYS",
@@ -62,13 +46,19 @@ __all__ = [
     "RunArguments",
     "RunManifest",
     "RunOutput",
+    "check_output_path",
     "choose_mode",
     "error_shape",
     "expected_rows",
     "failure_report",
     "finish_output",
+    "is_secret",
+    "load_records",
     "read_manifest",
+    "redact_options",
     "rollout_rows",
     "scan_journal",
     "trial_key",
+    "write_atomically",
+    "write_records",
 ]

@@ -1,9 +1,7 @@
 """How many trials of a run failed, why (errors grouped), and whether that fails the run.
 
-A run fails (the CLI exits 1) when every trial failed, or when a maximum failure
-rate was given and the share of failed trials is above it. Errors are grouped by
-their *shape*: numbers, hex ids and quoted values are blanked out, so "target 150
-is outside [1, 100]" and "target 7 is outside [10, 20]" count as one error.
+Errors are grouped by their *shape*: numbers, hex ids and quoted values blanked out,
+so "target 150 is outside [1, 100]" and "target 7 is outside [10, 20]" count as one.
 """
 
 from __future__ import annotations
@@ -40,10 +38,8 @@ class FailureReport(BaseModel):
 
     def fails_run(self, max_failure_rate: float | None = None) -> bool:
         """Every trial failed, or more than ``max_failure_rate`` of them did."""
-        if self.total == 0:
-            return False
         if self.failed == self.total:
-            return True
+            return self.total > 0
         return max_failure_rate is not None and self.rate > max_failure_rate
 
     def verdict(self, max_failure_rate: float | None = None) -> str:
@@ -76,9 +72,8 @@ def failure_report(errors: Iterable[str | None], *, top: int = 3) -> FailureRepo
             continue
         shape = error_shape(error)
         counts[shape] += 1
-        examples.setdefault(
-            shape, error if len(error) <= MAX_MESSAGE else error[:MAX_MESSAGE] + "…"
-        )
+        example = error if len(error) <= MAX_MESSAGE else error[:MAX_MESSAGE] + "…"
+        examples.setdefault(shape, example)
     return FailureReport(
         total=total,
         failed=sum(counts.values()),

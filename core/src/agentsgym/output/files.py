@@ -1,8 +1,4 @@
-"""Reading and writing rollout files (parquet or JSON lines) that ``datasets`` loads.
-
-A whole file at once: :func:`write_records` / :func:`load_records`. Runs that write
-as they go (the CLI's ``rollout`` and ``eval``) use :mod:`agentsgym.output`.
-"""
+"""Reading and writing whole rollout files (parquet or JSON lines) that ``datasets`` loads."""
 
 from __future__ import annotations
 
@@ -20,11 +16,8 @@ SUFFIXES = (".parquet", ".jsonl")
 
 
 def check_output_path(path: str | Path) -> Path:
-    """Fail before any episode is played if the output cannot be written.
-
-    The suffix must be ``.parquet`` or ``.jsonl``; the folder is created if needed
-    and must be writable; the path itself must not be a folder.
-    """
+    """Fail before any episode is played if the output cannot be written (wrong suffix,
+    a folder, a folder that cannot be created or written); create its folder."""
     out = Path(path)
     if out.suffix not in SUFFIXES:
         raise OutputError(
@@ -48,10 +41,6 @@ def check_output_path(path: str | Path) -> Path:
             f"cannot create the folder {str(parent)!r} for {str(out)!r}: "
             f"{exc.strerror or exc}; choose another --out"
         ) from None
-    if not parent.is_dir():
-        raise OutputError(
-            f"cannot write {str(out)!r}: {str(parent)!r} is not a folder; choose another --out"
-        )
     if not os.access(parent, os.W_OK | os.X_OK):
         raise OutputError(
             f"cannot write {str(out)!r}: the folder {str(parent)!r} is not writable by this "

@@ -1,19 +1,13 @@
 """Finishing an output: from the journal to the file ``datasets`` loads.
 
-* ``.jsonl``: the output is its own journal; finishing cuts a torn end off (and
-  drops a trial found twice, which only a hand-edited file can hold).
-* ``.parquet``: the journal's rows, sorted by (task, rollout, segment), are written
-  to a temporary file renamed over ``OUT``, so ``OUT`` is never half written. When
-  every planned trial is there the journal is removed; otherwise it is kept, so
-  that ``--resume`` can go on from it and finish again.
-
-:func:`finish_output` is what ``agentsgym finish-output OUT`` runs on the output of
-an interrupted run; a run that ends normally finishes its output itself.
+A ``.jsonl`` output is its own journal: finishing cuts a torn end off (and drops a
+trial found twice, which only a hand-edited file can hold). A ``.parquet`` output is
+written whole from the sorted journal rows and renamed over ``OUT``; the journal is
+removed only once every planned trial is there, so ``--resume`` can go on from it.
 """
 
 from __future__ import annotations
 
-import logging
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,8 +21,6 @@ from agentsgym.output.manifest import RunManifest, read_manifest, write_manifest
 from agentsgym.output.paths import OutputPaths
 from agentsgym.output.records import trial_key
 
-logger = logging.getLogger(__name__)
-
 
 @dataclass
 class FinishResult:
@@ -38,7 +30,6 @@ class FinishResult:
     manifest: RunManifest
     rows: list[dict[str, Any]] = field(default_factory=list)
     trials: int = 0
-    written: bool = False
 
     @property
     def planned(self) -> int:
@@ -59,12 +50,8 @@ class FinishResult:
 
 
 def sort_key(row: dict[str, Any]) -> tuple[int, int, int, int]:
-    return (
-        row["task_index"],
-        row["rollout_index"],
-        row.get("episode_index") or 0,
-        row.get("segment_index") or 0,
-    )
+    task, rollout = row["task_index"], row["rollout_index"]
+    return task, rollout, row.get("episode_index") or 0, row.get("segment_index") or 0
 
 
 def read_output(paths: OutputPaths) -> JournalScan:
@@ -83,7 +70,7 @@ def _read_parquet(path: Path) -> list[dict[str, Any]]:
 
     try:
         return datasets.Dataset.from_parquet(str(path)).to_list()
-    except Exception as exc:  # pyarrow raises many kinds for a damaged file
+    except Exception as exc:  # noqa: BLE001 - pyarrow raises many kinds for a damaged file
         raise OutputError(
             f"cannot read {str(path)!r} back ({type(exc).__name__}: {exc}); it is not a finished "
             "output of this run: start over with --overwrite, or choose another --out"
@@ -106,14 +93,10 @@ def finish_locked(paths: OutputPaths, manifest: RunManifest) -> FinishResult:
     result = FinishResult(paths.out, manifest, rows=rows, trials=len(scan.trials))
     if paths.is_jsonl:
         if scan.duplicates:
-            write_atomically(
-                paths.out, encode_rows(row for rows in scan.trials.values() for row in rows)
-            )
-            result.written = True
+            write_atomically(paths.out, encode_rows(scan.rows))
     elif paths.journal.exists():
         if rows:
             _write_parquet(rows, paths.out)
-            result.written = True
         if result.complete:
             paths.journal.unlink()
     manifest.done_trials = result.trials
@@ -134,12 +117,8 @@ def _write_parquet(rows: list[dict[str, Any]], out: Path) -> None:
 
 
 def finish_output(out: str | Path) -> FinishResult:
-    """Finish the output of an interrupted run (``agentsgym finish-output OUT``).
-
-    Takes the output's lock (so a run still writing it is refused), reads its run
-    record and writes ``OUT`` from the trials played so far. The run can still be
-    continued with ``--resume`` when not every trial was played.
-    """
+    """Write ``OUT`` of an interrupted run from the trials played so far
+    (``agentsgym finish-output OUT``); a run still writing it is refused by its lock."""
     paths = OutputPaths(Path(out))
     if not paths.manifest.exists():
         if paths.out.exists() or paths.journal.exists():
@@ -154,6 +133,3 @@ def finish_output(out: str | Path) -> FinishResult:
     with OutputLock(paths.lock, output=paths.out):
         manifest = read_manifest(paths.manifest)
         return finish_locked(paths, manifest)
-
-
-__all__ = ["FinishResult", "finish_locked", "finish_output", "read_output", "seed_journal"]

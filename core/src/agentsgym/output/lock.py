@@ -1,31 +1,25 @@
 """The output lock: one process at a time writes a given ``--out``.
 
-The lock is an ``flock`` on ``OUT.lock``: the kernel drops it when its process
-dies, however it dies (``kill -9`` included), so a lock left by a dead process never
-blocks the next run. The file holds who took it (pid, host, command, start time) so
-that a second process is refused with a message naming the first. The holder removes
-the file when it releases the lock; a process that took the lock on a file that was
-removed meanwhile notices (the path no longer leads to its file) and tries again.
-
-``flock`` works on local filesystems and on NFSv4 (where Linux maps it to a POSIX
-lock). Where ``fcntl`` does not exist (Windows) the output is not locked, and a
-warning says so.
+An ``flock`` on ``OUT.lock``: the kernel drops it however its process dies (even by
+``kill -9``), so a dead run never blocks the next. The file names the holder for the
+refusal message. The holder removes the file on release, so a process that locked a
+file removed meanwhile tries again. ``flock`` works locally and on NFSv4; without
+``fcntl`` (Windows) nothing is locked, with a warning.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
 import errno
-import json
 import logging
 import os
 import socket
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from agentsgym.errors import OutputError, OutputLockedError
 from agentsgym.output.redaction import redact_argv
@@ -35,6 +29,9 @@ try:
     import fcntl
 except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 logger = logging.getLogger(__name__)
 
@@ -51,27 +48,28 @@ class LockHolder(BaseModel):
 
     @classmethod
     def of_this_process(cls) -> LockHolder:
+        argv = list(sys.argv)
+        if argv and argv[0].endswith(("__main__.py", "agentsgym")):
+            argv[0] = "agentsgym"
         return cls(
             pid=os.getpid(),
             host=socket.gethostname(),
-            command=repair_text(" ".join(redact_argv(_command_line())))[0],
+            command=repair_text(" ".join(redact_argv(argv)))[0],
             started_at=_dt.datetime.now().astimezone().isoformat(timespec="seconds"),
         )
 
     def describe(self) -> str:
-        alive = ""
+        text = f"process {self.pid} on {self.host}, started {self.started_at}, running "
+        text += f"`{self.command}`"
         if self.host == socket.gethostname() and not _pid_alive(self.pid):
-            alive = (
+            text += (
                 " (that process has exited; a process it started may still hold the lock: stop it)"
             )
-        return (
-            f"process {self.pid} on {self.host}, started {self.started_at}, running "
-            f"`{self.command}`{alive}"
-        )
+        return text
 
 
 class OutputLock:
-    """An exclusive, non-blocking lock on one output path (see the module docstring)."""
+    """An exclusive, non-blocking lock on one output path."""
 
     def __init__(self, path: Path, *, output: Path | None = None) -> None:
         self.path = path
@@ -100,13 +98,14 @@ class OutputLock:
                 raise OutputLockedError(self._locked_message()) from None
             if self._still_linked(fd):
                 self._fd = fd
-                self._write_holder(fd)
+                os.ftruncate(fd, 0)
+                os.pwrite(fd, LockHolder.of_this_process().model_dump_json().encode(), 0)
                 return
             os.close(fd)  # the holder removed it while we opened it: try the new file
         raise OutputLockedError(self._locked_message())
 
     def release(self) -> None:
-        """Remove the lock file and drop the lock (the file goes first, see above)."""
+        """Remove the lock file, then drop the lock (see the module docstring)."""
         fd, self._fd = self._fd, None
         if fd is None:
             return
@@ -115,14 +114,13 @@ class OutputLock:
         finally:
             os.close(fd)
 
-    def __enter__(self) -> OutputLock:
+    def __enter__(self) -> Self:
         self.acquire()
         return self
 
-    def __exit__(self, *exc_info: Any) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.release()
 
-    # ------------------------------------------------------------------ helpers
     def _open(self) -> int:
         try:
             return os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -137,21 +135,15 @@ class OutputLock:
             mine, there = os.fstat(fd), os.stat(self.path)
         except FileNotFoundError:
             return False
-        return (mine.st_dev, mine.st_ino) == (there.st_dev, there.st_ino)
-
-    @staticmethod
-    def _write_holder(fd: int) -> None:
-        data = LockHolder.of_this_process().model_dump_json().encode()
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, data, 0)
+        return os.path.samestat(mine, there)
 
     def read_holder(self) -> LockHolder | None:
         """Who holds the lock, as its file says (None if unreadable or empty)."""
         for delay in (0.0, 0.05, 0.2):  # the holder writes its name just after locking
             time.sleep(delay)
             try:
-                return LockHolder.model_validate(json.loads(self.path.read_bytes()))
-            except (OSError, ValueError, ValidationError):
+                return LockHolder.model_validate_json(self.path.read_bytes())
+            except (OSError, ValueError):  # ValidationError is a ValueError
                 continue
         return None
 
@@ -162,13 +154,6 @@ class OutputLock:
             f"{str(self.output)!r} is being written by {who}. Wait for it to finish or stop "
             "it, then run again (with --resume to continue its run); or choose another --out"
         )
-
-
-def _command_line() -> list[str]:
-    argv = list(sys.argv)
-    if argv and argv[0].endswith(("__main__.py", "agentsgym")):
-        argv[0] = "agentsgym"
-    return argv
 
 
 def _pid_alive(pid: int) -> bool:

@@ -1,25 +1,13 @@
 """The run record (``OUT.run.json``): the arguments that made an output, and its state.
 
-``--resume`` continues a run only with the arguments that decide *which* trials
-exist and *what* a trial's result is, so that the finished output is the output
-one uninterrupted run would have written. Those arguments (:class:`RunArguments`)
-are compared field by field and a difference is refused, naming each field:
-
-* what is played: the env id or the rows file's content (its sha256; the file may
-  move), the split, the number of tasks and rollouts, the run seed;
-* how it is played: ``env_config`` (except the time budgets below), the agent name
-  (or each env's, in a mixed run), its options (except the operational ones below),
-  the tokenizer (token ids).
-
-Not compared, because they bound or route a run without changing a trial's result,
-and a resumed run is often a run that needs them changed:
-
-* ``hook_timeout_seconds`` / ``episode_timeout_seconds`` (raise them after timeouts),
-* ``--max-concurrency``, ``--max-failure-rate``, the executor (``--executor``,
-  ``--num-workers``, ``--ray-address``: a run begun locally may finish on Ray),
-* the agent options in :data:`OPERATIONAL_AGENT_OPTIONS` (the server moved, a
-  longer client timeout, a new API key),
-* anything that looks like a secret (never written to the record at all).
+``--resume`` continues a run only with the arguments that decide *which* trials exist
+and *what* a trial's result is (:class:`RunArguments`: the env or the rows file's
+sha256, split, counts, seed, env_config, agents and their options, tokenizer), so the
+finished output is the one an uninterrupted run would have written. Settings that bound
+or route a run without changing a trial's result are not compared, because a resumed
+run often needs them changed: time budgets (:data:`RUN_LIMIT_ENV_KEYS`), concurrency,
+the failure rate, the executor, the agent's :data:`OPERATIONAL_AGENT_OPTIONS` (the
+server moved, a longer timeout) and secrets (never written to the record at all).
 """
 
 from __future__ import annotations
@@ -33,10 +21,8 @@ from pydantic import BaseModel, Field, ValidationError
 
 from agentsgym.atomic_files import write_atomically
 from agentsgym.errors import OutputError
-from agentsgym.output.redaction import REDACTED, is_secret, redact_argv, redact_options
+from agentsgym.output.redaction import is_secret, redact_argv, redact_options
 from agentsgym.surrogates import repair_value
-
-FORMAT_VERSION = 1
 
 RUN_LIMIT_ENV_KEYS = frozenset({"hook_timeout_seconds", "episode_timeout_seconds"})
 """env_config keys that bound a run's time; not compared on --resume."""
@@ -81,8 +67,7 @@ class RunArguments(BaseModel):
     tokenizer: str | None = None
 
     def compared(self) -> dict[str, Any]:
-        """The fields as --resume compares them (see the module docstring); text as the
-        run record stores it (repaired, see :mod:`agentsgym.surrogates`)."""
+        """The fields as --resume compares them, text repaired as the record stores it."""
         values = repair_value(self.model_dump(exclude={"dataset"}))
         values["env_config"] = {
             k: v for k, v in self.env_config.items() if k not in RUN_LIMIT_ENV_KEYS
@@ -99,20 +84,22 @@ class RunArguments(BaseModel):
         before, now = self.compared(), other.compared()
         lines = []
         for name in before:
-            if _canonical(before[name]) != _canonical(now[name]):
-                label = "dataset (file content)" if name == "dataset_sha256" else name
-                if name == "dataset_sha256":
-                    then, later = self.dataset, other.dataset
-                    lines.append(f"  - {label}: {then!r} then, {later!r} now (the rows differ)")
-                else:
-                    lines.append(f"  - {label}: {before[name]!r} then, {now[name]!r} now")
+            if _canonical(before[name]) == _canonical(now[name]):
+                continue
+            if name == "dataset_sha256":  # name the files: a digest says nothing to a reader
+                old, new = self.dataset, other.dataset
+                lines.append(
+                    f"  - dataset (file content): {old!r} then, {new!r} now (the rows differ)"
+                )
+            else:
+                lines.append(f"  - {name}: {before[name]!r} then, {now[name]!r} now")
         return lines
 
 
 class RunManifest(BaseModel):
     """Everything ``OUT.run.json`` records about the run that writes ``OUT``."""
 
-    format_version: int = FORMAT_VERSION
+    format_version: int = 1
     command: Command
     arguments: RunArguments
     planned_trials: int = Field(description="(task, rollout) pairs the run plays in all")
@@ -141,16 +128,11 @@ class RunManifest(BaseModel):
     ) -> RunManifest:
         """A record for a run about to start: secrets in agent options are redacted, and
         text that JSON files cannot hold (lone surrogates) repaired."""
-        safe = RunArguments.model_validate(
-            repair_value(
-                arguments.model_copy(
-                    update={"agent_options": redact_options(arguments.agent_options)}
-                ).model_dump()
-            )
-        )
+        values = arguments.model_dump()
+        values["agent_options"] = redact_options(values["agent_options"])
         return cls(
             command=command,
-            arguments=safe,
+            arguments=RunArguments.model_validate(repair_value(values)),
             planned_trials=planned_trials,
             settings=repair_value(settings or {}),
             versions=versions or {},
@@ -175,23 +157,11 @@ def read_manifest(path: Path) -> RunManifest:
     except (ValidationError, ValueError) as exc:
         raise OutputError(
             f"the run record {str(path)!r} is not one agentsgym wrote "
-            f"({str(exc).splitlines()[0]}); "
-            "restore it, or start over with --overwrite"
+            f"({str(exc).splitlines()[0]}); restore it, or start over with --overwrite"
         ) from None
 
 
 def write_manifest(manifest: RunManifest, path: Path) -> None:
-    """Write the record atomically (a temporary file renamed over the old one)."""
+    """Write the record atomically."""
     manifest.updated_at = _now()
     write_atomically(path, manifest.model_dump_json(indent=2).encode() + b"\n")
-
-
-__all__ = [
-    "OPERATIONAL_AGENT_OPTIONS",
-    "REDACTED",
-    "RUN_LIMIT_ENV_KEYS",
-    "RunArguments",
-    "RunManifest",
-    "read_manifest",
-    "write_manifest",
-]

@@ -1,10 +1,7 @@
 """The rows a finished trial becomes in an output file, and how to tell they are all there.
 
-A rollout trial becomes the rows :meth:`TrajectoryBatch.to_records` gives for it:
-its scored (last) episode, one row per token segment, when every episode of the
-trial succeeded; otherwise the one episode that failed (a trial stops at its first
-failure). An eval trial becomes one per-sample row. Every row carries
-``task_index`` and ``rollout_index``: the trial it belongs to.
+A rollout trial becomes its scored episode, one row per token segment, or the episode
+that failed; an eval trial one row. Every row names its trial: task_index, rollout_index.
 """
 
 from __future__ import annotations
@@ -24,20 +21,14 @@ TrialKey = tuple[int, int]
 def trial_key(row: dict[str, Any]) -> TrialKey:
     """(task_index, rollout_index) of a row; KeyError/TypeError when it has none."""
     task, rollout = row["task_index"], row["rollout_index"]
-    if isinstance(task, bool) or isinstance(rollout, bool):
-        raise TypeError("task_index and rollout_index must be integers")
-    if not (isinstance(task, int) and isinstance(rollout, int)):
+    if any(isinstance(index, bool) or not isinstance(index, int) for index in (task, rollout)):
         raise TypeError("task_index and rollout_index must be integers")
     return task, rollout
 
 
 def expected_rows(row: dict[str, Any]) -> int:
-    """How many rows the trial of ``row`` has (any of its rows says it).
-
-    A rollout row of a successful, tokenized episode split into segments has one row
-    per segment; every other trial (a failure, one segment, no tokenizer, an eval
-    sample) has one.
-    """
+    """How many rows the trial of ``row`` has (any of its rows says it): one per segment
+    for a successful, segmented episode; one for every other trial."""
     segments = row.get("num_segments")
     if row.get("error") is not None or not isinstance(segments, int) or segments <= 1:
         return 1
@@ -50,10 +41,10 @@ def rollout_rows(job: TrialJob, episodes: list[Episode]) -> list[dict[str, Any]]
     rows = TrajectoryBatch([group]).to_records()
     for row in rows:
         row["group_index"] = job.task_index
-    if not rows or len(rows) != expected_rows(rows[0]):
+    expected = expected_rows(rows[0]) if rows else 1
+    if len(rows) != expected:
         raise RuntimeError(
-            f"trial {job.key} made {len(rows)} rows where its rows say "
-            f"{expected_rows(rows[0]) if rows else 1}; "
+            f"trial {job.key} made {len(rows)} rows where its rows say {expected}; "
             "this is an agentsgym bug (the journal could not tell a torn trial from it)"
         )
     return rows

@@ -1,8 +1,7 @@
 """Keeping secrets out of the files a run leaves beside its output.
 
-The run record and the lock name the command that wrote the output, and the run
-record keeps the agent's options; an ``--agent-option api_key=...`` must not end up
-in either. A key whose name looks like a secret has its value replaced.
+The run record and the lock name the command that wrote the output, and the run record
+keeps the agent's options: the value of a key whose name looks like a secret is replaced.
 """
 
 from __future__ import annotations

@@ -1,18 +1,8 @@
-"""The output of one run: never overwritten silently, written as trials finish,
-resumable exactly once.
+"""The output of one run: locked, never overwritten silently, written as trials finish.
 
-A run opens its output in one of three modes:
-
-* ``new``: ``OUT`` (or its journal or run record) must not exist yet;
-* ``overwrite``: the existing files of ``OUT`` are removed first;
-* ``resume``: the run record must show the same arguments
-  (:meth:`RunArguments.differences`); the trials already written are kept and
-  reported in :attr:`RunOutput.done`, and the caller plays only the others.
-
-In every mode the output is locked for the whole run (:class:`OutputLock`). While
-the run plays, :meth:`RunOutput.write_trial` appends each finished trial to the
-journal; :meth:`RunOutput.finish` writes the final file when every trial is played;
-:meth:`RunOutput.close` after an interruption keeps the journal for ``--resume``.
+Modes: ``new`` (none of the run's files may exist), ``overwrite`` (they are removed
+first), ``resume`` (same arguments as the run record; the caller plays only the trials
+not in :attr:`RunOutput.done`). After an interruption the journal stays for --resume.
 """
 
 from __future__ import annotations
@@ -20,7 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from agentsgym.errors import OutputError, OutputExistsError, ResumeMismatchError
 from agentsgym.output.files import check_output_path
@@ -30,6 +20,9 @@ from agentsgym.output.lock import OutputLock
 from agentsgym.output.manifest import RunManifest, read_manifest, write_manifest
 from agentsgym.output.paths import OutputPaths
 from agentsgym.output.records import TrialKey
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 logger = logging.getLogger(__name__)
 
@@ -47,7 +40,7 @@ def choose_mode(*, resume: bool, overwrite: bool) -> Mode:
 
 
 class RunOutput:
-    """The files of the run writing ``out`` (see the module docstring)."""
+    """The files of the run writing ``out``."""
 
     def __init__(
         self,
@@ -67,8 +60,7 @@ class RunOutput:
         self.resumed_from: RunManifest | None = None
         self._written = 0
 
-    # ------------------------------------------------------------------ opening
-    def open(self) -> RunOutput:
+    def open(self) -> Self:
         """Check the path, take the lock, apply the mode, start the journal."""
         self.paths = OutputPaths(check_output_path(self.paths.out))
         self.lock.acquire()
@@ -81,10 +73,10 @@ class RunOutput:
             raise
         return self
 
-    def __enter__(self) -> RunOutput:
+    def __enter__(self) -> Self:
         return self.open()
 
-    def __exit__(self, exc_type: Any, *_: Any) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, *_: object) -> None:
         self.close(interrupted=exc_type is not None)
 
     def _prepare(self) -> None:
@@ -98,8 +90,7 @@ class RunOutput:
         if self.mode == "overwrite":
             for path in existing:
                 path.unlink()
-            return
-        if self.mode == "resume":
+        elif self.mode == "resume":
             self._resume(existing)
 
     def _resume(self, existing: list[Path]) -> None:
@@ -127,8 +118,7 @@ class RunOutput:
         self.resumed_from = before
         self.previous = read_output(self.paths)
         if self.paths.journal.exists():
-            cut = repair_tail(self.previous)
-            if cut:
+            if cut := repair_tail(self.previous):
                 logger.warning(
                     "%s ended in a torn trial (%d bytes, from an interrupted write); it was "
                     "cut off and that trial will be played again",
@@ -141,7 +131,6 @@ class RunOutput:
         self.manifest.resumed = before.resumed + 1
         self.manifest.done_trials = len(self.previous.trials)
 
-    # ------------------------------------------------------------------ running
     @property
     def done(self) -> set[TrialKey]:
         """The trials already in the output (resume); play only the others."""
@@ -153,7 +142,6 @@ class RunOutput:
             raise OutputError("the output is not open; call open() first")
         self.writer.submit(make_rows)
 
-    # ------------------------------------------------------------------ ending
     def finish(self) -> FinishResult:
         """Drain the journal, write the final file, mark the run record; keep the lock
         until :meth:`close`."""
@@ -194,6 +182,4 @@ class RunOutput:
     @property
     def trials_written(self) -> int:
         """Trials this run appended so far (not counting those resumed from)."""
-        if self.writer is not None:
-            return self.writer.trials_written
-        return self._written
+        return self.writer.trials_written if self.writer is not None else self._written
