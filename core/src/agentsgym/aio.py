@@ -1,32 +1,20 @@
 """The bridge between plain calls and agentsgym's asyncio engine.
 
-Episodes run as tasks on an event loop. Plain (synchronous) callers reach that loop
-through :func:`run_sync`, which works the same from a script, from a worker thread
-and from a notebook whose own loop is already running:
-
-* the coroutine runs on one process-wide **background loop** (a daemon thread
-  started on first use), never on the caller's loop, so a notebook's running loop
-  is no obstacle and clients bound to a loop (httpx connection pools) are reused
-  across calls;
-* the calling thread blocks until the result is ready; Ctrl-C (KeyboardInterrupt in
-  the calling thread) cancels the coroutine on the loop, waits briefly for its
-  cleanup, and re-raises.
-
-Calling :func:`run_sync` from a coroutine running on the background loop itself
-would deadlock; it raises instead and says to ``await``.
+:func:`run_sync` runs coroutines on one process-wide background loop (a daemon thread),
+never the caller's: it works the same from a script, a worker thread or a notebook
+whose loop is running, and loop-bound clients (HTTP pools) are reused across calls.
 """
 
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
+import contextlib
 import functools
-import logging
 import threading
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, ParamSpec, TypeVar
 
-logger = logging.getLogger(__name__)
+__all__ = ["background_loop", "drive", "run_sync", "running_background_loop", "sync_twin"]
 
 T = TypeVar("T")
 P = ParamSpec("P")
@@ -37,12 +25,19 @@ _thread: threading.Thread | None = None
 CANCEL_GRACE_SECONDS = 10.0
 
 
+def running_background_loop() -> asyncio.AbstractEventLoop | None:
+    """The background loop if it was started (without starting it)."""
+    if _loop is not None and _thread is not None and _thread.is_alive():
+        return _loop
+    return None
+
+
 def background_loop() -> asyncio.AbstractEventLoop:
     """The process-wide event loop that :func:`run_sync` runs coroutines on."""
     global _loop, _thread
     with _lock:
-        if _loop is not None and _thread is not None and _thread.is_alive():
-            return _loop
+        if (running := running_background_loop()) is not None:
+            return running
         loop = asyncio.new_event_loop()
         ready = threading.Event()
 
@@ -58,21 +53,9 @@ def background_loop() -> asyncio.AbstractEventLoop:
         return loop
 
 
-def running_background_loop() -> asyncio.AbstractEventLoop | None:
-    """The background loop if it was started (without starting it)."""
-    if _loop is not None and _thread is not None and _thread.is_alive():
-        return _loop
-    return None
-
-
-def on_background_loop() -> bool:
-    """Whether the current thread is the background loop's thread."""
-    return _thread is not None and threading.current_thread() is _thread
-
-
 def run_sync(awaitable: Awaitable[T]) -> T:
     """Run ``awaitable`` to completion on the background loop and return its result."""
-    if on_background_loop():
+    if threading.current_thread() is _thread:
         if asyncio.iscoroutine(awaitable):
             awaitable.close()
         raise RuntimeError(
@@ -85,10 +68,8 @@ def run_sync(awaitable: Awaitable[T]) -> T:
         return future.result()
     except KeyboardInterrupt:
         future.cancel()
-        try:
+        with contextlib.suppress(Exception):  # the coroutine's cleanup, given a grace period
             future.result(timeout=CANCEL_GRACE_SECONDS)
-        except (concurrent.futures.CancelledError, concurrent.futures.TimeoutError, Exception):
-            pass
         raise
 
 
@@ -97,10 +78,8 @@ async def _as_coroutine(awaitable: Awaitable[T]) -> T:
 
 
 def sync_twin(coroutine_function: Callable[P, Awaitable[T]]) -> Callable[P, T]:
-    """The plain-call twin of a coroutine function: the same signature and docs, run
-    through :func:`run_sync`. Every async entry point of agentsgym is written once,
-    as a coroutine, and its plain twin is this wrapper (``run_trial = sync_twin(
-    arun_trial)``), so the two can never drift apart."""
+    """The plain-call twin of a coroutine function, run through :func:`run_sync`:
+    every async entry point is written once, so the two cannot drift apart."""
 
     @functools.wraps(coroutine_function)
     def call(*args: P.args, **kwargs: P.kwargs) -> T:
@@ -118,13 +97,8 @@ def sync_twin(coroutine_function: Callable[P, Awaitable[T]]) -> Callable[P, T]:
 
 
 def drive(coroutine: Coroutine[Any, Any, T]) -> T:
-    """Run a coroutine that never suspends to completion, without an event loop.
-
-    The episode engine writes each env turn once, as a coroutine; for envs whose
-    hooks are plain functions nothing in it awaits a real suspension, so a worker
-    thread drives it with a single ``send``. A coroutine that does suspend is a bug
-    in the engine, reported as such.
-    """
+    """Run a coroutine that never suspends (an env turn of plain hooks) without a loop:
+    one ``send``. A turn that suspends is an engine bug."""
     try:
         coroutine.send(None)
     except StopIteration as done:

@@ -1,22 +1,9 @@
 """Per-episode randomness that stays deterministic when episodes run concurrently.
 
-The runner plays many episodes of one env instance at once (threads for plain hooks,
-an event loop for ``async def`` hooks), so anything an episode draws from a shared
-random state depends on how the episodes happened to interleave. An episode is
-deterministic only if it draws from a generator of its own, seeded from its task:
-
-* :func:`episode_random` gives a :class:`random.Random` and
-  :func:`episode_numpy_rng` a :class:`numpy.random.Generator`, both seeded by
-  :func:`task_seed` (``task_data["seed"]``, or a stable seed derived from the task's
-  content when it has none). Keep them in the episode state.
-* :func:`global_random` is for libraries that draw from the *global* ``random``
-  module themselves (TextArena does): inside the ``with`` block the global state is
-  the episode's own, under a process-wide lock; on exit the episode's progress is
-  saved back into its generator and the global state is restored. Wrap every call
-  into such a library with it, in every hook that makes one.
-
-``agentsgym.testing.check_env`` plays episodes concurrently with a slow agent and
-fails an env whose episodes leak random state into each other.
+Episodes of one env run at once, so a draw from shared random state depends on how they
+interleaved: an episode is deterministic only with its own generator, seeded from its
+task and kept in its state (:func:`episode_random`, :func:`episode_numpy_rng`), or with
+:func:`global_random` around libraries that use the ``random`` module (TextArena).
 """
 
 from __future__ import annotations
@@ -34,34 +21,22 @@ from agentsgym.errors import DatasetRowError
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = [
-    "SEED_KEY",
-    "episode_numpy_rng",
-    "episode_random",
-    "global_random",
-    "task_seed",
-]
+__all__ = ["SEED_KEY", "episode_numpy_rng", "episode_random", "global_random", "task_seed"]
 
 SEED_KEY = "seed"
 """The ``task_data`` key that seeds an episode."""
 
-_SEED_BITS = 64
-# One lock for the whole process: the global `random` state is one object, whichever
-# env or thread swaps it. Re-entrant so that a block may nest inside another.
+# One for the process, as the global `random` state is; re-entrant so that blocks may nest.
 _GLOBAL_RANDOM_LOCK = threading.RLock()
 
 
 def task_seed(task_data: Mapping[str, Any]) -> int:
-    """The seed of an episode of ``task_data``: an integer, stable across processes.
+    """The seed of an episode of ``task_data``, stable across processes.
 
-    ``task_data["seed"]`` when it is an integer (so ``random.Random(seed)`` in older
-    code and :func:`episode_random` agree); a seed of another JSON type (a string, a
-    list) is hashed. A task without a ``seed`` gets a hash of its whole content, so
-    two different tasks get different episodes and the same task the same one. The
-    hash is SHA-256, not Python's ``hash()``, which changes with every process.
+    ``task_data["seed"]`` when it is an integer; otherwise a SHA-256 hash (``hash()``
+    changes with every process) of the seed, or of the whole task when it has none.
 
-    :raises DatasetRowError: ``task_data`` is not a dict, or holds values that are
-        not JSON (a task must survive a dataset file).
+    :raises DatasetRowError: ``task_data`` is not a dict of JSON values.
     """
     if not isinstance(task_data, Mapping):
         raise DatasetRowError(
@@ -81,23 +56,17 @@ def task_seed(task_data: Mapping[str, Any]) -> int:
             "or give it an integer 'seed'"
         ) from None
     digest = hashlib.sha256(text.encode("ascii")).digest()
-    return int.from_bytes(digest[: _SEED_BITS // 8], "big")
+    return int.from_bytes(digest[:8], "big")  # a 64-bit seed
 
 
 def episode_random(task_data: Mapping[str, Any]) -> random.Random:
-    """A :class:`random.Random` of the episode's own, seeded by :func:`task_seed`.
-
-    Create it in ``initialize_episode`` and keep it in the state; draw from it in the
-    other hooks instead of the ``random`` module's functions.
-    """
+    """The episode's own :class:`random.Random` (make it in ``initialize_episode``, keep
+    it in the state, draw from it instead of the ``random`` module's functions)."""
     return random.Random(task_seed(task_data))
 
 
 def episode_numpy_rng(task_data: Mapping[str, Any]) -> np.random.Generator:
-    """A :class:`numpy.random.Generator` of the episode's own, seeded by :func:`task_seed`.
-
-    Use it instead of ``numpy.random.*`` functions, which share one global state.
-    """
+    """The episode's own :class:`numpy.random.Generator`, instead of ``numpy.random.*``."""
     import numpy as np
 
     seed = task_seed(task_data)
@@ -115,14 +84,8 @@ def global_random(rng: random.Random) -> Iterator[random.Random]:
         with global_random(state["rng"]):                 # in every hook
             game.reset(num_players=1)                     # draws from `random`
 
-    The block holds a process-wide lock: concurrent episodes take turns in it, so
-    keep it to the library call. It restores the global state afterwards and saves
-    the episode's progress into ``rng``, so the next block continues the episode's
-    own sequence. Do not ``await`` inside the block: an ``async def`` hook that did
-    would hold the lock while other episodes wait for it on the same event loop.
-
-    :param rng: the episode's generator (:func:`episode_random`).
-    :return: ``rng``, for convenience.
+    It holds a process-wide lock: keep it to the library call and never ``await`` in it.
+    On exit the episode's progress is saved into ``rng`` and the global state restored.
     """
     if not isinstance(rng, random.Random):
         raise TypeError(

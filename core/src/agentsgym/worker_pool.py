@@ -1,30 +1,20 @@
 """The runner's worker threads: plain agents and plain env hooks run here.
 
-A lighter hop than ``loop.run_in_executor`` with a ``ThreadPoolExecutor`` and
-``asyncio.wait_for``: a job is a function and an asyncio future; a worker thread
-takes it from a ``queue.SimpleQueue``, runs it and hands the result straight to the
-loop with one ``call_soon_threadsafe``; a budget is one timer on the loop. With
-hundreds of episodes each taking one hop per turn, this is most of the engine's own
-cost (about half of ``run_in_executor`` + ``wait_for``, measured in
-bench/bench_engine.py).
-
-Threads start as jobs arrive, up to ``size``. A job over its budget is abandoned:
-its future fails with :class:`asyncio.TimeoutError` at once, while its thread keeps
-running the function until it returns (a plain function cannot be interrupted). So
-that abandoned jobs never starve the pool, each one raises the thread limit by one
-until it returns.
+About half the cost of ``run_in_executor`` + ``wait_for`` (bench/bench_engine.py), which
+at one hop per turn is most of the engine's cost: jobs go through a ``SimpleQueue``,
+results back by one ``call_soon_threadsafe``; a budget is one loop timer. A job over
+budget fails at once while its thread runs on (it cannot be interrupted), raising the
+thread limit by one until it returns, so abandoned jobs never starve the pool.
 """
 
 from __future__ import annotations
 
 import asyncio
-import logging
+import contextlib
 import queue
 import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
-
-logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
@@ -46,15 +36,17 @@ def _expire(future: asyncio.Future[Any]) -> None:
 
 
 class _Job:
-    __slots__ = ("fn", "args", "loop", "future", "state")
+    __slots__ = ("args", "fn", "future", "loop", "state")
 
-    def __init__(self, fn: Callable[..., Any], args: tuple[Any, ...], loop: Any, future: Any) -> None:
+    def __init__(
+        self, fn: Callable[..., Any], args: tuple[Any, ...], loop: Any, future: Any
+    ) -> None:
         self.fn, self.args, self.loop, self.future = fn, args, loop, future
         self.state = "queued"  # -> running -> done, or abandoned by its caller
 
 
 class WorkerPool:
-    """Runs plain functions for coroutines, off the event loop (see the module docstring)."""
+    """Runs plain functions for coroutines, off the event loop."""
 
     def __init__(self, size: int, name: str = "agentsgym-worker") -> None:
         if size < 1:
@@ -100,8 +92,7 @@ class WorkerPool:
                 return
             self._threads += 1
             number = self._threads
-        thread = threading.Thread(target=self._work, name=f"{self.name}-{number}", daemon=True)
-        thread.start()
+        threading.Thread(target=self._work, name=f"{self.name}-{number}", daemon=True).start()
 
     def _work(self) -> None:
         while True:
@@ -120,16 +111,14 @@ class WorkerPool:
                 job.state = "running"
             try:
                 result, error = job.fn(*job.args), None
-            except BaseException as exc:  # handed to the awaiting coroutine
+            except BaseException as exc:  # noqa: BLE001 - handed to the awaiting coroutine
                 result, error = None, exc
             with self._lock:
                 if job.state == "abandoned":
                     self._abandoned -= 1
                 job.state = "done"
-            try:
+            with contextlib.suppress(RuntimeError):  # a closed loop: nobody is waiting any more
                 job.loop.call_soon_threadsafe(_deliver, job.future, result, error)
-            except RuntimeError:  # the loop is closed: nobody is waiting any more
-                pass
 
     def close(self) -> None:
         """Let idle threads exit; threads running an abandoned job exit when it returns."""

@@ -1,13 +1,7 @@
 """Agents: the Agent protocol, how the runner calls agents, and the built-in agents.
 
-* :class:`Agent` (:mod:`.base`): ``get_action(messages, agent_state)``, plain or async;
-* :class:`AgentCaller`: calls any agent the way its ``get_action`` wants;
-* :class:`ScriptedAgent`, :class:`FunctionAgent` (:mod:`.scripted`): fixed replies or a
-  function, for tests, demos and baselines;
-* :class:`OpenAIAgent` (:mod:`.openai_agent`): an OpenAI-compatible server such as
-  vLLM, imported on first access.
-
-Agents that need torch (a local transformers model) ship in plugin distributions.
+:class:`OpenAIAgent` (an OpenAI-compatible server such as vLLM) is imported on first
+access; agents that need torch ship in plugin distributions.
 """
 
 from __future__ import annotations

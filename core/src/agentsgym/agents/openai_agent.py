@@ -1,41 +1,16 @@
 """An agent backed by an OpenAI-compatible server (vLLM, SGLang, OpenAI, ...).
 
-The agent is natively async: ``get_action`` is a coroutine the runner awaits on its
-event loop, with one HTTP session (one connection pool, aiohttp; see
-:mod:`agentsgym.agents.openai_http` for why not the ``openai`` SDK) per event loop,
-and a semaphore bounding the requests in flight (``max_concurrency``, which follows
-the run's ``max_concurrency`` unless set explicitly). Plain code calls it through
-:func:`agentsgym.agents.call_agent`. Connection errors, timeouts, HTTP 408/409/429 and 5xx are
-retried with exponential backoff and jitter (``max_retries``). When it gives up, the
-agent raises an :class:`~agentsgym.errors.AgentError` that says what to check: the
-URL for an unreachable server, the served models for an unknown model name.
+Natively async, with one aiohttp session per event loop (:mod:`.openai_http` says why
+not the ``openai`` SDK). Transient failures (connection, timeout, HTTP 408/409/429,
+5xx) are retried with backoff and jitter; the final error says what to check.
 
-Token ids. By default (``token_ids=True``) every request asks for the sampled token
-ids and logprobs the way vLLM returns them: ``logprobs=true`` plus
-``return_token_ids=true`` (vLLM >= 0.10.2). vLLM then puts the completion ids on the
-choice (``choices[0].token_ids``, ending with the stop token it sampled), the prompt
-ids at the top level (``prompt_token_ids``) and one logprob per generated token in
-``choices[0].logprobs.content[i].logprob``. The sampled ids and logprobs go into the
-trajectory verbatim, and the prompt ids the server conditioned on go with them: the
-runner checks them against the episode's stream (a mismatch starts a new segment
-from the server's ids), and the step says ``token_source: "server"``. A chat server
-that returns no prompt ids gives a text-only reply, since what its model conditioned
-on is unknown: the runner tokenizes it and the step says
-``token_source: "retokenized"``. A reply cut at ``max_tokens`` (finish reason
-``length``) is flagged ``AgentAction.truncated``. A server that rejects the extra fields
-(HTTP 400/422, as OpenAI's own API does) is asked again without them, once; the
-agent then stops asking.
-
-Two APIs:
-
-* ``api="chat"`` (default): ``/chat/completions`` with the messages; the server
-  renders them with *its* chat template. Fine for evaluation; for training it is
-  exact only with a server that returns prompt ids (vLLM >= 0.10.2).
-* ``api="completions"``: token-in/token-out against ``/completions``: the agent asks
-  the runner for the episode's exact token ids (``wants_prompt_token_ids``) and
-  sends them as the prompt, so the server conditions on exactly the tokens the
-  trajectory records. This is the setting for RL with vLLM. Called without ids (an
-  env using the agent as a game master), it falls back to the chat API.
+By default it asks for vLLM's ``logprobs`` and ``return_token_ids`` (vLLM >= 0.10.2):
+the sampled ids, logprobs and the server's prompt ids go into the trajectory verbatim.
+A chat reply without prompt ids is text only (what the model conditioned on is
+unknown); a server that rejects these fields (HTTP 400/422) is asked once more without
+them, and from then on. ``api="completions"`` is token-in: the prompt is the episode's
+exact ids, so the server conditions on exactly what the trajectory records (RL with
+vLLM); without ids (a game master) it falls back to the chat API.
 """
 
 from __future__ import annotations
@@ -47,7 +22,7 @@ import random
 import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from agentsgym.agents.openai_http import (
     JSONClient,
@@ -59,12 +34,16 @@ from agentsgym.agents.openai_http import (
 from agentsgym.errors import AgentError
 from agentsgym.types import AgentAction, Messages
 
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 Api = Literal["chat", "completions"]
 RETRY_STATUS = {408, 409, 429}
 DEFAULT_MAX_CONCURRENCY = 64
+_Failure = ServerStatusError | ServerUnreachable | ServerTimeout  # what is retried
 
 
 @dataclass
@@ -79,21 +58,14 @@ class _LoopResources:
 class OpenAIAgent:
     """Replies through an OpenAI-compatible ``/v1`` server (see the module docstring).
 
-    :param base_url: the server's API root, including ``/v1``
-        (``http://localhost:8000/v1`` for ``vllm serve``).
+    :param base_url: the API root, including ``/v1`` (``http://localhost:8000/v1``).
     :param model: the served model name; ``None`` uses the server's only model.
     :param api_key: default: ``$OPENAI_API_KEY``, else ``"EMPTY"`` (vLLM's default).
-    :param temperature, top_p, max_tokens, stop: sampling parameters.
-    :param timeout: seconds per request attempt.
-    :param max_retries: retries after the first attempt (0: none).
-    :param max_concurrency: requests in flight at once per event loop; default: the
-        run's ``max_concurrency`` (64 outside a run).
-    :param extra_body: extra JSON fields of every request (e.g. vLLM's ``top_k``,
-        ``repetition_penalty``, ``chat_template_kwargs``).
-    :param api: ``"chat"`` or ``"completions"`` (token-in).
-    :param token_ids: ask for sampled token ids and logprobs (vLLM fields).
-    :param backoff: first retry delay in seconds (doubles each retry, with jitter).
-    :param max_backoff: longest retry delay.
+    :param timeout: seconds per request attempt; ``max_retries``: retries after it.
+    :param max_concurrency: requests in flight per event loop; default: the run's, else 64.
+    :param extra_body: extra JSON fields of every request (vLLM's ``top_k``, ...).
+    :param token_ids: ask for vLLM's sampled token ids and logprobs.
+    :param backoff: first retry delay in seconds, doubling up to ``max_backoff``.
     """
 
     def __init__(
@@ -142,17 +114,10 @@ class OpenAIAgent:
         self.request_token_ids = token_ids
         self.backoff = backoff
         self.max_backoff = max_backoff
-        self._per_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopResources] = (
-            weakref.WeakKeyDictionary()
-        )
+        self._per_loop: weakref.WeakKeyDictionary[Any, _LoopResources] = weakref.WeakKeyDictionary()
 
-    # ------------------------------------------------------------------ agent API
     async def get_action(
-        self,
-        messages: Messages,
-        agent_state: Any,
-        *,
-        prompt_token_ids: list[int] | None = None,
+        self, messages: Messages, agent_state: Any, *, prompt_token_ids: list[int] | None = None
     ) -> tuple[AgentAction, Any]:
         """Ask the server for the next reply."""
         return await self.aget_action_reply(list(messages), prompt_token_ids), agent_state
@@ -183,18 +148,15 @@ class OpenAIAgent:
 
         for loop, resources in list(self._per_loop.items()):
             self._per_loop.pop(loop, None)
-            if loop is running_background_loop():
-                try:
+            try:
+                if loop is running_background_loop():
                     run_sync(resources.client.close())
-                except Exception:  # closing must never raise
-                    logger.debug("closing the HTTP session failed", exc_info=True)
-            elif not loop.is_closed() and not loop.is_running():
-                try:
+                elif not loop.is_closed() and not loop.is_running():
                     loop.run_until_complete(resources.client.close())
-                except Exception:
-                    logger.debug("closing the HTTP session failed", exc_info=True)
+            except Exception:  # closing must never raise
+                logger.debug("closing the HTTP session failed", exc_info=True)
 
-    def __enter__(self) -> OpenAIAgent:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -212,7 +174,6 @@ class OpenAIAgent:
             self._per_loop[loop] = resources
         return resources
 
-    # ------------------------------------------------------------------ requests
     async def aget_action_reply(
         self, messages: Messages, prompt_token_ids: list[int] | None = None
     ) -> AgentAction:
@@ -225,8 +186,11 @@ class OpenAIAgent:
                 )
             return await self._with_retries(lambda: self._chat(messages), token_fields=True)
 
-    async def _post(self, path: str, payload: dict[str, Any]) -> dict[str, Any]:
-        """POST a JSON body; the answer, which must hold choices."""
+    async def _post(self, path: str, prompt: dict[str, Any], logprobs: int) -> dict[str, Any]:
+        """POST ``prompt`` with the sampling (and token id) fields; the answer, with choices."""
+        payload = {"model": self.model, **prompt, **self._sampling()}
+        if self.request_token_ids:
+            payload.update(logprobs=logprobs, return_token_ids=True)
         body = await self._resources().client.request("POST", path, payload)
         choices = body.get("choices") if isinstance(body, dict) else None
         if not choices or not isinstance(choices[0], dict):
@@ -234,18 +198,12 @@ class OpenAIAgent:
         return body  # type: ignore[no-any-return]
 
     async def _chat(self, messages: Messages) -> AgentAction:
-        payload = {"model": self.model, "messages": messages, **self._sampling()}
-        if self.request_token_ids:
-            payload.update(logprobs=True, return_token_ids=True)
-        body = await self._post("/chat/completions", payload)
+        body = await self._post("/chat/completions", {"messages": messages}, logprobs=True)
         choice = body["choices"][0]
         text = (choice.get("message") or {}).get("content") or ""
-        ids = choice.get("token_ids")
         prompt_ids = body.get("prompt_token_ids")
-        if not _is_ids(prompt_ids):
-            # What the server's model conditioned on is unknown: its sampled ids cannot
-            # be placed after the episode's own prompt, so the runner retokenizes.
-            ids = None
+        # Without prompt ids, sampled ids cannot follow the episode's prompt: retokenized.
+        ids = choice.get("token_ids") if _is_ids(prompt_ids) else None
         logprobs = None
         content = (choice.get("logprobs") or {}).get("content")
         if _is_ids(ids) and isinstance(content, list) and len(content) == len(ids):
@@ -253,10 +211,7 @@ class OpenAIAgent:
         return self._action(text, ids, logprobs, choice.get("finish_reason"), prompt_ids)
 
     async def _completion(self, prompt_token_ids: list[int]) -> AgentAction:
-        payload = {"model": self.model, "prompt": list(prompt_token_ids), **self._sampling()}
-        if self.request_token_ids:
-            payload.update(logprobs=1, return_token_ids=True)
-        body = await self._post("/completions", payload)
+        body = await self._post("/completions", {"prompt": list(prompt_token_ids)}, logprobs=1)
         choice = body["choices"][0]
         ids = choice.get("token_ids")
         prompt_ids = choice.get("prompt_token_ids")
@@ -264,12 +219,10 @@ class OpenAIAgent:
         token_logprobs = (choice.get("logprobs") or {}).get("token_logprobs")
         if _is_ids(ids) and isinstance(token_logprobs, list) and len(token_logprobs) == len(ids):
             logprobs = [float(x) if x is not None else float("nan") for x in token_logprobs]
+        if not _is_ids(prompt_ids):
+            prompt_ids = list(prompt_token_ids)
         return self._action(
-            choice.get("text") or "",
-            ids,
-            logprobs,
-            choice.get("finish_reason"),
-            prompt_ids if _is_ids(prompt_ids) else list(prompt_token_ids),
+            choice.get("text") or "", ids, logprobs, choice.get("finish_reason"), prompt_ids
         )
 
     def _sampling(self) -> dict[str, Any]:
@@ -281,29 +234,17 @@ class OpenAIAgent:
         return {**fields, **self.extra_body}
 
     def _action(
-        self,
-        text: str,
-        ids: Any,
-        logprobs: list[float] | None,
-        finish_reason: Any,
-        prompt_ids: Any = None,
+        self, text: str, ids: Any, logprobs: list[float] | None, finish: Any, prompt_ids: Any
     ) -> AgentAction:
-        info: dict[str, Any] = {"finish_reason": str(finish_reason) if finish_reason else None}
-        truncated = str(finish_reason) == "length"
-        if _is_ids(ids):
-            if logprobs is None:
-                info["logprobs"] = "missing"
-            return AgentAction(
-                text=text,
-                token_ids=list(ids),
-                logprobs=logprobs,
-                info=info,
-                prompt_token_ids=list(prompt_ids) if _is_ids(prompt_ids) else None,
-                truncated=truncated,
-            )
-        return AgentAction(text=text, info=info, truncated=truncated)
+        info: dict[str, Any] = {"finish_reason": str(finish) if finish else None}
+        truncated = str(finish) == "length"
+        if not _is_ids(ids):
+            return AgentAction(text=text, info=info, truncated=truncated)
+        if logprobs is None:
+            info["logprobs"] = "missing"
+        prompt = list(prompt_ids) if _is_ids(prompt_ids) else None
+        return AgentAction(text, list(ids), logprobs, info, prompt, truncated)
 
-    # ------------------------------------------------------------------ errors
     async def _with_retries(
         self, call: Callable[[], Awaitable[T]], *, token_fields: bool = False
     ) -> T:
@@ -321,15 +262,12 @@ class OpenAIAgent:
                     )
                 return result
             except ServerProtocolError as exc:
-                raise AgentError(f"the server at {self.base_url} answered strangely: {exc}") from None
+                strange = f"the server at {self.base_url} answered strangely: {exc}"
+                raise AgentError(strange) from None
             except ServerStatusError as exc:
                 if exc.status in (400, 422):
-                    if (
-                        token_fields
-                        and self.request_token_ids
-                        and not plain_retry
-                        and not _mentions_model(exc)
-                    ):
+                    fields = token_fields and self.request_token_ids and not plain_retry
+                    if fields and not _mentions_model(exc):
                         # Maybe the server rejects the vLLM fields: ask once without them.
                         self.request_token_ids = False
                         plain_retry = True
@@ -338,23 +276,20 @@ class OpenAIAgent:
                         self.request_token_ids = True
                 if exc.status not in RETRY_STATUS and exc.status < 500:
                     raise await self._status_error(exc) from None
-                failure: Exception = exc
+                failure: _Failure = exc
             except (ServerUnreachable, ServerTimeout) as exc:
                 failure = exc
             if attempt >= self.max_retries:
                 raise self._gave_up(failure, attempt + 1) from None
             delay = min(self.max_backoff, self.backoff * 2**attempt) * random.uniform(0.5, 1.0)
+            attempt += 1
             logger.info(
                 "request to %s failed (%s); retry %d in %.2fs",
-                self.base_url,
-                failure,
-                attempt + 1,
-                delay,
+                self.base_url, failure, attempt, delay,
             )
-            attempt += 1
             await asyncio.sleep(delay)
 
-    def _gave_up(self, exc: Exception, attempts: int) -> AgentError:
+    def _gave_up(self, exc: _Failure, attempts: int) -> AgentError:
         tries = f"{attempts} attempt{'s' if attempts > 1 else ''}"
         if isinstance(exc, ServerTimeout):
             return AgentError(
@@ -369,12 +304,10 @@ class OpenAIAgent:
                 "`vllm serve MODEL --port 8000` serves http://localhost:8000/v1), that base_url "
                 "includes the /v1 prefix, and that no proxy or firewall blocks it."
             )
-        if isinstance(exc, ServerStatusError):
-            return AgentError(
-                f"the server at {self.base_url} kept failing with HTTP {exc.status} "
-                f"({tries}): {exc.message}"
-            )
-        return AgentError(f"request to {self.base_url} failed ({tries}): {exc}")
+        return AgentError(
+            f"the server at {self.base_url} kept failing with HTTP {exc.status} "
+            f"({tries}): {exc.message}"
+        )
 
     async def _status_error(self, exc: ServerStatusError) -> AgentError:
         status = exc.status
@@ -384,7 +317,10 @@ class OpenAIAgent:
                 f"{exc.message}. Pass api_key=... or set OPENAI_API_KEY."
             )
         if status == 404 or _mentions_model(exc):
-            models = await self._served_models_or_none()
+            try:
+                models: list[str] | None = await self._served_models()
+            except Exception:  # noqa: BLE001 - only a hint for the message: go without
+                models = None
             if models is not None and self.model not in models:
                 return self._unknown_model(models)
             if status == 404:
@@ -405,7 +341,6 @@ class OpenAIAgent:
             "--served-model-name)."
         )
 
-    # ------------------------------------------------------------------ models
     async def _served_models(self) -> list[str]:
         client = self._resources().client
         page = await self._with_retries(lambda: client.request("GET", "/models"))
@@ -413,12 +348,6 @@ class OpenAIAgent:
         if not isinstance(data, list):
             raise AgentError(f"{self.base_url}/models answered without a model list: {page!r:.200}")
         return [str(m.get("id")) for m in data if isinstance(m, dict)]
-
-    async def _served_models_or_none(self) -> list[str] | None:
-        try:
-            return await self._served_models()
-        except Exception:
-            return None
 
     async def _ensure_model(self) -> None:
         if self.model is not None:
@@ -438,6 +367,7 @@ class OpenAIAgent:
         if self.model not in models:
             raise self._unknown_model(models)
         return models
+
 
 def _is_ids(value: Any) -> bool:
     return isinstance(value, list) and bool(value) and all(isinstance(i, int) for i in value)

@@ -1,13 +1,9 @@
 """JSON over HTTP to an OpenAI-compatible server, on aiohttp.
 
-The OpenAI agent needs three requests (``POST /chat/completions``, ``POST
-/completions``, ``GET /models``) and the raw JSON of their answers, including the
-fields vLLM adds (``prompt_token_ids``, ``token_ids``). The ``openai`` SDK spends about
-1 ms of CPU per request on building typed requests and responses (measured in
-bench/bench_engine.py: 0.63 s of client CPU for 640 chat requests against 0.24 s
-with aiohttp), which at 64 concurrent episodes, not the model server, bounds a
-rollout process. So the agent speaks HTTP itself, on aiohttp, and maps failures to
-three exceptions its retry logic understands.
+Not the ``openai`` SDK: its typed requests and responses cost about 1 ms of CPU each
+(0.63 s against aiohttp's 0.24 s for 640 requests, bench/bench_engine.py), which at 64
+concurrent episodes bounds a rollout process before the model server does; and the
+agent needs only three requests and their raw JSON, with vLLM's extra fields.
 """
 
 from __future__ import annotations
@@ -17,23 +13,17 @@ import json
 from typing import Any
 
 IDLE_CONNECTION_SECONDS = 4.0
-"""How long an idle pooled connection is kept: under uvicorn's 5 s keep-alive (vLLM's
-server), so the client drops a connection before the server closes it under a
-request."""
+"""Under uvicorn's (vLLM's) 5 s keep-alive: the client drops an idle connection before
+the server closes it under a request."""
 
 
 class ServerStatusError(Exception):
     """The server answered with an HTTP error status."""
 
     def __init__(self, status: int, body: Any, text: str) -> None:
-        self.status = status
-        self.body = body
-        self.text = text
-        super().__init__(f"HTTP {status}: {error_message(body, text)}")
-
-    @property
-    def message(self) -> str:
-        return error_message(self.body, self.text)
+        self.status, self.body, self.text = status, body, text
+        self.message = error_message(body, text)
+        super().__init__(f"HTTP {status}: {self.message}")
 
 
 class ServerUnreachable(Exception):
@@ -52,12 +42,9 @@ def error_message(body: Any, text: str = "") -> str:
     """The human message of an error body (OpenAI's and vLLM's shapes)."""
     if isinstance(body, dict):
         inner = body.get("error") if isinstance(body.get("error"), dict) else body
-        message = inner.get("message") if isinstance(inner, dict) else None
+        message = inner.get("message") or body.get("detail")
         if message:
             return str(message)
-        detail = body.get("detail")
-        if detail:
-            return str(detail)
     return text[:300] or "(empty body)"
 
 
@@ -84,23 +71,20 @@ class JSONClient:
         """The decoded JSON answer; raises ServerStatusError, ServerUnreachable, ServerTimeout."""
         import aiohttp
 
+        url = self.base_url + path
         for attempt in range(2):
             try:
-                async with self._session.request(
-                    method, self.base_url + path, json=payload
-                ) as response:
+                async with self._session.request(method, url, json=payload) as response:
                     text = await response.text()
                     status = response.status
                 break
             except asyncio.TimeoutError as exc:
                 raise ServerTimeout(f"no answer within {self.timeout:g}s") from exc
-            except aiohttp.ServerDisconnectedError as exc:
-                # A pooled connection the server closed while it sat idle: sent again on
-                # a fresh one, whatever the retry budget (it is not a server failure).
-                if attempt:
-                    raise ServerUnreachable(f"{type(exc).__name__}: {exc}") from exc
             except aiohttp.ClientError as exc:
-                raise ServerUnreachable(f"{type(exc).__name__}: {exc}") from exc
+                # A pooled connection the server closed while it sat idle is sent again on
+                # a fresh one, whatever the retry budget (it is not a server failure).
+                if attempt or not isinstance(exc, aiohttp.ServerDisconnectedError):
+                    raise ServerUnreachable(f"{type(exc).__name__}: {exc}") from exc
         try:
             body = json.loads(text) if text else None
         except ValueError:

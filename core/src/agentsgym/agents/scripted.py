@@ -11,11 +11,8 @@ Policy = Callable[[Messages, Any], "tuple[str | AgentAction, Any]"]
 
 
 class ScriptedAgent:
-    """Replies with ``replies`` in order within each episode, repeating the last one.
-
-    The position restarts whenever a conversation starts over (an episode with a
-    single env message so far), so the same script plays every episode of a trial.
-    """
+    """Replies with ``replies`` in order within each episode (the n-th reply of an
+    episode is ``replies[n]``), repeating the last one."""
 
     run_inline = True  # instant: the runner calls it on its loop, no thread hop
 

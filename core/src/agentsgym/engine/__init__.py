@@ -1,15 +1,5 @@
-"""The engine: episodes and trials played on an event loop.
-
-* :mod:`.playable`: :class:`PlayableEnv`, what the engine needs of an env
-  (:class:`agentsgym.MultistepEnv` implements it; the engine never imports it);
-* :mod:`.hook_runtime`, :mod:`.hook_calls`: where and how an env's hooks run
-  (worker threads of :mod:`agentsgym.worker_pool`, the loop, budgets; pluggy);
-* :mod:`.hook_results`: what hooks return, checked;
-* :mod:`.episode`: one episode (hooks, agent, token stream, rewards);
-* :mod:`.trials`: trials of many tasks at once, and their padded groups.
-
-Satellite packages (the env server, executors) import from here, never from the
-modules.
+"""The engine: episodes and trials of any :class:`PlayableEnv`, played on an event loop.
+Satellite packages (the env server, executors) import from here, never from the modules.
 """
 
 from agentsgym.engine.episode import EpisodeRun, aplay_episode

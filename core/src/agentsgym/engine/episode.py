@@ -1,13 +1,9 @@
 """One episode: the env's hooks, the agent, the token stream, rewards.
 
-The episode is a coroutine on the runner's event loop. Between two agent actions
-the env takes one *turn* (apply the action, shape its reward, prompt for the next
-one, tokenize), run by :class:`~agentsgym.engine.hook_runtime.HookRuntime` within
-``hook_timeout_seconds``; the whole episode runs within
-``episode_timeout_seconds``. A failing episode (an exception in a hook or the
-agent, a timeout) is recorded on the episode with its error and never raised:
-one bad episode must not sink a batch. ``finish_episode`` runs once at the end of
-every episode, however it ended.
+Between two agent actions the env takes one *turn* (apply the action, shape its
+reward, prompt, tokenize), run by :class:`~agentsgym.engine.hook_runtime.HookRuntime`.
+A failure (an exception, a timeout) is recorded on the episode, never raised: one bad
+episode must not sink a batch. ``finish_episode`` runs at the end however it ended.
 """
 
 from __future__ import annotations
@@ -31,10 +27,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-
 SERVER_PROMPT_MISMATCH_KEY = "server_prompt_mismatch"
-"""Step info key set when the server's prompt ids differed from the stream (the step's
-tokens then start a new segment from the server's ids)."""
+"""Step info key: the server's prompt ids differed from the stream (a new segment starts)."""
 
 
 class _Abandoned(Exception):
@@ -42,7 +36,7 @@ class _Abandoned(Exception):
 
 
 class EpisodeRun:
-    """The state of one episode being played (see the module docstring)."""
+    """The state of one episode being played."""
 
     def __init__(
         self,
@@ -70,18 +64,15 @@ class EpisodeRun:
             task_data=env.sessions[session_id],
             tokenized=env.chat is not None,
         )
-        self.tokens = (
-            EpisodeTokenizer(env.chat, env.config.on_template_mismatch)
-            if env.chat is not None
-            else None
-        )
+        self.tokens: EpisodeTokenizer | None = None
+        if env.chat is not None:
+            self.tokens = EpisodeTokenizer(env.chat, env.config.on_template_mismatch)
         self.spans: list[AgentSpan] = []
         self.state: Any = None
         self.phase = "initialize_episode"
         self.abandoned = False
         self.finalised = False
 
-    # ------------------------------------------------------------------ playing
     async def play(self) -> Episode:
         config = self.env.config
         try:
@@ -101,14 +92,12 @@ class EpisodeRun:
 
     async def _play_turns(self) -> None:
         try:
-            await self.runtime.turn(self._first_turn, self._describe)
+            await self.runtime.turn(self._first_turn, lambda: self.phase)
             for step in range(self.env.config.max_steps_per_episode):
                 self.phase = "the agent"
-                prompt_ids = (
-                    self.tokens.prompt_token_ids()
-                    if self.tokens is not None and self.caller.token_in
-                    else None
-                )
+                prompt_ids: list[int] | None = None
+                if self.tokens is not None and self.caller.token_in:
+                    prompt_ids = self.tokens.prompt_token_ids()
                 action, self.agent_state = await self.caller.act(
                     self.episode.messages,
                     self.agent_state,
@@ -118,14 +107,13 @@ class EpisodeRun:
                 )
                 done = await self.runtime.turn(
                     lambda step=step, action=action: self._step_turn(step, action),
-                    self._describe,
+                    lambda: self.phase,
                 )
                 if done:
                     return
-        except EpisodeTimeoutError as exc:
-            self.abandoned = True
-            self._fail(exc)
-        except Exception as exc:  # recorded, never raised: one bad episode must not sink a batch
+        except Exception as exc:  # noqa: BLE001 - recorded: one bad episode must not sink a batch
+            if isinstance(exc, EpisodeTimeoutError):
+                self.abandoned = True
             self._fail(exc)
 
     def _context(self, step: int) -> EpisodeContext:
@@ -139,13 +127,8 @@ class EpisodeRun:
             self.episode.error = f"{type(exc).__name__}: {exc}"
             logger.debug(
                 "episode %s of %s failed: %s",
-                self.episode.session_id,
-                self.env.env_id,
-                self.episode.error,
+                self.episode.session_id, self.env.env_id, self.episode.error,
             )
-
-    def _describe(self) -> str:
-        return self.phase
 
     async def _hook(self, name: str, **kwargs: Any) -> Any:
         if self.abandoned:
@@ -156,18 +139,16 @@ class EpisodeRun:
             raise _Abandoned
         return result
 
-    # ------------------------------------------------------------------ turns
     async def _first_turn(self) -> None:
-        state = await self._hook(
+        self.state = await self._hook(
             "initialize_episode",
             session_id=self.episode.session_id,
             task_data=self.episode.task_data,
         )
-        if state is None:
+        if self.state is None:
             raise EpisodeError(
                 f"{type(self.env).__name__}: no initialize_episode implementation returned a state"
             )
-        self.state = state
         await self._prompt(0)
 
     async def _prompt(self, step: int) -> None:
@@ -192,28 +173,18 @@ class EpisodeRun:
             )
             if action.prompt_token_ids is not None and len(self.tokens.segments) > segments_before:
                 action.info = {**action.info, SERVER_PROMPT_MISMATCH_KEY: True}
-        result = as_step_result(
-            await self._hook(
-                "step_episode", state=self.state, action=action.text, step=step, reply=action
-            ),
-            self.env,
-        )
-        terms = collect_terms(
-            await self._hook(
-                "reward_shaping",
-                state=self.state,
-                action=action.text,
-                step_result=result,
-                step=step,
-                reply=action,
-            )
-        )
+        hook_args = {"state": self.state, "action": action.text, "step": step, "reply": action}
+        result = as_step_result(await self._hook("step_episode", **hook_args), self.env)
+        terms = collect_terms(await self._hook("reward_shaping", step_result=result, **hook_args))
         info = {**action.info, **result.info} if action.info else dict(result.info)
         source = span.token_source if span is not None else None
         if source is not None:
             info["token_source"] = source
         if action.truncated:
             info["reply_truncated"] = True
+        token_span = None
+        if span is not None and span.positions:
+            token_span = (span.segment, span.positions[0], span.positions[-1] + 1)
         self.episode.steps.append(
             StepRecord(
                 action=action.text,
@@ -223,11 +194,7 @@ class EpisodeRun:
                 reward_terms=terms,
                 num_agent_tokens=len(span.positions) if span else 0,
                 token_source=source,
-                token_span=(
-                    (span.segment, span.positions[0], span.positions[-1] + 1)
-                    if span is not None and span.positions
-                    else None
-                ),
+                token_span=token_span,
                 reply_truncated=action.truncated,
             )
         )
@@ -242,12 +209,11 @@ class EpisodeRun:
         await self._prompt(step + 1)
         return False
 
-    # ------------------------------------------------------------------ the end
     async def _finish(self) -> None:
         """finish_episode, the closing template tokens, rewards and checks."""
         try:
             await self.runtime.turn(self._finish_turn, lambda: "finish_episode")
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - logged and recorded on the episode
             logger.warning(
                 "finish_episode of %s failed: %s: %s", self.env.env_id, type(exc).__name__, exc
             )
@@ -255,12 +221,11 @@ class EpisodeRun:
         if not self.finalised:
             try:
                 self._finalise()
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - recorded on the episode
                 self._fail(exc)
 
     async def _finish_turn(self) -> None:
-        # Its own turn with its own budget: called directly, not through _hook, which
-        # stops a turn abandoned earlier in this episode.
+        # Its own turn and budget; not through _hook, which stops an abandoned episode's turns.
         episode = self.episode
         self.phase = "finish_episode"
         terms = collect_terms(
@@ -298,10 +263,8 @@ class EpisodeRun:
         tokens = self.tokens
         if tokens is None:
             return
-        episode.has_logprobs = tokens.has_logprobs and bool(self.spans)
-        episode.segments = [
-            TokenSegment.from_builder(b, episode.has_logprobs) for b in tokens.segments
-        ]
+        has_logprobs = episode.has_logprobs = tokens.has_logprobs and bool(self.spans)
+        episode.segments = [TokenSegment.from_builder(b, has_logprobs) for b in tokens.segments]
         episode.segment_rewards = [
             rewards_array(r)
             for r in assign_token_rewards(
@@ -315,7 +278,7 @@ class EpisodeRun:
         if episode.ok:
             try:
                 episode.check()
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - logged and recorded on the episode
                 episode.error = f"{type(exc).__name__}: {exc}"
                 logger.error("episode %s broke a token invariant: %s", episode.session_id, exc)
 
@@ -330,10 +293,7 @@ async def aplay_episode(
     runtime: HookRuntime | None = None,
 ) -> Episode:
     """Play one episode of the task registered under ``session_id``; unpadded.
-
-    Without a ``runtime`` (one env's hook runtime for a run) a small worker pool is
-    made for this episode.
-    """
+    Without a ``runtime`` (one env's for the whole run) it makes a small worker pool."""
     caller = agent if isinstance(agent, AgentCaller) else AgentCaller(agent)
     if context is None:
         context = EpisodeContext(session_id, env.env_id, 0, 0, 0, 0)

@@ -1,17 +1,11 @@
 """Calling pluggy hooks on the engine's hot path, through pluggy's public API only.
 
-An env turn calls four or five hooks, and for most envs each hook has exactly one
-implementation (the env's own method). pluggy's generic call costs several
-microseconds per hook (argument checks, a copy of the implementation list, the
-wrapper loop), a large share of a fast env's turn, so such a hook is called directly
-here, with pluggy's result semantics. Anything else goes through pluggy: several
-implementations, wrappers, an implementation asking for an argument the call does
-not pass, and a plugin manager whose calls are monitored or traced (monitoring
-replaces how pluggy executes hooks, and a direct call would bypass it).
-
-Everything used here is public in pluggy 1.x (``HookCaller.get_hookimpls``,
-``HookImpl.function/argnames/wrapper/hookwrapper``, ``HookCaller.spec.opts``,
-``PluginManager.add_hookcall_monitoring``); the core pins ``pluggy>=1.5,<2``.
+Most envs have one implementation per episode hook (their own method), and pluggy's
+generic call costs several microseconds (argument checks, a copy of the implementation
+list, the wrapper loop): a large share of a fast env's turn. So a hook with one plain
+implementation is called directly, with pluggy's result semantics; anything else
+(several implementations, wrappers, a missing argument, monitored or traced calls)
+goes through pluggy. The core pins ``pluggy>=1.5,<2``.
 """
 
 from __future__ import annotations
@@ -24,11 +18,7 @@ import pluggy
 
 
 class AgentsGymPluginManager(pluggy.PluginManager):
-    """A plugin manager that knows whether its hook calls are monitored.
-
-    ``enable_tracing`` goes through ``add_hookcall_monitoring`` too, so counting the
-    active monitors here is enough to know when a direct call would skip one.
-    """
+    """A plugin manager that counts its active hook call monitors (tracing included)."""
 
     def __init__(self, project_name: str) -> None:
         super().__init__(project_name)
@@ -71,12 +61,8 @@ def call_hook(
 ) -> Any:
     """``caller(**kwargs)``, called directly where that gives pluggy's own result."""
     impls = caller.get_hookimpls()
-    direct = (
-        len(impls) <= 1
-        and isinstance(manager, AgentsGymPluginManager)
-        and manager.active_monitors == 0
-    )
-    if direct:
+    may_be_monitored = not isinstance(manager, AgentsGymPluginManager) or manager.active_monitors
+    if len(impls) <= 1 and not may_be_monitored:
         if not impls:
             return None if firstresult else []
         impl = impls[0]

@@ -1,9 +1,6 @@
-"""What hooks return, checked and normalised before the episode records it.
-
-Hooks are written by env authors and plugins: a wrong return value (a message without
-a role, a NaN reward, an info that is not a dict) fails the episode with a message
-that names the hook and what was expected, never a confusing error later on. The env
-server plays hooks through the same checks.
+"""What hooks return, checked and normalised: a wrong value (a message without a role,
+a NaN reward) fails the episode naming the hook and what was expected, not a confusing
+error later on. The env server plays hooks through the same checks.
 """
 
 from __future__ import annotations
@@ -23,11 +20,7 @@ logger = logging.getLogger(__name__)
 
 
 def as_messages(prompt: Any, env: PlayableEnv) -> Messages:
-    """What format_prompt returned, checked and normalised to new messages.
-
-    Surrogate code points in a message (text UTF-8 cannot encode, which tokenizers,
-    JSON and parquet all refuse) are repaired: pairs joined, lone ones made U+FFFD.
-    """
+    """What format_prompt returned, as new messages with surrogate code points repaired."""
     if isinstance(prompt, str):
         return [{"role": "user", "content": _repair(prompt, env)}]
     if isinstance(prompt, list) and prompt:
@@ -56,8 +49,7 @@ def _repair(text: str, env: PlayableEnv) -> str:
     if count:
         logger.debug(
             "%s.format_prompt: repaired %d surrogate code point(s) in a message",
-            type(env).__name__,
-            count,
+            type(env).__name__, count,
         )
     return repaired
 
@@ -76,19 +68,17 @@ def as_step_result(result: Any, env: PlayableEnv) -> StepResult:
         raise EpisodeError(f"step_episode returned a non-numeric reward {reward!r}") from None
     if not math.isfinite(reward):
         raise EpisodeError(f"step_episode returned a non-finite reward {reward!r}")
-    if info is None:
-        info = {}
+    info = {} if info is None else info
     if not isinstance(info, dict):
-        raise EpisodeError(f"step_episode returned info of type {type(info).__name__}; expected dict")
+        kind = type(info).__name__
+        raise EpisodeError(f"step_episode returned info of type {kind}; expected dict")
     return StepResult(state, reward, bool(done), info)
 
 
 def collect_terms(results: list[Any]) -> dict[str, float]:
     """Reward terms of every implementation, summed per name (lists flattened)."""
     terms: dict[str, float] = {}
-    flat: list[Any] = []
-    for result in results:
-        flat.extend(result if isinstance(result, list) else [result])
+    flat = [t for r in results for t in (r if isinstance(r, list) else [r])]
     for term in flat:
         if term is None:
             continue

@@ -1,29 +1,16 @@
 """How the runner calls one env's episode hooks: off the event loop, within a budget.
 
-An env turn (the hook calls between two agent actions, plus tokenizing them) is
-written once, as a coroutine, by :mod:`agentsgym.engine.episode`. This module runs it:
+An env turn (the hooks between two agent actions, plus tokenizing) is one coroutine
+from :mod:`agentsgym.engine.episode`. With plain hooks it runs in one worker thread,
+without a loop (:func:`agentsgym.aio.drive`): a slow hook never stalls other episodes,
+and a turn costs one thread hop, not one per hook. With ``run_hooks_inline = True``
+(hooks computing in microseconds) it runs on the loop, as a thread hop would cost more
+than the turn (each GIL handover may wait on the OS scheduler). With ``async def``
+hooks it runs on the loop, and tokenizing goes to a worker thread.
 
-* **plain hooks** (the usual case): the whole turn runs in one worker thread, driven
-  without an event loop (:func:`agentsgym.aio.drive`), so a slow hook never stalls
-  other episodes' agent calls and a turn costs one thread hop, not one per hook;
-* **plain hooks of an env that sets** ``run_hooks_inline = True`` (hooks that only
-  compute on the state, in microseconds, and never wait: board games, puzzles, an
-  offline judge): the turn runs on the event loop itself, like a ``run_inline``
-  agent. Handing a turn of a few dozen microseconds to a worker thread costs more
-  than the turn: the worker and the loop take turns holding the GIL, and on a busy
-  machine each handover can wait for the OS scheduler for milliseconds;
-* **async hooks** (``async def``, e.g. an env served over HTTP): the turn runs on the
-  event loop, each hook's coroutine is awaited, and CPU work (tokenization) goes to
-  a worker thread.
-
-Either way the turn must finish within the env's ``hook_timeout_seconds``; a turn
-over budget raises :class:`~agentsgym.errors.EpisodeTimeoutError`. A plain hook
-cannot be interrupted: it is abandoned in its worker thread, which holds a pool slot
-until it returns, and the episode that owned it is marked so that nothing it does
-afterwards reaches the episode's record. An inline turn cannot be abandoned (it
-holds the loop until it returns): one over budget fails its episode when it
-returns, and one over :data:`INLINE_TURN_LIMIT_SECONDS` sends the env's turns back
-to worker threads for the rest of the run, with a warning.
+A turn over ``hook_timeout_seconds`` raises :class:`~agentsgym.errors.EpisodeTimeoutError`:
+a plain hook cannot be interrupted, so it is abandoned in its thread and nothing it
+does afterwards reaches the episode; an inline turn fails its episode when it returns.
 """
 
 from __future__ import annotations
@@ -48,10 +35,8 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 INLINE_TURN_LIMIT_SECONDS = 1.0
-"""An inline turn that takes longer than this stalled every other episode that long
-(an env whose hooks wait after all): its turns go back to worker threads for the rest
-of the run. Generous, because on a loaded machine the OS alone can hold a thread for
-a few hundred milliseconds."""
+"""An inline turn this slow stalled every other episode (its hooks wait after all).
+Generous: on a loaded machine the OS alone can hold a thread for a few hundred ms."""
 
 EPISODE_HOOK_NAMES = (
     "initialize_episode",
@@ -89,8 +74,7 @@ class HookRuntime:
         self._firstresult = {name: is_firstresult(c) for name, c in self._callers.items()}
 
     async def call(self, name: str, **kwargs: Any) -> Any:
-        """One hook call, inside a turn; ``env=`` is added. A hook with a single plain
-        implementation is called directly (see :mod:`agentsgym.engine.hook_calls`)."""
+        """One hook call inside a turn, with ``env=`` added."""
         kwargs["env"] = self.env
         result = call_hook(
             self.env.plugin_manager, self._callers[name], self._firstresult[name], kwargs
@@ -98,8 +82,7 @@ class HookRuntime:
         return await _resolve(result) if self.is_async else result
 
     async def cpu(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """CPU work inside a turn: inline in a plain turn (already in its worker thread,
-        or on the loop for an env that sets ``run_hooks_inline``)."""
+        """CPU work inside a turn: in place in a plain turn, in a worker for async hooks."""
         if not self.is_async:
             return fn(*args, **kwargs)
         return await self.pool.run(lambda: fn(*args, **kwargs))
@@ -107,12 +90,8 @@ class HookRuntime:
     async def turn(
         self, make: Callable[[], Coroutine[Any, Any, T]], describe: Callable[[], str]
     ) -> T:
-        """Run the turn ``make()`` creates within ``hook_timeout_seconds``.
-
-        The coroutine is created where it runs (a worker thread for plain hooks), so a
-        turn cancelled before it started leaves nothing behind. ``describe`` names
-        what was running, for the timeout message.
-        """
+        """Run the turn ``make()`` creates within ``hook_timeout_seconds``; it is created
+        where it runs, so a turn cancelled before it started leaves nothing behind."""
         budget = self.env.config.hook_timeout_seconds
         try:
             if self.inline:
@@ -141,9 +120,7 @@ class HookRuntime:
                     "%s of %s took %.0f ms on the event loop, stalling every other episode; "
                     "the env sets run_hooks_inline = True, which promises hooks that never "
                     "wait: its turns run in worker threads for the rest of this run",
-                    describe(),
-                    self.env.env_id,
-                    elapsed * 1e3,
+                    describe(), self.env.env_id, elapsed * 1e3,
                 )
         if elapsed > budget:
             raise EpisodeTimeoutError(

@@ -1,10 +1,5 @@
-"""PlayableEnv: what the engine needs of an env.
-
-The engine sits below :class:`~agentsgym.MultistepEnv` in the import tree: the env's
-``run_trial`` calls the engine, so the engine cannot import the env. It plays any
-object of this shape instead, and ``MultistepEnv`` is the implementation every env
-(local or remote) inherits.
-"""
+"""PlayableEnv: what the engine needs of an env. ``MultistepEnv`` implements it; the
+engine cannot import the env, whose ``run_trial`` calls the engine."""
 
 from __future__ import annotations
 

@@ -1,20 +1,7 @@
 """The runner: trials of episodes as asyncio tasks, and the padded groups they make.
 
 A *trial* is one rollout of one task: ``episodes_per_trial`` episodes played in
-sequence by one agent, keeping its state (the last one is scored). The runner plays
-many trials at once on an event loop, up to ``max_concurrency`` (default 64, sized
-for a model server; see :data:`DEFAULT_MAX_CONCURRENCY`):
-
-* async agents are awaited on the loop; plain agents run in a thread pool sized to
-  the concurrency;
-* env turns run in that pool too (or on the loop for ``async def`` hooks), see
-  :mod:`agentsgym.engine.hook_runtime`.
-
-:func:`arun_jobs` is the engine: it plays any list of :class:`TrialJob` (trials of
-one env or of many) and returns their episodes by ``(task_index, rollout_index)``.
-:func:`arun_trial` / :func:`run_trial` play the tasks of one env and pad each task's
-group (:func:`run_trial` is the plain twin of the coroutine, made by
-:func:`agentsgym.aio.sync_twin`).
+sequence by one agent, keeping its state (the last one is scored).
 """
 
 from __future__ import annotations
@@ -43,11 +30,9 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 DEFAULT_MAX_CONCURRENCY = 64
-"""Trials in flight at once. A model server (vLLM, SGLang) batches the requests it
-has, so it needs many episodes waiting on it to stay busy: 64 keeps a small server
-fed; raise it to the server's batch capacity (vLLM's ``--max-num-seqs``, 256 by
-default) for a large one. An instant local agent gains nothing from more than a few.
-"""
+"""Trials in flight at once. A model server batches the requests it has, so it needs
+many episodes waiting on it: 64 keeps a small server fed; raise it to the server's
+batch capacity (vLLM's ``--max-num-seqs``) for a large one."""
 
 EXTRA_WORKER_THREADS = 4
 EpisodeCallback = Callable[[Episode], None]
@@ -57,8 +42,7 @@ TrialCallback = Callable[["TrialJob", list[Episode]], None]
 @dataclass(frozen=True)
 class TrialJob:
     """One trial to play: a task of an env, which rollout of it this is, and who plays
-    (``agent``: ``None`` for the run's agent; rows of a mixed dataset may each have the
-    agent of their env)."""
+    (``agent``: ``None`` for the run's agent, or the agent of a mixed dataset row's env)."""
 
     env: PlayableEnv
     task_data: dict[str, Any]
@@ -72,24 +56,15 @@ class TrialJob:
 
 
 def rollout_seed(run_seed: int, env_id: str, task_data: dict[str, Any], rollout_index: int) -> int:
-    """The per-rollout seed agents get in their EpisodeContext.
-
-    The same for a run seed, env, task and rollout index in every run and process;
-    different across rollouts of a task.
-    """
+    """The per-rollout seed of EpisodeContext: stable across runs and processes."""
     blob = json.dumps([run_seed, env_id, task_data, rollout_index], sort_keys=True, default=str)
     return int.from_bytes(hashlib.blake2b(blob.encode(), digest_size=8).digest(), "big") >> 1
 
 
 def check_run_settings(num_rollouts: int, max_concurrency: int) -> None:
-    if isinstance(num_rollouts, bool) or not isinstance(num_rollouts, int) or num_rollouts < 1:
-        raise RunSettingsError(
-            f"num_rollouts must be an integer of at least 1, got {num_rollouts!r}"
-        )
-    if isinstance(max_concurrency, bool) or not isinstance(max_concurrency, int) or max_concurrency < 1:
-        raise RunSettingsError(
-            f"max_concurrency must be an integer of at least 1, got {max_concurrency!r}"
-        )
+    for name, value in (("num_rollouts", num_rollouts), ("max_concurrency", max_concurrency)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise RunSettingsError(f"{name} must be an integer of at least 1, got {value!r}")
 
 
 async def aplay_trial(
@@ -109,28 +84,18 @@ async def aplay_trial(
     try:
         for index in range(env.config.episodes_per_trial):
             context = EpisodeContext(
-                session_id=session_id,
-                env_id=env.env_id,
-                task_index=job.task_index,
-                rollout_index=job.rollout_index,
-                episode_index=index,
-                seed=episode_seed,
+                session_id, env.env_id, job.task_index, job.rollout_index, index, episode_seed
             )
             episode = await aplay_episode(
-                env,
-                session_id,
-                caller,
-                agent_state,
-                context=context,
-                runtime=runtime,
+                env, session_id, caller, agent_state, context=context, runtime=runtime
             )
-            episode.task_index, episode.rollout_index, episode.episode_index = (
-                job.task_index,
-                job.rollout_index,
-                index,
-            )
-            if index < env.config.free_shots:
-                _make_free_shot(episode)
+            episode.task_index, episode.rollout_index = job.task_index, job.rollout_index
+            episode.episode_index = index
+            if index < env.config.free_shots:  # a leading episode that earns no reward
+                episode.free_shot = True
+                episode.metrics["raw_final_reward"] = episode.final_reward
+                episode.final_reward = 0.0
+                zero_rewards(episode)
             episodes.append(episode)
             if on_episode is not None:
                 on_episode(episode)
@@ -140,13 +105,6 @@ async def aplay_trial(
     finally:
         env.sessions.pop(session_id, None)
     return episodes
-
-
-def _make_free_shot(episode: Episode) -> None:
-    episode.free_shot = True
-    episode.metrics["raw_final_reward"] = episode.final_reward
-    episode.final_reward = 0.0
-    zero_rewards(episode)
 
 
 async def arun_jobs(
@@ -160,10 +118,8 @@ async def arun_jobs(
 ) -> dict[tuple[int, int], list[Episode]]:
     """Play every trial, up to ``max_concurrency`` at once; episodes by job key.
 
-    A job plays with its own ``agent`` when it has one, else with ``agent``.
-    ``on_episode`` is called after every finished episode and ``on_trial`` after
-    every finished trial, on the event loop's thread (progress bars, streaming
-    writers). An exception from a callback stops the run and is raised.
+    A job plays with its own ``agent`` if it has one. The callbacks run on the loop's
+    thread after every episode / trial; an exception from one stops the run.
     """
     check_run_settings(1, max_concurrency)
     results: dict[tuple[int, int], list[Episode]] = {}
@@ -181,21 +137,15 @@ async def arun_jobs(
             callers[id(player)] = AgentCaller(player)
             follow_concurrency(player, max_concurrency)
     pool = WorkerPool(max_concurrency + EXTRA_WORKER_THREADS)
-    runtimes: dict[int, HookRuntime] = {}
-    for job in jobs:
-        if id(job.env) not in runtimes:
-            runtimes[id(job.env)] = HookRuntime(job.env, pool)
+    envs = {id(job.env): job.env for job in jobs}
+    runtimes = {key: HookRuntime(env, pool) for key, env in envs.items()}
     pending = iter(jobs)
 
     async def worker() -> None:
         for job in pending:
             player = job.agent if job.agent is not None else agent
             episodes = await aplay_trial(
-                job,
-                callers[id(player)],
-                runtimes[id(job.env)],
-                seed=seed,
-                on_episode=on_episode,
+                job, callers[id(player)], runtimes[id(job.env)], seed=seed, on_episode=on_episode
             )
             results[job.key] = episodes
             if on_trial is not None:
@@ -211,15 +161,6 @@ async def arun_jobs(
         # Threads still running an abandoned hook keep going; nothing waits for them.
         pool.close()
     return results
-
-
-def _log_failures(episodes: list[Episode], what: str) -> None:
-    failed = [e for e in episodes if not e.ok]
-    if failed:
-        logger.warning(
-            "%d of %d episodes of %s failed (kept with their errors in batch.failed); first: %s",
-            len(failed), len(episodes), what, failed[0].error,
-        )
 
 
 def make_group(
@@ -262,15 +203,15 @@ async def arun_trial(
         on_episode=on_episode,
         on_trial=on_trial,
     )
-    _log_failures([e for trial in results.values() for e in trial], env.env_id)
-    groups = [
-        make_group(
-            env,
-            task_index,
-            task_data,
-            [results[(task_index, r)] for r in range(num_rollouts)],
+    episodes = [e for trial in results.values() for e in trial]
+    if failed := [e for e in episodes if not e.ok]:
+        logger.warning(
+            "%d of %d episodes of %s failed (kept with their errors in batch.failed); first: %s",
+            len(failed), len(episodes), env.env_id, failed[0].error,
         )
-        for task_index, task_data in enumerate(task_data_list)
+    groups = [
+        make_group(env, index, task_data, [results[(index, r)] for r in range(num_rollouts)])
+        for index, task_data in enumerate(task_data_list)
     ]
     return TrajectoryBatch(groups)
 
