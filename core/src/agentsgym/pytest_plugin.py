@@ -1,17 +1,6 @@
-"""pytest plugin for env authors (auto-loaded when agentsgym is installed).
-
-Fixtures:
-
-* ``agentsgym_tokenizer``: the bundled offline tokenizer (ChatML template).
-* ``agentsgym_check_env``: :func:`agentsgym.testing.check_env`.
-* ``agentsgym_register_env``: ``register(env_id, EnvClass, **spec)`` registers an env
-  class for the test (no package needed), e.g. to run ``check_env`` on a variant
-  or to test a wrapper plugin; the registration is removed afterwards.
-* ``agentsgym_fresh_registry``: forgets loaded plugins before and after the test,
-  for tests that install, block or break plugins.
-
-Disable it with ``-p no:agentsgym`` like any pytest plugin.
-"""
+"""pytest fixtures for env authors, auto-loaded when agentsgym is installed (disable
+with ``-p no:agentsgym``). They import agentsgym lazily: the plugin loads in every test
+run of an environment that has agentsgym, most of which never use it."""
 
 from __future__ import annotations
 
@@ -24,6 +13,7 @@ import pytest
 
 @pytest.fixture(scope="session")
 def agentsgym_tokenizer() -> Any:
+    """The bundled offline tokenizer (ChatML template)."""
     from agentsgym.default_tokenizer import load_default_tokenizer
 
     return load_default_tokenizer()
@@ -31,6 +21,7 @@ def agentsgym_tokenizer() -> Any:
 
 @pytest.fixture
 def agentsgym_check_env() -> Callable[..., Any]:
+    """:func:`agentsgym.testing.check_env`."""
     from agentsgym.testing import check_env
 
     return check_env
@@ -38,6 +29,7 @@ def agentsgym_check_env() -> Callable[..., Any]:
 
 @pytest.fixture
 def agentsgym_register_env() -> Iterator[Callable[..., Any]]:
+    """``register(env_id, EnvClass, **spec)``: an env class registered until the test ends."""
     from agentsgym.testing import register_env
 
     with ExitStack() as stack:
@@ -50,6 +42,7 @@ def agentsgym_register_env() -> Iterator[Callable[..., Any]]:
 
 @pytest.fixture
 def agentsgym_fresh_registry() -> Iterator[None]:
+    """Forgets loaded plugins before and after the test (tests that install or break plugins)."""
     from agentsgym.registry import reset_registry
 
     reset_registry()

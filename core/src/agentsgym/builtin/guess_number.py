@@ -1,15 +1,12 @@
-"""GuessTheNumber: the small example env that ships with the core.
-
-The agent looks for a hidden integer in ``[low, high]``; after every guess the env
-says "higher" or "lower". A guess is an integer in square brackets, e.g. ``[50]``.
-Reward 1.0 for finding it, 0.0 otherwise.
-"""
+"""GuessTheNumber, the small example env that ships with the core: find a hidden integer
+in ``[low, high]`` from "higher"/"lower" hints, guessing with an integer in square
+brackets (``[50]``). Reward 1.0 for finding it, 0.0 otherwise."""
 
 from __future__ import annotations
 
 import random
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pydantic import Field, model_validator
@@ -20,20 +17,13 @@ from agentsgym.hookspecs import hookimpl
 from agentsgym.types import StepResult
 
 GUESS = re.compile(r"\[\s*(-?\d+)\s*\]")
-
-
-MAX_BOUND = 10**12
-"""Bounds of the hidden number's range (bisection finds it in at most 41 guesses)."""
+MAX_BOUND = 10**12  # bounds of the hidden number's range: bisection needs at most 41 guesses
 
 
 class GuessTheNumberConfig(EnvConfig):
     max_steps_per_episode: int = Field(default=10, ge=1, le=MAX_STEPS_PER_EPISODE)
-    low: int = Field(
-        default=1, ge=-MAX_BOUND, le=MAX_BOUND, description="smallest possible number"
-    )
-    high: int = Field(
-        default=100, ge=-MAX_BOUND, le=MAX_BOUND, description="largest possible number"
-    )
+    low: int = Field(1, ge=-MAX_BOUND, le=MAX_BOUND, description="smallest possible number")
+    high: int = Field(100, ge=-MAX_BOUND, le=MAX_BOUND, description="largest possible number")
 
     @model_validator(mode="after")
     def _range_not_empty(self) -> GuessTheNumberConfig:
@@ -85,28 +75,24 @@ class GuessTheNumberEnv(MultistepEnv):
         match = GUESS.search(action)
         if match is None:
             feedback = "I could not find a guess like [50] in your reply."
-            return StepResult(GuessState(state.target, state.guesses, feedback), 0.0, False,
-                              {"valid": False})
+            return StepResult(replace(state, feedback=feedback), 0.0, False, {"valid": False})
         guess = int(match.group(1))
-        guesses = [*state.guesses, guess]
-        if guess == state.target:
-            return StepResult(GuessState(state.target, guesses, "Correct!"), 1.0, True,
-                              {"valid": True, "guess": guess, "correct": True})
-        direction = "higher" if guess < state.target else "lower"
-        feedback = f"{guess} is wrong; the number is {direction}."
-        return StepResult(GuessState(state.target, guesses, feedback), 0.0, False,
-                          {"valid": True, "guess": guess, "correct": False})
+        correct = guess == state.target
+        if correct:
+            feedback = "Correct!"
+        else:
+            direction = "higher" if guess < state.target else "lower"
+            feedback = f"{guess} is wrong; the number is {direction}."
+        info = {"valid": True, "guess": guess, "correct": correct}
+        next_state = GuessState(state.target, [*state.guesses, guess], feedback)
+        return StepResult(next_state, float(correct), correct, info)
 
-    def _targets(self, split: str, size: int) -> list[dict[str, Any]]:
-        # Seeds are disjoint between splits: train uses even seeds, eval odd ones.
-        offset = 0 if split == "train" else 1
-        return [{"seed": 2 * i + offset} for i in range(size)]
-
+    # Seeds are disjoint between splits: train uses even seeds, eval odd ones.
     def get_train_dataset(self, size: int = 200) -> Any:
-        return self.make_dataset(self._targets("train", size))
+        return self.make_dataset([{"seed": 2 * i} for i in range(size)])
 
     def get_eval_dataset(self, size: int = 50) -> Any:
-        return self.make_dataset(self._targets("eval", size))
+        return self.make_dataset([{"seed": 2 * i + 1} for i in range(size)])
 
 
 class BisectAgent:

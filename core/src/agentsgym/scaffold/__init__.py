@@ -1,13 +1,8 @@
 """``agentsgym new-env``: write a complete, installable env package from templates.
 
-The package it writes installs with pip, registers ``NAMESPACE/Name-v0`` through the
-``agentsgym`` entry point, ships a scripted agent as the env's default agent and
-seeded, disjoint train/eval datasets, and passes ``agentsgym check-env`` and its own
-tests as written. Its env module has every episode hook stubbed with a working
-example game, so an author replaces the game and keeps the shapes.
-
-The templates are package data (``scaffold/templates/*.tmpl``), filled in with
-:class:`string.Template` (``${name}`` placeholders; ``$$`` is a literal ``$``).
+The package passes ``agentsgym check-env`` and its own tests as written; its env module
+stubs every hook with a working example game, for the author to replace. The templates
+(``templates/*.tmpl``) are :class:`string.Template` text (``$$`` is a literal ``$``).
 """
 
 from __future__ import annotations
@@ -56,7 +51,6 @@ class PackageNames(BaseModel):
     distribution: str
     package: str
     entry_point_name: str
-    class_prefix: str
     env_class: str
     config_class: str
     state_class: str
@@ -65,15 +59,11 @@ class PackageNames(BaseModel):
     snake_name: str
     agentsgym_requirement: str
 
-    def template_values(self) -> dict[str, str]:
-        return self.model_dump()
-
 
 def package_names(env_name: str) -> PackageNames:
     """Names for ``NAMESPACE/Name`` (version ``-v0`` added) or ``NAMESPACE/Name-vN``.
 
-    :raises ScaffoldError: the name is not a valid env id, names a variant, or
-        uses a namespace reserved by agentsgym.
+    :raises ScaffoldError: not a valid env id, a variant, or a namespace agentsgym reserves.
     """
     raw = env_name.strip()
     if raw.count("/") != 1:
@@ -110,20 +100,12 @@ def package_names(env_name: str) -> PackageNames:
     slug = re.sub(r"[^a-z0-9]+", "_", namespace.lower()).strip("_") or "env"
     snake = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", prefix).lower()
     return PackageNames(
-        env_id=env_id,
-        namespace=namespace,
-        name=name,
-        distribution=f"agentsgym-{slug.replace('_', '-')}",
-        package=f"agentsgym_{slug}",
-        entry_point_name=slug,
-        class_prefix=prefix,
-        env_class=f"{prefix}Env",
-        config_class=f"{prefix}Config",
-        state_class=f"{prefix}State",
-        agent_class=f"{prefix}Agent",
+        env_id=env_id, namespace=namespace, name=name, snake_name=snake,
+        distribution=f"agentsgym-{slug.replace('_', '-')}", package=f"agentsgym_{slug}",
+        entry_point_name=slug, agentsgym_requirement=_requirement(),
+        env_class=f"{prefix}Env", config_class=f"{prefix}Config",
+        state_class=f"{prefix}State", agent_class=f"{prefix}Agent",
         agent_name=f"{namespace}/{snake.replace('_', '-')}-scripted",
-        snake_name=snake,
-        agentsgym_requirement=_requirement(),
     )
 
 
@@ -138,7 +120,7 @@ def _requirement() -> str:
 
 def render_package(names: PackageNames) -> dict[str, str]:
     """The package's files: relative path -> content."""
-    values = names.template_values()
+    values = names.model_dump()
     templates = resources.files(__package__).joinpath("templates")
     files: dict[str, str] = {}
     for target, template in FILES.items():
@@ -152,11 +134,10 @@ def render_package(names: PackageNames) -> dict[str, str]:
 
 
 def write_package(env_name: str, directory: Path | str | None = None) -> tuple[PackageNames, Path, list[Path]]:
-    """Write the package for ``env_name`` into ``directory`` (default ``./<distribution>``).
+    """Write the package for ``env_name`` into ``directory`` (default ``./<distribution>``);
+    return the names, the package folder, and the files written.
 
-    :return: the names, the package folder, and the files written.
-    :raises ScaffoldError: a bad name (see :func:`package_names`).
-    :raises ScaffoldError: the folder exists and is not empty (nothing is overwritten).
+    :raises ScaffoldError: a bad name, or a folder that is not empty (nothing is overwritten).
     """
     names = package_names(env_name)
     root = Path(directory) if directory is not None else Path(names.distribution)
@@ -165,9 +146,8 @@ def write_package(env_name: str, directory: Path | str | None = None) -> tuple[P
             f"{root} already exists and is not an empty folder; nothing was written. Choose "
             "another folder with --dir, or remove this one"
         )
-    files = render_package(names)
     written = []
-    for relative, content in files.items():
+    for relative, content in render_package(names).items():
         path = root / relative
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(content, encoding="utf-8")

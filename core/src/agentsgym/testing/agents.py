@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import logging
 import threading
 import time
-from collections.abc import Callable
 from typing import Any
+
+from agentsgym.agents import AgentCaller
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["AsyncSlowAgent", "SlowAgent", "slow_agent"]
 
@@ -16,26 +20,21 @@ class SlowAgent:
     """Wraps a deterministic agent: sleeps a few milliseconds before every reply.
 
     check_env plays with it so that concurrent episodes interleave the way they do
-    against a model server. With ``rendezvous=n``, the first ``n`` calls wait for
-    each other (at most ``rendezvous_timeout`` seconds), so at least ``n`` episodes
-    are between their first prompt and their first step at the same time, however
-    slow the machine is: an env that shares random or per-episode state between them
-    is caught for certain, not by luck of timing. :func:`slow_agent` picks this class
-    or :class:`AsyncSlowAgent` to match the wrapped agent.
+    against a model server. With ``rendezvous=n``, the first ``n`` calls wait for each
+    other (at most ``rendezvous_timeout`` seconds), so at least ``n`` episodes are in
+    flight at once however slow the machine is: an env that shares random or
+    per-episode state between them is caught for certain, not by luck of timing.
     """
 
     def __init__(
-        self,
-        agent: Any,
-        delay: float = 0.002,
-        *,
-        rendezvous: int = 0,
+        self, agent: Any, delay: float = 0.002, *, rendezvous: int = 0,
         rendezvous_timeout: float = 10.0,
     ) -> None:
         self.agent = agent
         self.delay = delay
-        self.wants_prompt_token_ids = bool(getattr(agent, "wants_prompt_token_ids", False))
-        self._takes_context = "context" in _parameters(agent.get_action)
+        caller = AgentCaller(agent)
+        self.wants_prompt_token_ids = caller.token_in
+        self._takes_context = caller.takes_context
         self._expected = rendezvous
         self._timeout = rendezvous_timeout
         self._arrived = 0
@@ -58,10 +57,9 @@ class SlowAgent:
 
     def _arrive(self) -> bool:
         """Count this call; True when it has to wait for others."""
-        if self._arrived >= self._expected:
-            return False
-        self._arrived += 1
-        return self._arrived < self._expected
+        if not self._all_arrived():
+            self._arrived += 1
+        return not self._all_arrived()
 
     def _gave_up(self) -> None:
         logger.warning(
@@ -72,12 +70,8 @@ class SlowAgent:
         self._expected = 0
 
     def get_action(
-        self,
-        messages: list[dict[str, str]],
-        agent_state: Any,
-        *,
-        prompt_token_ids: list[int] | None = None,
-        context: Any = None,
+        self, messages: list[dict[str, str]], agent_state: Any, *,
+        prompt_token_ids: list[int] | None = None, context: Any = None,
     ) -> Any:
         with self._cond:
             if self._arrive() and not self._cond.wait_for(self._all_arrived, self._timeout):
@@ -90,22 +84,15 @@ class SlowAgent:
 
 
 class AsyncSlowAgent(SlowAgent):
-    """:class:`SlowAgent` for an ``async def get_action`` agent: waits without blocking
-    the runner's event loop."""
+    """:class:`SlowAgent` for an async agent: waits without blocking the runner's loop."""
 
-    def __init__(self, agent: Any, delay: float = 0.002, **kwargs: Any) -> None:
-        super().__init__(agent, delay, **kwargs)
-        self._async_cond: asyncio.Condition | None = None
+    _async_cond: asyncio.Condition | None = None
 
     async def get_action(  # type: ignore[override]
-        self,
-        messages: list[dict[str, str]],
-        agent_state: Any,
-        *,
-        prompt_token_ids: list[int] | None = None,
-        context: Any = None,
+        self, messages: list[dict[str, str]], agent_state: Any, *,
+        prompt_token_ids: list[int] | None = None, context: Any = None,
     ) -> Any:
-        if self._async_cond is None:
+        if self._async_cond is None:  # created on first use, on the runner's event loop
             self._async_cond = asyncio.Condition()
         cond = self._async_cond
         async with cond:
@@ -122,17 +109,7 @@ class AsyncSlowAgent(SlowAgent):
 
 
 def slow_agent(agent: Any, delay: float = 0.002, **kwargs: Any) -> SlowAgent:
-    """A :class:`SlowAgent` around a plain agent, an :class:`AsyncSlowAgent` around an
-    async one."""
+    """A :class:`SlowAgent` around ``agent``, an :class:`AsyncSlowAgent` if it is async."""
     if inspect.iscoroutinefunction(getattr(agent, "get_action", None)):
         return AsyncSlowAgent(agent, delay, **kwargs)
     return SlowAgent(agent, delay, **kwargs)
-
-
-def _parameters(fn: Callable[..., Any]) -> set[str]:
-    """The named parameters of ``fn`` (the runner passes ``context`` only by name)."""
-    try:
-        parameters = inspect.signature(fn).parameters.values()
-    except (TypeError, ValueError):
-        return set()
-    return {p.name for p in parameters if p.kind is not inspect.Parameter.VAR_KEYWORD}

@@ -1,20 +1,8 @@
-"""check_env: the contract test env authors run in their own CI.
+"""check_env: the contract test env authors run in their own CI (``agentsgym check-env
+ENV_ID`` runs the same checks; docs/plugin-authors.md lists what they check).
 
-    from agentsgym.testing import check_env
-
-    def test_my_env_follows_the_contract():
-        check_env("myns/MyEnv-v0")
-
-It builds the env with and without a tokenizer, checks that bad config keys are
-rejected and that its datasets follow the row schema, plays trials with the env's
-default agent (or the one given), and checks the token-fidelity invariants, padding,
-JSON step infos, the end-of-episode hook, truncation at ``max_steps_per_episode``,
-that episodes leave ``task_data`` alone, and determinism: the same task played
-sequentially and concurrently, by a slow agent, gives the same episodes. ``agentsgym
-check-env ENV_ID`` runs the same checks.
-
-:func:`register_env` (and the pytest fixture ``agentsgym_register_env``) registers an
-env class for the duration of a test, without installing a package.
+Every check records a result instead of raising, so that one failure does not hide the
+others; only the first two (the id resolves, the env builds) stop the rest.
 """
 
 from __future__ import annotations
@@ -24,7 +12,6 @@ import json
 import logging
 import math
 import tempfile
-import threading
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -35,11 +22,7 @@ from agentsgym.agents import ScriptedAgent
 from agentsgym.errors import EnvConfigError
 from agentsgym.factory import DEFAULT_TOKENIZER, load_tokenizer, make
 from agentsgym.hookspecs import hookimpl
-from agentsgym.registry import (
-    EnvSpec,
-    env_class,
-    get_registry,
-)
+from agentsgym.registry import EnvSpec, env_class, get_registry
 from agentsgym.rows import parse_rows
 from agentsgym.testing.agents import slow_agent
 from agentsgym.trajectory import Episode, TrajectoryBatch
@@ -81,7 +64,6 @@ class CheckReport:
         return [c for c in self.checks if not c.passed]
 
 
-# ----------------------------------------------------------------- the check
 def check_env(
     env_id: str,
     *,
@@ -96,66 +78,50 @@ def check_env(
 ) -> CheckReport:
     """Check that ``env_id`` follows the agentsgym env contract.
 
-    :param agent: an agent object, a registered agent name, or ``None`` for the
-        env's default agent (a scripted agent when it has none). It must reply
+    :param agent: an agent object, a registered agent name (built with ``agent_options``)
+        or ``None`` for the env's default agent (else a scripted one). It must reply
         deterministically: the determinism check plays every task twice with it.
-    :param agent_options: options for a named agent.
     :param env_config: layered over the id's registered defaults.
-    :param tokenizer: used for the token checks (default: the bundled tokenizer).
     :param num_tasks: tasks taken from the train split (else the eval split).
-    :param num_rollouts: rollouts per task.
-    :param agent_delay: seconds the determinism check's slow agent sleeps per reply,
-        so that concurrent episodes interleave.
+    :param agent_delay: seconds the determinism check's slow agent sleeps per reply.
     :raises EnvCheckError: when ``raise_on_failure`` and any check fails.
     """
-    checker = _Checker(
-        env_id,
-        agent=agent,
-        agent_options=agent_options,
-        env_config=dict(env_config or {}),
-        tokenizer=load_tokenizer(tokenizer),
-        num_tasks=max(1, num_tasks),
-        num_rollouts=max(1, num_rollouts),
-        agent_delay=agent_delay,
-    )
-    return _finish(checker.run(), raise_on_failure)
+    report = _Checker(
+        env_id, agent, agent_options, dict(env_config or {}), load_tokenizer(tokenizer),
+        max(1, num_tasks), max(1, num_rollouts), agent_delay,
+    ).run()
+    if raise_on_failure and not report.passed:
+        lines = "\n".join(f"  - {c.name}: {c.detail}" for c in report.failures)
+        raise EnvCheckError(f"{env_id} fails check_env:\n{lines}")
+    return report
 
 
+@dataclass
 class _Checker:
-    """The checks of one check_env call; each records a result and never raises."""
+    """The checks of one check_env call."""
 
-    def __init__(
-        self,
-        env_id: str,
-        *,
-        agent: Any,
-        agent_options: dict[str, Any] | None,
-        env_config: dict[str, Any],
-        tokenizer: Any,
-        num_tasks: int,
-        num_rollouts: int,
-        agent_delay: float,
-    ) -> None:
-        self.env_id = env_id
-        self.agent_arg = agent
-        self.agent_options = agent_options
-        self.env_config = env_config
-        self.tokenizer = tokenizer
-        self.num_tasks = num_tasks
-        self.num_rollouts = num_rollouts
-        self.agent_delay = agent_delay
-        self.report = CheckReport(env_id)
-        self.spec: EnvSpec | None = None
-        self.agent: Any = None
-        self.tasks: dict[str, list[dict[str, Any]]] = {}
-        self.batches: list[TrajectoryBatch] = []
+    env_id: str
+    agent_arg: Any
+    agent_options: dict[str, Any] | None
+    env_config: dict[str, Any]
+    tokenizer: Any
+    num_tasks: int
+    num_rollouts: int
+    agent_delay: float
+    # filled in by the checks, in order
+    spec: EnvSpec | None = None
+    agent: Any = None
+    tasks: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    batches: list[TrajectoryBatch] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.report = CheckReport(self.env_id)
         self.finish_probe = FinishProbe()
 
     def run(self) -> CheckReport:
         self.check("env id resolves to a MultistepEnv subclass", self.resolves)
-        if not self.report.passed:
-            return self.report
-        self.check("env builds with and without a tokenizer", self.builds)
+        if self.report.passed:
+            self.check("env builds with and without a tokenizer", self.builds)
         if not self.report.passed:
             return self.report
         self.check("unknown env_config keys are rejected", self.rejects_unknown_config)
@@ -174,18 +140,15 @@ class _Checker:
 
     def check(self, name: str, fn: Callable[[], str | None]) -> None:
         try:
-            detail = fn() or ""
-            self.report.checks.append(CheckResult(name, True, detail))
-        except Exception as exc:  # every check reports; one failure does not hide others
+            self.report.checks.append(CheckResult(name, True, fn() or ""))
+        except Exception as exc:
             logger.debug("check %s failed", name, exc_info=True)
             self.report.checks.append(CheckResult(name, False, f"{type(exc).__name__}: {exc}"))
 
     # ------------------------------------------------------------ building
     def make(self, *, tokenizer: Any = None, plugins: tuple[object, ...] = (), **config: Any) -> MultistepEnv:
-        return make(
-            self.env_id, tokenizer=tokenizer, env_config={**self.env_config, **config},
-            plugins=plugins,
-        )
+        config = {**self.env_config, **config}
+        return make(self.env_id, tokenizer=tokenizer, env_config=config, plugins=plugins)
 
     def resolves(self) -> str:
         # the id given to check is the user's own: a server URL needs no allowing
@@ -197,7 +160,12 @@ class _Checker:
         self.make(tokenizer=self.tokenizer)
         self.make(tokenizer=None)
         assert self.spec is not None
-        self.agent = _agent(self.spec.default_agent, self.agent_arg, self.agent_options)
+        if self.agent_arg is not None and not isinstance(self.agent_arg, str):
+            self.agent = self.agent_arg
+        elif name := self.agent_arg or self.spec.default_agent:
+            self.agent = get_registry().agent(name).build(**(self.agent_options or {}))
+        else:
+            self.agent = ScriptedAgent(["I am not sure."])
 
     def rejects_unknown_config(self) -> None:
         try:
@@ -207,6 +175,8 @@ class _Checker:
         raise AssertionError("an unknown env_config key was accepted; configs must forbid extras")
 
     def datasets(self) -> str:
+        import datasets
+
         env = self.make()
         assert self.spec is not None
         for split, getter in (("train", env.get_train_dataset), ("eval", env.get_eval_dataset)):
@@ -217,17 +187,14 @@ class _Checker:
             rows = parse_rows(dataset)
             assert rows, f"{split} dataset is empty"
             for row in rows[:50]:
-                assert get_registry().resolve(
-                    row.env_class_path, allow_remote=True
-                ).id == self.spec.id or \
-                    row.env_class_path == env.env_id, f"{split} row names {row.env_class_path!r}"
-                make(row.env_class_path, env_config=row.env_config)
+                named = row.env_class_path
+                same_env = get_registry().resolve(named, allow_remote=True).id == self.spec.id
+                assert same_env or named == env.env_id, f"{split} row names {named!r}"
+                make(named, env_config=row.env_config)
             with tempfile.TemporaryDirectory() as tmp:
-                path = Path(tmp) / "rows.parquet"
-                dataset.to_parquet(str(path))
-                import datasets
-
-                again = datasets.Dataset.from_parquet(str(path))
+                path = str(Path(tmp) / "rows.parquet")
+                dataset.to_parquet(path)
+                again = datasets.Dataset.from_parquet(path)
                 assert again.to_list() == dataset.to_list(), "parquet round trip changed rows"
             self.tasks[split] = [row.task_data for row in rows]
         if "train" in self.tasks and "eval" in self.tasks:
@@ -238,35 +205,40 @@ class _Checker:
 
     def task_list(self, count: int | None = None) -> list[dict[str, Any]]:
         found = self.tasks.get("train") or self.tasks.get("eval")
-        if not found:
-            raise AssertionError("the env ships no dataset; cannot pick tasks to play")
+        assert found, "the env ships no dataset; cannot pick tasks to play"
         return copy.deepcopy(found[: count or self.num_tasks])
 
     # ------------------------------------------------------------ playing
-    def play(self, env: MultistepEnv, tasks: list[dict[str, Any]]) -> TrajectoryBatch:
-        batch = env.run_trial(tasks, self.agent, self.num_rollouts)
+    def play(self, tokenizer: Any) -> tuple[MultistepEnv, TrajectoryBatch]:
+        env = self.make(tokenizer=tokenizer, plugins=(self.finish_probe,))
+        batch = env.run_trial(self.task_list(), self.agent, self.num_rollouts)
         self.batches.append(batch)
-        return batch
+        failed = batch.failed
+        assert not failed, f"{len(failed)} episodes failed, first: {failed[0].error}"
+        assert len(batch) > 0, "no trajectories"
+        max_steps = env.config.max_steps_per_episode
+        for episode in batch.all_episodes:
+            assert episode.messages, "an episode has no messages"
+            assert 1 <= episode.num_turns <= max_steps, (
+                f"episode took {episode.num_turns} turns; max_steps_per_episode is {max_steps}"
+            )
+            assert math.isfinite(episode.final_reward), "non-finite final reward"
+        return env, batch
 
     def plays_without_tokenizer(self) -> str:
-        env = self.make(plugins=(self.finish_probe,))
-        batch = self.play(env, self.task_list())
-        _assert_played(batch, env.config.max_steps_per_episode)
+        _, batch = self.play(None)
         return f"mean reward {sum(batch.final_rewards) / max(len(batch), 1):.3g}"
 
     def plays_with_tokenizer(self) -> str:
         if self.tokenizer is None:
             return "skipped: check_env was given no tokenizer"
-        env = self.make(tokenizer=self.tokenizer, plugins=(self.finish_probe,))
-        batch = self.play(env, self.task_list())
-        _assert_played(batch, env.config.max_steps_per_episode)
+        env, batch = self.play(self.tokenizer)
         _assert_tokens(batch, env)
         return f"{len(batch)} rows"
 
     def played(self) -> list[Episode]:
         episodes = [e for batch in self.batches for e in batch.all_episodes]
-        if not episodes:
-            raise AssertionError("no episode was played (see the checks above)")
+        assert episodes, "no episode was played (see the checks above)"
         return episodes
 
     def infos_are_json(self) -> str:
@@ -274,19 +246,17 @@ class _Checker:
         for episode in episodes:
             for index, step in enumerate(episode.steps):
                 problem = _json_problem(step.info)
-                if problem:
-                    raise AssertionError(
-                        f"step {index} of an episode of task {episode.task_data}: info{problem}; "
-                        "step infos are written to dataset files: keep them to str, int, "
-                        "float, bool, None, lists and dicts"
-                    )
+                assert not problem, (
+                    f"step {index} of an episode of task {episode.task_data}: info{problem}; "
+                    "step infos are written to dataset files: keep them to str, int, "
+                    "float, bool, None, lists and dicts"
+                )
         return f"{sum(len(e.steps) for e in episodes)} steps"
 
     def task_data_unchanged(self) -> None:
         tasks = self.task_list()
         before = json.dumps(tasks, sort_keys=True)
-        env = self.make()
-        env.run_trial(tasks, self.agent, 1)
+        self.make().run_trial(tasks, self.agent, 1)
         assert json.dumps(tasks, sort_keys=True) == before, (
             "playing an episode changed its task_data; task_data is shared by every "
             "rollout of a task: copy what the state needs (initialize_episode)"
@@ -295,26 +265,23 @@ class _Checker:
     def finish_runs_once(self) -> str:
         episodes = self.played()
         probe = self.finish_probe
-        if probe.failures:
-            raise AssertionError(f"finish_episode raised: {probe.failures[0]}")
+        assert not probe.failures, f"finish_episode raised: {probe.failures[0]}"
         failed = [e.error for e in episodes if e.error and "finish_episode" in e.error]
-        if failed:
-            raise AssertionError(f"finish_episode failed: {failed[0]}")
+        assert not failed, f"finish_episode failed: {failed[0]}"
         expected = Counter(e.session_id for e in episodes)
-        seen = Counter(call.session_id for call in probe.calls)
+        seen = Counter(session for session, _ in probe.calls)
         if seen != expected:
             session = next(s for s in expected | seen if expected[s] != seen[s])
             raise AssertionError(
                 f"session {session} played {expected[session]} episode(s) but finish_episode "
                 f"ran {seen[session]} time(s); it must run exactly once per episode"
             )
-        by_session: dict[str, list[bool]] = {}
-        for call in probe.calls:
-            by_session.setdefault(call.session_id, []).append(call.truncated)
-        for episode in episodes:
-            if episode.truncated and True not in by_session.get(episode.session_id, []):
-                raise AssertionError("finish_episode was not told truncated=True for a cut episode")
-        implemented = _implements(self.spec, "finish_episode")
+        told_truncated = {session for session, truncated in probe.calls if truncated}
+        assert not any(e.truncated and e.session_id not in told_truncated for e in episodes), (
+            "finish_episode was not told truncated=True for a cut episode"
+        )
+        assert self.spec is not None
+        implemented = hasattr(env_class(self.spec), "finish_episode")
         return f"{len(probe.calls)} calls" + ("" if implemented else " (the env does not implement it)")
 
     def truncation(self) -> str:
@@ -324,11 +291,10 @@ class _Checker:
         except EnvConfigError as exc:
             return f"skipped: the env refuses max_steps_per_episode=1 ({exc})"
         batch = env.run_trial(self.task_list(), self.agent, 1)
-        if probe.failures:
-            raise AssertionError(
-                f"finish_episode raised for an episode cut after one step: {probe.failures[0]}; "
-                "an env must handle being cut at max_steps_per_episode (truncated=True)"
-            )
+        assert not probe.failures, (
+            f"finish_episode raised for an episode cut after one step: {probe.failures[0]}; "
+            "an env must handle being cut at max_steps_per_episode (truncated=True)"
+        )
         failed = batch.failed
         assert not failed, (
             f"an episode cut after one step failed: {failed[0].error}; an env must handle "
@@ -342,9 +308,9 @@ class _Checker:
                 f"episode done={done} but truncated={episode.truncated}"
             )
             cut += episode.truncated
-        truncated_calls = [c for c in probe.calls if c.truncated]
-        assert len(truncated_calls) == cut, (
-            f"{cut} episodes were cut but finish_episode saw truncated=True {len(truncated_calls)} times"
+        truncated_calls = sum(truncated for _, truncated in probe.calls)
+        assert truncated_calls == cut, (
+            f"{cut} episodes were cut but finish_episode saw truncated=True {truncated_calls} times"
         )
         return f"{cut} of {len(batch.all_episodes)} episodes cut after one step"
 
@@ -374,44 +340,24 @@ class _Checker:
         return f"{len(first)} episodes, up to {jobs} at once"
 
 
-def _finish(report: CheckReport, raise_on_failure: bool) -> CheckReport:
-    if raise_on_failure and not report.passed:
-        lines = "\n".join(f"  - {c.name}: {c.detail}" for c in report.failures)
-        raise EnvCheckError(f"{report.env_id} fails check_env:\n{lines}")
-    return report
-
-
 # ------------------------------------------------------------ helpers of the checks
-@dataclass(frozen=True)
-class FinishCall:
-    """One observed call of the finish_episode hook."""
-
-    session_id: str
-    truncated: bool
-    error: str | None
-
-
 class FinishProbe:
-    """A plugin for an env's hook relay that records every finish_episode call.
-
-    It wraps the hook (``wrapper=True``), so it sees each call once however many
-    implementations run, and an exception raised by any of them.
+    """A plugin for an env's hook relay: records every finish_episode call as
+    ``(session_id, truncated)`` and what any implementation raised. As a hook wrapper it
+    sees each call once however many implementations run (list.append is thread-safe).
     """
 
     def __init__(self) -> None:
-        self.calls: list[FinishCall] = []
+        self.calls: list[tuple[str, bool]] = []
         self.failures: list[str] = []
-        self._lock = threading.Lock()
 
     @hookimpl(wrapper=True)
     def finish_episode(self, session_id: str, truncated: bool, error: str | None) -> Any:
-        with self._lock:
-            self.calls.append(FinishCall(session_id, bool(truncated), error))
+        self.calls.append((session_id, bool(truncated)))
         try:
             return (yield)
         except Exception as exc:
-            with self._lock:
-                self.failures.append(f"{type(exc).__name__}: {exc}")
+            self.failures.append(f"{type(exc).__name__}: {exc}")
             raise
 
 
@@ -442,47 +388,18 @@ def _json_problem(value: Any, path: str = "") -> str:
     if isinstance(value, float):
         return "" if math.isfinite(value) else f"{path}: the non-finite float {value!r}"
     if isinstance(value, dict):
-        for key, item in value.items():
-            if not isinstance(key, str):
-                return f"{path}: the non-string key {key!r}"
-            problem = _json_problem(item, f"{path}[{key!r}]")
-            if problem:
-                return problem
-        return ""
-    if isinstance(value, (list, tuple)):
-        for index, item in enumerate(value):
-            problem = _json_problem(item, f"{path}[{index}]")
-            if problem:
-                return problem
-        return ""
-    return f"{path}: a {type(value).__name__} ({value!r:.60})"
-
-
-def _implements(spec: EnvSpec | None, hook: str) -> bool:
-    if spec is None:
-        return False
-    return hasattr(env_class(spec), hook)
-
-
-def _agent(default: str | None, agent: Any, options: dict[str, Any] | None) -> Any:
-    if agent is not None and not isinstance(agent, str):
-        return agent
-    name = agent or default
-    if name is None:
-        return ScriptedAgent(["I am not sure."])
-    return get_registry().agent(name).build(**(options or {}))
-
-
-def _assert_played(batch: TrajectoryBatch, max_steps: int) -> None:
-    failed = batch.failed
-    assert not failed, f"{len(failed)} episodes failed, first: {failed[0].error}"
-    assert len(batch) > 0, "no trajectories"
-    for episode in batch.all_episodes:
-        assert episode.messages, "an episode has no messages"
-        assert 1 <= episode.num_turns <= max_steps, (
-            f"episode took {episode.num_turns} turns; max_steps_per_episode is {max_steps}"
-        )
-        assert math.isfinite(episode.final_reward), "non-finite final reward"
+        items = list(value.items())
+    elif isinstance(value, (list, tuple)):
+        items = list(enumerate(value))
+    else:
+        return f"{path}: a {type(value).__name__} ({value!r:.60})"
+    for key, item in items:
+        if isinstance(value, dict) and not isinstance(key, str):
+            return f"{path}: the non-string key {key!r}"
+        problem = _json_problem(item, f"{path}[{key!r}]")
+        if problem:
+            return problem
+    return ""
 
 
 def _assert_tokens(batch: TrajectoryBatch, env: Any) -> None:
@@ -503,7 +420,9 @@ def _assert_tokens(batch: TrajectoryBatch, env: Any) -> None:
             # model never generated; segments were checked against their views instead.
             continue
         for episode in group.episodes:
-            if len(episode.segments) == 1 and not _has_special_text(env, episode.messages):
+            if len(episode.segments) == 1 and not any(
+                env.chat.has_special_text(m["content"]) for m in episode.messages
+            ):
                 rendered = env.tokenizer.apply_chat_template(
                     episode.messages, tokenize=False, **env.config.chat_template_kwargs
                 )
@@ -511,7 +430,3 @@ def _assert_tokens(batch: TrajectoryBatch, env: Any) -> None:
                 assert episode.full_token_ids == list(expected), (
                     "full_token_ids differ from apply_chat_template(messages)"
                 )
-
-
-def _has_special_text(env: Any, messages: list[dict[str, str]]) -> bool:
-    return any(s in m["content"] for m in messages for s in env.chat.special_texts)

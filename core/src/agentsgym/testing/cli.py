@@ -1,10 +1,8 @@
 """run_cli: the ``agentsgym`` command line run in this process, as the console script.
 
-For tests of commands, the core's and a plugin's own (``register_commands``):
-``agentsgym.cli.main`` runs with ``sys.argv`` set, so its error handling (a typed
-error becomes one line on stderr and exit code 2) is part of what is tested, at a
-fraction of a subprocess's start-up cost. An exception that escapes ``main`` (what
-would be a traceback for a user) propagates and fails the test.
+``agentsgym.cli.main`` runs with ``sys.argv`` set, so its error handling (a typed error
+becomes one line on stderr and exit code 2) is tested too, without a subprocess's
+start-up cost. An exception that escapes ``main`` propagates and fails the test.
 """
 
 from __future__ import annotations
@@ -31,11 +29,8 @@ class CliResult:
 
 
 def run_cli(*args: str, width: int = 250) -> CliResult:
-    """Run ``agentsgym *args`` in this process; its exit code and output.
-
-    :param width: the consoles' width while it runs, wide enough by default that no
-        phrase a test looks for is wrapped.
-    """
+    """Run ``agentsgym *args`` in this process; ``width`` (the consoles' width) is wide
+    enough by default that no phrase a test looks for is wrapped."""
     from agentsgym.cli import console, err_console, main
 
     stdout, stderr = io.StringIO(), io.StringIO()
@@ -52,6 +47,5 @@ def run_cli(*args: str, width: int = 250) -> CliResult:
     finally:
         sys.argv = argv
         console._width = err_console._width = None  # back to the terminal's width
-    return CliResult(
-        int(code or 0) if not isinstance(code, str) else 1, stdout.getvalue(), stderr.getvalue()
-    )
+    exit_code = 1 if isinstance(code, str) else int(code or 0)
+    return CliResult(exit_code, stdout.getvalue(), stderr.getvalue())

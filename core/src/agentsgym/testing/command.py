@@ -18,8 +18,12 @@ from agentsgym.testing.check import check_env
 def check_env_command(
     env_id: str = typer.Argument(..., help="registered env id", autocompletion=complete_env_id),
     agent: str | None = typer.Option(None, "--agent", help="agent to play with (default: the env's)"),
-    agent_option: list[str] | None = typer.Option(None, "--agent-option", help="key=value, repeatable"),
-    env_config: list[str] | None = typer.Option(None, "--env-config", help="key=value, repeatable"),
+    agent_option: list[str] | None = typer.Option(  # noqa: B008
+        None, "--agent-option", help="key=value, repeatable"
+    ),
+    env_config: list[str] | None = typer.Option(  # noqa: B008
+        None, "--env-config", help="key=value, repeatable"
+    ),
     tokenizer: str = tokenizer_cli_option(),
 ) -> None:
     """Check that an env follows the agentsgym contract (what env authors run in CI)."""
