@@ -141,7 +141,7 @@ def test_the_core_commands_register_through_the_same_hook() -> None:
             return lambda function: function
 
     plugin.register_commands(cli=Recorder())
-    assert {"rollout", "eval", "list-envs", "describe", "check-env", "new-env"} <= set(registered)
+    assert {"rollout", "list-envs", "describe", "check-env", "new-env"} <= set(registered)
 
 
 @pytest.mark.parametrize(

@@ -1,17 +1,6 @@
-"""The ``agentsgym`` command line, and the kit for commands of plugins.
-
-:func:`main` is the console script; :func:`build_app` builds the application from
-the commands every loaded plugin registers (``register_commands``). Library code
-logs; the CLI owns the terminal (rich tables and progress bars).
-
-A plugin's commands use what the core's own commands use, exported here: the
-consoles, the shared options (``--tokenizer``, ``--max-concurrency``, key=value
-parsing, env id completion, executors, time budgets, resume), building an agent
-from the command line, a progress bar, and for commands that play long runs
-(``eval`` in agentsgym-eval) the planning of a run and its streamed, resumable
-output (:func:`plan_split`, :func:`run_into_output`), with the failure summary and
-exit code.
-"""
+"""The ``agentsgym`` command line, and the kit that plugins' commands import: consoles,
+shared options, agent building, and for long runs (``eval``) the planning of a run and
+its streamed, resumable output. Library code logs; the CLI owns the terminal."""
 
 from __future__ import annotations
 
@@ -56,42 +45,13 @@ from agentsgym.cli.running import (
 from agentsgym.cli.terminal import console, err_console
 
 __all__ = [
-    "EXIT_FAILED",
-    "EXIT_INTERRUPTED",
-    "MAX_CONCURRENCY",
-    "MAX_ROLLOUTS",
-    "MAX_TASKS",
-    "AgentChoices",
-    "ExecutorChoice",
-    "RunAgents",
-    "RunPlan",
-    "accepted_options",
-    "build_agent",
-    "build_app",
-    "build_component",
-    "check_options",
-    "complete_env_id",
-    "console",
-    "episode_timeout_option",
-    "err_console",
-    "executor_option",
-    "executor_options_option",
-    "exit_on_failures",
-    "hook_timeout_option",
-    "main",
-    "max_concurrency_option",
-    "max_failure_rate_option",
-    "num_workers_option",
-    "overwrite_option",
-    "parse_key_values",
-    "plan_split",
-    "print_failures",
-    "progress_bar",
-    "ray_address_option",
-    "resume_option",
-    "run_into_output",
-    "sigterm_as_interrupt",
-    "time_budgets",
-    "tokenizer_cli_option",
+    "EXIT_FAILED", "EXIT_INTERRUPTED", "MAX_CONCURRENCY", "MAX_ROLLOUTS", "MAX_TASKS",
+    "AgentChoices", "ExecutorChoice", "RunAgents", "RunPlan", "accepted_options", "build_agent",
+    "build_app", "build_component", "check_options", "complete_env_id", "console",
+    "episode_timeout_option", "err_console", "executor_option", "executor_options_option",
+    "exit_on_failures", "hook_timeout_option", "main", "max_concurrency_option",
+    "max_failure_rate_option", "num_workers_option", "overwrite_option", "parse_key_values",
+    "plan_split", "print_failures", "progress_bar", "ray_address_option", "resume_option",
+    "run_into_output", "sigterm_as_interrupt", "time_budgets", "tokenizer_cli_option",
     "tokenizer_option",
 ]

@@ -1,15 +1,8 @@
-"""Who plays which env: ``--agent`` (repeatable) and ``--agent-option``.
-
-``--agent NAME`` names the agent of every env of the run; ``--agent ENV_ID=NAME``
-(repeatable) names the agent of one env, for rows files that mix envs. An env with
-no agent given plays with its registered ``default_agent``. ``--agent-option
-key=value`` goes to every agent of the run that takes that option (an option that
-none of them takes is an error listing what each one accepts), so one
-``base_url=...`` serves every ``openai`` agent of a mixed run.
-
-Agents are chosen and their options checked before any file is touched; they are
-built here for the local executor, and from an :class:`~agentsgym.AgentSpec` in each
-worker for the Ray executor (a live agent is never shipped).
+"""Who plays which env: ``--agent NAME`` (every env), ``--agent ENV_ID=NAME`` (one env
+of a mixed rows file), else the env's ``default_agent``. ``--agent-option key=value``
+goes to every agent that takes it, so one ``base_url=...`` serves every ``openai`` agent.
+Agents are checked before any file is touched; a remote executor gets
+:class:`~agentsgym.AgentSpec` recipes that each worker builds (never a live agent).
 """
 
 from __future__ import annotations
@@ -33,13 +26,11 @@ class AgentChoices:
 
     @classmethod
     def parse(cls, values: Sequence[str] | str | None) -> AgentChoices:
-        if values is None:
-            return cls()
         if isinstance(values, str):
             values = [values]
         default: str | None = None
         per_env: dict[str, str] = {}
-        for value in values:
+        for value in values or []:
             env_id, sep, name = value.partition("=")
             if not sep:
                 if default is not None and default != value:
@@ -71,9 +62,9 @@ class AgentChoices:
         registry = get_registry()
         chosen: dict[str, str] = {}
         for env_id in env_ids:
-            name = self.per_env.get(env_id) or self.default
-            if name is None:
-                name = registry.resolve(env_id).default_agent
+            name = (
+                self.per_env.get(env_id) or self.default or registry.resolve(env_id).default_agent
+            )
             if name is None:
                 raise AgentError(
                     f"{env_id} registers no default agent; choose one with --agent "
@@ -84,11 +75,8 @@ class AgentChoices:
 
 
 def options_per_agent(names: Iterable[str], options: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """Each agent's share of ``--agent-option``: the options it takes.
-
-    With one agent every option must be one it takes (the error lists them); with
-    several, an option goes to each agent that takes it and must fit at least one.
-    """
+    """Each agent's share of ``--agent-option``. With one agent every option must be one
+    it takes; with several, an option goes to each agent that takes it (at least one)."""
     names = list(dict.fromkeys(names))
     registry = get_registry()
     factories = {name: load_factory(registry.agent(name), "agent") for name in names}
@@ -120,36 +108,24 @@ class RunAgents:
 
     @classmethod
     def choose(
-        cls,
-        choices: AgentChoices,
-        env_ids: Iterable[str],
-        options: dict[str, Any],
-        *,
-        build: bool,
+        cls, choices: AgentChoices, env_ids: Iterable[str], options: dict[str, Any], *, build: bool
     ) -> RunAgents:
         by_env = choices.resolve(env_ids)
         shares = options_per_agent(by_env.values(), options)
         agents = cls(by_env, shares)
         if build:
-            registry = get_registry()
-            agents.built = {
-                name: build_component(registry.agent(name), shares[name]) for name in shares
-            }
+            agents.built = {n: build_component(get_registry().agent(n), shares[n]) for n in shares}
         return agents
-
-    @property
-    def names(self) -> list[str]:
-        return list(dict.fromkeys(self.by_env.values()))
 
     @property
     def single(self) -> str | None:
         """The one agent name when every env plays with the same agent."""
-        names = self.names
-        return names[0] if len(names) == 1 else None
+        names = set(self.by_env.values())
+        return names.pop() if len(names) == 1 else None
 
-    def agent_of(self, env_id: str) -> Any:
-        return self.built[self.by_env[env_id]]
-
-    def spec_of(self, env_id: str) -> AgentSpec:
-        name = self.by_env[env_id]
-        return AgentSpec(name, self.options[name])
+    def players(self, *, remote: bool) -> dict[str, Any]:
+        """Env id -> the built agent, or its recipe for an executor that plays elsewhere."""
+        return {
+            env_id: AgentSpec(name, self.options[name]) if remote else self.built[name]
+            for env_id, name in self.by_env.items()
+        }

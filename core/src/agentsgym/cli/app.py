@@ -1,9 +1,5 @@
-"""The ``agentsgym`` application: built from the commands every plugin registers.
-
-:func:`build_app` makes the Typer application and calls each loaded plugin's
-``register_commands`` hook with it (the core's commands come from its built-in
-plugin, like any other plugin's); :func:`main` is the console script.
-"""
+"""The ``agentsgym`` application, built from the commands every loaded plugin registers
+(``register_commands``; the core's own come from its built-in plugin like any other's)."""
 
 from __future__ import annotations
 
@@ -20,25 +16,19 @@ from typer.core import TyperGroup
 
 from agentsgym.cli.terminal import console, err_console
 from agentsgym.errors import AgentsGymError, MissingPluginError
-from agentsgym.plugins import ENTRY_POINT_GROUP, PluginHost, load_plugins
+from agentsgym.plugins import ENTRY_POINT_GROUP, load_plugins
 from agentsgym.satellites import provider_hint
 
 PROG_NAME = "agentsgym"
 
 
 def show_flags_as_flags(params: list[Any]) -> list[Any]:
-    """Give every flag and counter an empty metavar, so that help shows no type for it.
-
-    Why: typer 0.29 fills the rich help's type column with ``display_type_rich()``
-    for every option, flags included, so ``--strict-plugins`` read ``<bool>`` and
-    ``-v`` read ``<int>`` as if they took a value (typer 0.28 skipped bool types).
-    ``display_type_rich()`` returns the metavar when one is set, and a flag never
-    shows its metavar anywhere else (usage lines, errors), so an empty one is safe.
-    """
+    """Give every flag and counter an empty metavar: typer 0.29's rich help shows a type
+    for every option that has none (``--strict-plugins <bool>``, as if it took a value),
+    and a flag's metavar shows nowhere else."""
     for param in params:
-        if (getattr(param, "is_flag", False) or getattr(param, "count", False)) and (
-            param.metavar is None
-        ):
+        is_flag = getattr(param, "is_flag", False) or getattr(param, "count", False)
+        if is_flag and param.metavar is None:
             param.metavar = ""
     return params
 
@@ -61,21 +51,9 @@ class AgentsGymGroup(TyperGroup):
         return command
 
 
-def installed_plugin_distributions() -> list[tuple[str, str, list[str]]]:
-    """(name, version, entry-point names) of every installed distribution that
-    registers an ``agentsgym`` entry point (env packages and satellites), sorted."""
-    found: dict[str, tuple[str, str, list[str]]] = {}
-    for dist in distributions():
-        name = dist.metadata["Name"]
-        plugins = sorted(ep.name for ep in dist.entry_points if ep.group == ENTRY_POINT_GROUP)
-        if name and plugins and name not in found:
-            found[name] = (name, dist.version, plugins)
-    return [found[name] for name in sorted(found)]
-
-
 def _print_version(value: bool) -> None:
-    """``--version``: agentsgym and every installed agentsgym distribution, with the
-    plugins each provides and any that failed to load."""
+    """``--version``: agentsgym and every installed distribution with an ``agentsgym``
+    entry point, with the plugins each provides and any that failed to load."""
     if not value:
         return
     try:
@@ -83,14 +61,17 @@ def _print_version(value: bool) -> None:
     except PackageNotFoundError:  # a source checkout that was never installed
         own = "(not installed)"
     failed = {p.name: p.error for p in load_plugins().plugins if not p.ok}
-    lines = [f"agentsgym {own}"]
-    for name, ver, plugins in installed_plugin_distributions():
-        line = f"{name} {ver} (plugin {', '.join(plugins)})"
-        errors = [f"{failed[p]}" for p in plugins if p in failed]
-        lines.append(line + (f": failed to load: {'; '.join(errors)}" if errors else ""))
-    if len(lines) == 1:
-        lines.append("no plugin distributions installed")
-    for line in lines:
+    found: dict[str, str] = {}
+    for dist in distributions():
+        name = dist.metadata["Name"]
+        plugins = sorted(ep.name for ep in dist.entry_points if ep.group == ENTRY_POINT_GROUP)
+        if not name or not plugins or name in found:
+            continue
+        line = f"{name} {dist.version} (plugin {', '.join(plugins)})"
+        errors = [str(failed[p]) for p in plugins if p in failed]
+        found[name] = line + (f": failed to load: {'; '.join(errors)}" if errors else "")
+    lines = [found[name] for name in sorted(found)] or ["no plugin distributions installed"]
+    for line in [f"agentsgym {own}", *lines]:
         console.print(line, highlight=False, soft_wrap=True)
     raise typer.Exit()
 
@@ -118,29 +99,22 @@ def _global_options(
     _configure_logging(verbose)
 
 
-def add_plugin_commands(app: typer.Typer, host: PluginHost) -> None:
-    """Call every loaded plugin's ``register_commands``; one that raises is recorded
-    (and shown by ``list-envs``) while the others' commands keep working."""
+def build_app() -> typer.Typer:
+    """The application with the commands of every loaded plugin; a plugin whose
+    ``register_commands`` raises is recorded (``list-envs`` shows it), the others work."""
+    app = typer.Typer(
+        name=PROG_NAME, cls=AgentsGymGroup,
+        help="Multi-step text environments as token-exact training data for LLM RL.",
+        no_args_is_help=True, pretty_exceptions_enable=False, add_completion=True,
+    )
+    app.callback()(_global_options)
+    host = load_plugins()
     for info in host.plugins:
         if info.ok and "register_commands" in info.hooks:
             try:
                 info.module.register_commands(cli=app)  # type: ignore[union-attr]
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - recorded, as a plugin that fails to load
                 host.record_failure(info, exc)
-
-
-def build_app() -> typer.Typer:
-    """The application with the commands of every loaded plugin."""
-    app = typer.Typer(
-        name=PROG_NAME,
-        cls=AgentsGymGroup,
-        help="Multi-step text environments as token-exact training data for LLM RL.",
-        no_args_is_help=True,
-        pretty_exceptions_enable=False,
-        add_completion=True,
-    )
-    app.callback()(_global_options)
-    add_plugin_commands(app, load_plugins())
     return app
 
 

@@ -1,9 +1,6 @@
 """``agentsgym describe ENV_ID``: one env's docs, config keys, datasets and default agent.
-
-The config keys come from the env's pydantic config class (type, default,
-constraints, description), so an env documents its settings by declaring them;
-``list-envs --verbose`` shows the same keys for every env.
-"""
+The config keys come from the env's pydantic config class, so an env documents its
+settings by declaring them (``list-envs --verbose`` shows them for every env)."""
 
 from __future__ import annotations
 
@@ -27,21 +24,9 @@ from agentsgym.factory import make
 from agentsgym.registry import EnvSpec, env_class, get_registry
 
 
-class ConfigKey(BaseModel):
-    """One env_config key as users see it."""
-
-    key: str
-    type: str
-    default: Any = None
-    required: bool = False
-    registered: bool = False
-    """The env id registers its own default for this key (``register(..., key=value)``)."""
-    constraints: list[str] = []
-    description: str = ""
-
-
-def config_keys(spec: EnvSpec) -> list[ConfigKey]:
-    """The env_config keys of ``spec``'s config class, with the id's effective defaults."""
+def config_keys(spec: EnvSpec) -> list[dict[str, Any]]:
+    """The env_config keys of ``spec``'s config class as users see them, with the id's
+    effective defaults (``registered``: the id registers its own, ``register(..., key=v)``)."""
     config_class = env_class(spec).config_class
     keys = []
     for name, info in config_class.model_fields.items():
@@ -53,15 +38,11 @@ def config_keys(spec: EnvSpec) -> list[ConfigKey]:
         else:
             default, required = info.get_default(call_default_factory=True), False
         keys.append(
-            ConfigKey(
-                key=name,
-                type=type_name(info.annotation),
-                default=_jsonable(default),
-                required=required,
-                registered=registered,
-                constraints=_constraints(info),
-                description=info.description or _inherited_description(config_class, name),
-            )
+            {
+                "key": name, "type": type_name(info.annotation), "default": _jsonable(default),
+                "required": required, "registered": registered, "constraints": _constraints(info),
+                "description": info.description or _inherited_description(config_class, name),
+            }
         )
     return keys
 
@@ -89,8 +70,6 @@ def type_name(annotation: Any) -> str:
         args = ", ".join(type_name(a) for a in get_args(annotation))
         base = getattr(origin, "__name__", str(origin))
         return f"{base}[{args}]" if args else base
-    if annotation is Any:
-        return "Any"
     if isinstance(annotation, type):
         return annotation.__name__
     return str(annotation).replace("typing.", "")
@@ -115,17 +94,17 @@ def _jsonable(value: Any) -> Any:
         return None
     try:
         return to_jsonable_python(value)
-    except Exception:  # an exotic default: show it as text rather than fail the listing
+    except Exception:  # noqa: BLE001 - an exotic default: show it as text, not fail the listing
         return repr(value)
 
 
-def env_description(spec: EnvSpec, *, with_datasets: bool = True) -> dict[str, Any]:
+def env_description(spec: EnvSpec) -> dict[str, Any]:
     """What ``describe --json`` prints for one env."""
     registry = get_registry()
     cls = env_class(spec)
     own_doc = cls.__dict__.get("__doc__")  # not MultistepEnv's, when the env has none
     agent = registry.agents.get(spec.default_agent or "")
-    item: dict[str, Any] = {
+    return {
         "id": spec.id,
         "description": spec.description,
         "distribution": spec.distribution,
@@ -135,18 +114,16 @@ def env_description(spec: EnvSpec, *, with_datasets: bool = True) -> dict[str, A
         "default_agent": spec.default_agent,
         "default_agent_description": agent.description if agent else None,
         "registered_env_config": _jsonable(spec.default_env_config),
-        "config": [k.model_dump() for k in config_keys(spec)],
+        "config": config_keys(spec),
         "hooks": [h for h in EPISODE_HOOK_NAMES if hasattr(cls, h)],
+        "datasets": _datasets(spec),
     }
-    if with_datasets:
-        item["datasets"] = _datasets(spec)
-    return item
 
 
 def _datasets(spec: EnvSpec) -> dict[str, Any]:
     try:
         env = make(spec.id)
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - the env's own code: describe shows what broke
         return {"error": f"the env does not build: {type(exc).__name__}: {exc}"}
     found: dict[str, Any] = {}
     for split, getter in (("train", env.get_train_dataset), ("eval", env.get_eval_dataset)):
@@ -155,7 +132,7 @@ def _datasets(spec: EnvSpec) -> dict[str, Any]:
         except NotImplementedError:
             found[split] = None
             continue
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - as above
             found[split] = {"error": f"{type(exc).__name__}: {exc}"}
             continue
         sample = dataset[0]["task_data"] if len(dataset) else None
@@ -175,7 +152,7 @@ def describe(
     spec = get_registry().resolve(env_id)
     try:
         env_class(spec)
-    except Exception as exc:  # the plugin's code: show what broke, not a traceback
+    except Exception as exc:  # noqa: BLE001 - the plugin's code: show what broke, not a traceback
         err_console.print(
             f"[bold red]error:[/] {escape(spec.id)}'s class {escape(spec.entry_point)} does not "
             f"import: {escape(f'{type(exc).__name__}: {exc}')} (from "

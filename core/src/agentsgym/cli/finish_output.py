@@ -12,7 +12,9 @@ from agentsgym.output.paths import OutputPaths
 
 
 def finish_output_command(
-    out: Path = typer.Argument(..., help="the --out of an interrupted rollout or eval run"),
+    out: Path = typer.Argument(  # noqa: B008
+        ..., help="the --out of an interrupted rollout or eval run"
+    ),
 ) -> None:
     """Write the output of an interrupted run from the trials it journaled.
 
@@ -23,11 +25,10 @@ def finish_output_command(
     command = result.manifest.command
     console.print(f"{result.path}: {result.trials} of {result.planned} trials", highlight=False)
     if not result.complete:
-        left = result.planned - result.trials
+        left, journal = result.planned - result.trials, OutputPaths(result.path).journal.name
         console.print(
             f"[yellow]the run is not complete[/]: run its command again with --resume to play "
-            f"the other {left} trials (its journal "
-            f"{OutputPaths(result.path).journal.name} is kept)",
+            f"the other {left} trials (its journal {journal} is kept)",
             highlight=False,
         )
     elif command != "rollout":

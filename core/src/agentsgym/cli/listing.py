@@ -18,44 +18,29 @@ from agentsgym.specs import ComponentSpec
 
 def env_listing(verbose: bool = False) -> list[dict[str, Any]]:
     """What ``list-envs --json`` prints: one object per env, then broken plugins.
-
-    ``verbose`` adds each plugin's hooks and each env's config keys (type, default,
-    constraints, description), which imports the env classes; an env whose class
-    does not import gets ``config_error`` instead.
-    """
+    ``verbose`` adds plugin hooks and config keys, which imports the env classes (an env
+    whose class does not import gets ``config_error``)."""
     from agentsgym.cli.describe import config_keys
 
     registry = get_registry()
     plugins = {p.name: p for p in registry.host.plugins}
+    keys = (
+        "id", "distribution", "version", "entry_point", "description", "plugin", "default_agent"
+    )
     items: list[dict[str, Any]] = []
     for spec in sorted(registry.envs.values(), key=lambda s: s.id):
-        item: dict[str, Any] = {
-            "id": spec.id,
-            "distribution": spec.distribution,
-            "version": spec.version,
-            "entry_point": spec.entry_point,
-            "description": spec.description,
-            "plugin": spec.plugin,
-            "default_agent": spec.default_agent,
-        }
+        item: dict[str, Any] = {key: getattr(spec, key) for key in keys}
         if verbose:
             item["hooks"] = plugins[spec.plugin].hooks if spec.plugin in plugins else []
             try:
-                item["config"] = [key.model_dump() for key in config_keys(spec)]
-            except Exception as exc:  # one broken env must not hide the others
+                item["config"] = config_keys(spec)
+            except Exception as exc:  # noqa: BLE001 - one broken env must not hide the others
                 item["config_error"] = f"{type(exc).__name__}: {exc}"
         items.append(item)
     for plugin in registry.host.plugins:
         if not plugin.ok:
-            items.append(
-                {
-                    "plugin": plugin.name,
-                    "distribution": plugin.distribution,
-                    "version": plugin.version,
-                    "entry_point": plugin.entry_point,
-                    "error": plugin.error,
-                }
-            )
+            about = ("distribution", "version", "entry_point", "error")
+            items.append({"plugin": plugin.name, **{k: getattr(plugin, k) for k in about}})
     return items
 
 
@@ -76,11 +61,9 @@ def list_envs(
     table = Table(title="agentsgym environments")
     table.add_column("id / distribution", no_wrap=True)
     table.add_column("description / entry point", overflow="fold")
-    broken = []
-    for item in items:
-        if "error" in item:
-            broken.append(item)
-            continue
+    envs = [item for item in items if "error" not in item]
+    broken = [item for item in items if "error" in item]
+    for item in envs:
         who = Text(item["id"], style="bold")
         who.append(f"\n{item['distribution']} {item['version'] or ''}".rstrip(), style="cyan")
         about = Text(item["description"] or "")
@@ -88,7 +71,7 @@ def list_envs(
         table.add_row(who, about)
     console.print(table)
     if verbose:
-        _print_configs([item for item in items if "error" not in item])
+        _print_configs(envs)
     for item in broken:
         console.print(
             f"[bold red]plugin {item['plugin']!r} ({item['distribution']}) failed to load:[/] "
@@ -102,7 +85,6 @@ def _print_configs(items: list[dict[str, Any]]) -> None:
     from agentsgym.cli.describe import config_table
 
     for item in items:
-        hooks = ", ".join(item.get("hooks", [])) or "none"
         if "config_error" in item:
             console.print(
                 f"[bold]{escape(item['id'])}[/]: [red]config not shown[/]: "
@@ -110,13 +92,12 @@ def _print_configs(items: list[dict[str, Any]]) -> None:
                 highlight=False,
             )
             continue
+        hooks = ", ".join(item.get("hooks", [])) or "none"
         console.print(config_table(item["config"], title=f"{item['id']} env_config"))
         console.print(f"[dim]plugin hooks: {escape(hooks)}[/]", highlight=False)
 
 
-def _component_table(
-    title: str, specs: dict[str, ComponentSpec], as_json: bool, kind: str
-) -> None:
+def _component_table(kind: str, specs: dict[str, ComponentSpec], as_json: bool) -> None:
     rows = [
         {"name": s.name, "distribution": s.distribution, "description": s.description}
         for s in sorted(specs.values(), key=lambda s: s.name)
@@ -124,16 +105,14 @@ def _component_table(
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
         return
-    table = Table(title=title)
+    table = Table(title=f"agentsgym {kind}s")
     table.add_column("name", no_wrap=True)
     table.add_column("distribution", no_wrap=True)
     table.add_column("description", overflow="fold")
     for row in rows:
         table.add_row(row["name"], row["distribution"] or "", row["description"])
     console.print(table)
-    missing = sorted(
-        {dist for name, dist in PROVIDERS.get(kind, {}).items() if name not in specs}
-    )
+    missing = sorted({dist for name, dist in PROVIDERS.get(kind, {}).items() if name not in specs})
     if missing:
         console.print(
             f"[dim]more {kind}s come with: {', '.join(missing)} (pip install ...)[/]",
@@ -143,14 +122,14 @@ def _component_table(
 
 def list_agents(as_json: bool = typer.Option(False, "--json")) -> None:
     """List every registered agent."""
-    _component_table("agentsgym agents", get_registry().agents, as_json, "agent")
+    _component_table("agent", get_registry().agents, as_json)
 
 
 def list_trainers(as_json: bool = typer.Option(False, "--json")) -> None:
     """List every registered trainer adapter."""
-    _component_table("agentsgym trainers", get_registry().trainers, as_json, "trainer")
+    _component_table("trainer", get_registry().trainers, as_json)
 
 
 def list_executors(as_json: bool = typer.Option(False, "--json")) -> None:
     """List every registered executor (where the trials of a run are played)."""
-    _component_table("agentsgym executors", get_registry().executors, as_json, "executor")
+    _component_table("executor", get_registry().executors, as_json)

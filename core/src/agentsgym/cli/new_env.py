@@ -15,7 +15,7 @@ def new_env(
         ..., metavar="NAMESPACE/Name",
         help="the env to create, e.g. acme/Maze (registered as acme/Maze-v0)",
     ),
-    directory: Path | None = typer.Option(
+    directory: Path | None = typer.Option(  # noqa: B008
         None, "--dir", help="folder to write the package into (default: ./agentsgym-NAMESPACE)"
     ),
 ) -> None:

@@ -8,7 +8,6 @@ import difflib
 import inspect
 import json
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import typer
@@ -26,12 +25,8 @@ MAX_TASKS = 10_000_000
 MAX_CONCURRENCY = 100_000
 
 CLI_TOKENIZER_DEFAULT = DEFAULT_TOKENIZER
-"""The ``--tokenizer`` default of every command that plays episodes (rollout, eval,
-check-env): the bundled ``agentsgym/tiny-chatml``. It is offline (no download, no
-model server), it is what the scripted agents and the ``tiny`` model use, and it
-gives every command token-exact rows and the token-fidelity checks out of the box,
-which is what agentsgym is for. ``none`` plays text only; a model's own tokenizer is
-needed when that model plays (token ids must be the model's)."""
+"""The ``--tokenizer`` default of every command that plays episodes: the bundled,
+offline tokenizer, so that token-exact rows and token checks work out of the box."""
 
 TOKENIZER_HELP = (
     "tokenizer of the token fields: the bundled agentsgym/tiny-chatml (default: offline, "
@@ -52,10 +47,8 @@ def tokenizer_option(value: str) -> str | None:
 
 
 def parse_key_values(pairs: list[str] | None, what: str) -> dict[str, Any]:
-    """``["a=1", "b=[1, 2]", "c=text"]`` -> ``{"a": 1, "b": [1, 2], "c": "text"}``.
-
-    Values are read as JSON when they parse as JSON, else kept as strings.
-    """
+    """``["a=1", "b=[1, 2]", "c=text"]`` -> ``{"a": 1, "b": [1, 2], "c": "text"}``: values
+    are read as JSON when they parse as JSON, else kept as strings."""
     result: dict[str, Any] = {}
     for pair in pairs or []:
         key, sep, raw = pair.partition("=")
@@ -72,10 +65,8 @@ def parse_key_values(pairs: list[str] | None, what: str) -> dict[str, Any]:
 def complete_env_id(incomplete: str) -> list[str]:
     """Shell completion of an env id argument: the registered ids starting with it."""
     try:
-        from agentsgym.registry import get_registry
-
         ids = sorted(get_registry().envs)
-    except Exception:  # completion must never print a traceback into the shell
+    except Exception:  # noqa: BLE001 - completion must never print a traceback into the shell
         return []
     return [env_id for env_id in ids if env_id.startswith(incomplete)]
 
@@ -88,14 +79,12 @@ def accepted_options(factory: Any) -> list[str] | None:
         parameters = inspect.signature(factory).parameters.values()
     except (TypeError, ValueError):
         return None
+    kinds = inspect.Parameter
     names = []
     for parameter in parameters:
-        if parameter.kind is inspect.Parameter.VAR_KEYWORD:
+        if parameter.kind is kinds.VAR_KEYWORD:
             return None
-        if parameter.kind in (
-            inspect.Parameter.POSITIONAL_OR_KEYWORD,
-            inspect.Parameter.KEYWORD_ONLY,
-        ):
+        if parameter.kind in (kinds.POSITIONAL_OR_KEYWORD, kinds.KEYWORD_ONLY):
             names.append(parameter.name)
     return names
 
@@ -136,9 +125,8 @@ def load_factory(spec: ComponentSpec, kind: str = "agent") -> Any:
 def build_component(spec: ComponentSpec, options: dict[str, Any], *, kind: str = "agent") -> Any:
     """Build a registered agent (or trainer) with options checked against its signature;
     a bad name or value is an AgentError that says which option, never a traceback."""
-    what = f"{kind} {spec.name!r}"
+    what, flag = f"{kind} {spec.name!r}", f"--{kind}-option"
     factory = load_factory(spec, kind)
-    flag = f"--{kind}-option"
     check_options(factory, options, what=what, flag=flag)
     try:
         return factory(**options)
@@ -164,24 +152,14 @@ class ExecutorChoice:
 
     @classmethod
     def parse(
-        cls,
-        name: str,
-        num_workers: int | None = None,
-        address: str | None = None,
+        cls, name: str, num_workers: int | None = None, address: str | None = None,
         executor_options: list[str] | None = None,
     ) -> ExecutorChoice:
         options = parse_key_values(executor_options, "--executor-option")
-        if num_workers is not None:
-            options["num_workers"] = num_workers
-        if address is not None:
-            options["address"] = address
-        spec = get_registry().executor(name)
-        executor = build_component(spec, options, kind="executor")
+        given = {"num_workers": num_workers, "address": address}
+        options.update({key: value for key, value in given.items() if value is not None})
+        executor = build_component(get_registry().executor(name), options, kind="executor")
         return cls(name, options, executor)
-
-    @classmethod
-    def local(cls) -> ExecutorChoice:
-        return cls.parse("local")
 
     def settings(self) -> dict[str, Any]:
         """What the run record keeps (recorded, not compared: it routes, not decides)."""
@@ -193,18 +171,14 @@ class ExecutorChoice:
 def max_concurrency_option(what: str = "episodes", *, per_worker: bool = False) -> Any:
     where = " (per worker of a parallel --executor)" if per_worker else ""
     return typer.Option(
-        DEFAULT_MAX_CONCURRENCY,
-        "--max-concurrency",
-        min=1,
-        max=MAX_CONCURRENCY,
+        DEFAULT_MAX_CONCURRENCY, "--max-concurrency", min=1, max=MAX_CONCURRENCY,
         help=f"{what} in flight at once{where}; size it to your model server (see README)",
     )
 
 
 def executor_option() -> Any:
     return typer.Option(
-        "local",
-        "--executor",
+        "local", "--executor",
         help="where trials run: local (this process), or a plugin's executor such as ray "
         "(agentsgym-ray; see docs/scaling.md and `agentsgym list-executors`)",
     )
@@ -219,35 +193,26 @@ def num_workers_option() -> Any:
 
 def ray_address_option() -> Any:
     return typer.Option(
-        None,
-        "--ray-address",
-        metavar="ADDR",
+        None, "--ray-address", metavar="ADDR",
         help="a Ray cluster to join (--executor ray; auto, ray://HOST:10001); default: start "
         "or join a local Ray",
     )
 
 
 def executor_options_option() -> Any:
-    return typer.Option(
-        None, "--executor-option", help="key=value for the executor, repeatable"
-    )
+    return typer.Option(None, "--executor-option", help="key=value for the executor, repeatable")
 
 
 # ---------------------------------------------------------------------- long runs
 def time_budgets(hook_timeout: float | None, episode_timeout: float | None) -> dict[str, float]:
     """The env_config keys that --hook-timeout / --episode-timeout override."""
-    budgets: dict[str, float] = {}
-    if hook_timeout is not None:
-        budgets["hook_timeout_seconds"] = hook_timeout
-    if episode_timeout is not None:
-        budgets["episode_timeout_seconds"] = episode_timeout
-    return budgets
+    budgets = {"hook_timeout_seconds": hook_timeout, "episode_timeout_seconds": episode_timeout}
+    return {key: value for key, value in budgets.items() if value is not None}
 
 
 def resume_option() -> Any:
     return typer.Option(
-        False,
-        "--resume",
+        False, "--resume",
         help="continue the run that wrote --out (same arguments): play only the trials it "
         "has not written",
     )
@@ -259,9 +224,7 @@ def overwrite_option() -> Any:
 
 def hook_timeout_option() -> Any:
     return typer.Option(
-        None,
-        "--hook-timeout",
-        metavar="SECONDS",
+        None, "--hook-timeout", metavar="SECONDS",
         help="budget of one env turn (env_config hook_timeout_seconds); over it, the episode "
         "fails with a timeout",
     )
@@ -269,30 +232,13 @@ def hook_timeout_option() -> Any:
 
 def episode_timeout_option() -> Any:
     return typer.Option(
-        None,
-        "--episode-timeout",
-        metavar="SECONDS",
+        None, "--episode-timeout", metavar="SECONDS",
         help="budget of one whole episode (env_config episode_timeout_seconds)",
     )
 
 
 def max_failure_rate_option() -> Any:
     return typer.Option(
-        None,
-        "--max-failure-rate",
-        min=0.0,
-        max=1.0,
-        metavar="F",
+        None, "--max-failure-rate", min=0.0, max=1.0, metavar="F",
         help="exit 1 when more than this share of trials failed (default: only when all did)",
     )
-
-
-def sha256_of(path: Path) -> str:
-    """The sha256 of a file's content (a rows file's identity on --resume)."""
-    import hashlib
-
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()

@@ -1,12 +1,10 @@
-"""``agentsgym rollout ENV_ID``: play episodes, write one row per trajectory as it ends.
+"""``agentsgym rollout ENV_ID`` (or ``--dataset FILE``): play episodes, and stream one row
+per trajectory to a resumable ``--out`` as it ends (see :mod:`.running`)."""
 
-Rows stream to ``--out`` as trials finish (see :mod:`agentsgym.output`): a killed
-run keeps every finished trial, ``--resume`` plays only the missing ones, and an
-existing output is replaced only with ``--overwrite``.
-"""
-
+# ruff: noqa: B008 - typer declares a command's options as its parameters' defaults
 from __future__ import annotations
 
+import hashlib
 import statistics
 from pathlib import Path
 from typing import Any
@@ -32,7 +30,6 @@ from agentsgym.cli.options import (
     parse_key_values,
     ray_address_option,
     resume_option,
-    sha256_of,
     time_budgets,
     tokenizer_cli_option,
     tokenizer_option,
@@ -40,7 +37,6 @@ from agentsgym.cli.options import (
 from agentsgym.cli.running import (
     RunPlan,
     exit_on_failures,
-    package_versions,
     plan_split,
     print_failures,
     run_into_output,
@@ -48,7 +44,7 @@ from agentsgym.cli.running import (
 from agentsgym.cli.terminal import console
 from agentsgym.errors import AgentsGymError, DatasetRowError
 from agentsgym.executors import build_envs
-from agentsgym.output import FinishResult, RunArguments, RunOutput, choose_mode, failure_report
+from agentsgym.output import FinishResult, RunOutput, choose_mode, failure_report
 from agentsgym.output.files import check_output_path
 from agentsgym.output.records import rollout_rows
 from agentsgym.registry import get_registry
@@ -56,34 +52,30 @@ from agentsgym.rows import DatasetRow, load_rows
 
 __all__ = ["build_agent", "rollout"]
 
+DEFAULT_NUM_TASKS = 8
 
-def resolve_agent_name(env_id: str | None, agent: str | None) -> str:
-    """The agent named on the command line, or the env's registered default agent."""
-    if agent:
-        return agent
-    if env_id is None:
-        raise typer.BadParameter("give --agent: there is no env to take a default agent from")
-    # An id typed on the command line is the user's own choice, a server URL included.
-    name = get_registry().resolve(env_id, allow_remote=True).default_agent
+
+def build_agent(env_id: str | None, agent: str | None, agent_options: list[str] | None) -> Any:
+    """Build the agent of the command line, else the env's default agent; unknown or bad
+    options are an AgentError."""
+    name = agent
+    if not name:
+        if env_id is None:
+            raise typer.BadParameter("give --agent: there is no env to take a default agent from")
+        # An id typed on the command line is the user's own choice, a server URL included.
+        name = get_registry().resolve(env_id, allow_remote=True).default_agent
     if name is None:
         raise typer.BadParameter(
             f"{env_id} registers no default agent; choose one with --agent "
             "(see `agentsgym list-agents`)"
         )
-    return name
-
-
-def build_agent(env_id: str | None, agent: str | None, agent_options: list[str] | None) -> Any:
-    """Build the agent of the command line; unknown or bad options are an AgentError."""
-    name = resolve_agent_name(env_id, agent)
     spec = get_registry().agent(name)
     return build_component(spec, parse_key_values(agent_options, "--agent-option"))
 
 
 def rollout(
     env_id: str | None = typer.Argument(
-        None,
-        help="registered env id, e.g. agentsgym/GuessTheNumber-v0 (or use --dataset)",
+        None, help="registered env id, e.g. agentsgym/GuessTheNumber-v0 (or use --dataset)",
         autocompletion=complete_env_id,
     ),
     dataset: Path | None = typer.Option(
@@ -94,8 +86,7 @@ def rollout(
         False, "--allow-class-paths", help="let dataset rows name module:Class paths (imports code)"
     ),
     allow_remote_envs: bool = typer.Option(
-        False,
-        "--allow-remote-envs",
+        False, "--allow-remote-envs",
         help="let dataset rows name env server URLs (only some: AGENTSGYM_ALLOW_REMOTE_ENVS="
         "URL,URL); see docs/serving.md",
     ),
@@ -144,11 +135,13 @@ def rollout(
     where = ExecutorChoice.parse(executor, num_workers, ray_address, executor_option)
     choices = AgentChoices.parse(agent)
     options = parse_key_values(agent_option, "--agent-option")
+    local = not where.executor.remote
+    settings = {"max_concurrency": max_concurrency, "max_failure_rate": max_failure_rate, **budgets}
     if dataset is not None:
         plan = plan_rows(
             dataset, num_tasks=num_tasks, num_rollouts=num_rollouts, agents=choices,
-            agent_options=options, tokenizer=tokenizer, budgets=budgets,
-            allow_class_paths=allow_class_paths, local=not where.executor.remote,
+            agent_options=options, tokenizer=tokenizer_option(tokenizer), budgets=budgets,
+            allow_class_paths=allow_class_paths, local=local,
             allow_remote=True if allow_remote_envs else None,
         )
     else:
@@ -157,15 +150,12 @@ def rollout(
             env_id, split=split, num_tasks=num_tasks or DEFAULT_NUM_TASKS,
             num_rollouts=num_rollouts, agents=choices, agent_options=options,
             env_config={**parse_key_values(env_config, "--env-config"), **budgets},
-            tokenizer=tokenizer_option(tokenizer), local=not where.executor.remote,
+            tokenizer=tokenizer_option(tokenizer), local=local,
             description=f"rollouts of {env_id}",
         )
     result, output = run_into_output(
         "rollout", plan, out, mode=mode, make_rows=rollout_rows,
-        max_concurrency=max_concurrency, executor=where,
-        settings={
-            "max_concurrency": max_concurrency, "max_failure_rate": max_failure_rate, **budgets
-        },
+        max_concurrency=max_concurrency, executor=where, settings=settings,
     )
     report = failure_report(result.trial_errors())
     print_summary(result, output)
@@ -173,61 +163,39 @@ def rollout(
     exit_on_failures(report, max_failure_rate)
 
 
-DEFAULT_NUM_TASKS = 8
-
-
 def plan_rows(
-    path: Path,
-    *,
-    num_tasks: int | None,
-    num_rollouts: int,
-    agents: AgentChoices,
-    agent_options: dict[str, Any],
-    tokenizer: str,
-    budgets: dict[str, float],
-    allow_class_paths: bool,
-    local: bool = True,
-    allow_remote: bool | None = None,
+    path: Path, *, num_tasks: int | None, num_rollouts: int, agents: AgentChoices,
+    agent_options: dict[str, Any], tokenizer: str | None, budgets: dict[str, float],
+    allow_class_paths: bool, local: bool, allow_remote: bool | None,
 ) -> RunPlan:
-    """The trials of ``num_rollouts`` rollouts of every row of a file (or its first
-    ``num_tasks``); each env plays with its own agent (see :mod:`.agent_choice`)."""
-    rows = read_rows(path)
-    if num_tasks is not None:
-        rows = rows[:num_tasks]
+    """``num_rollouts`` trials of every row of a rows file (or of its first ``num_tasks``);
+    each env plays with its own agent (see :mod:`.agent_choice`)."""
+    rows = read_rows(path)[:num_tasks]  # num_tasks None: every row
     if not rows:
         raise DatasetRowError(f"rows file {str(path)!r} has no rows")
     if budgets:
-        rows = [
-            row.model_copy(update={"env_config": {**row.env_config, **budgets}}) for row in rows
-        ]
+        rows = [r.model_copy(update={"env_config": {**r.env_config, **budgets}}) for r in rows]
+    class_paths = allow_class_paths or None
     envs = build_envs(
-        rows,
-        tokenizer=tokenizer_option(tokenizer),
-        allow_class_paths=allow_class_paths or None,
-        allow_remote=allow_remote,
+        rows, tokenizer=tokenizer, allow_class_paths=class_paths, allow_remote=allow_remote
     )
     env_ids = [row.env_class_path for row in rows]
     players = RunAgents.choose(agents, env_ids, agent_options, build=local)
     return RunPlan(
-        rows=rows,
-        num_rollouts=num_rollouts,
-        envs=envs,
-        agents=players,
-        arguments=RunArguments(
-            dataset=str(path), dataset_sha256=sha256_of(path), num_tasks=len(rows),
-            num_rollouts=num_rollouts, env_config=budgets, agent=players.single,
-            env_agents={} if players.single else players.by_env, agent_options=agent_options,
-            tokenizer=tokenizer_option(tokenizer),
-        ),
-        description=f"rollouts of {path.name}",
-        tokenizer=tokenizer_option(tokenizer),
-        allow_class_paths=allow_class_paths or None,
-        versions=package_versions(*sorted({s.distribution for s in _specs(envs.values())})),
+        rows=rows, num_rollouts=num_rollouts, envs=envs, agents=players,
+        agent_options=agent_options, description=f"rollouts of {path.name}",
+        tokenizer=tokenizer, allow_class_paths=class_paths,
+        source={"dataset": str(path), "dataset_sha256": sha256_of(path), "env_config": budgets},
     )
 
 
-def _specs(envs: Any) -> list[Any]:
-    return [env.spec for env in envs if getattr(env, "spec", None) is not None]
+def sha256_of(path: Path) -> str:
+    """The sha256 of a file's content (a rows file's identity on --resume)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def read_rows(path: Path) -> list[DatasetRow]:
@@ -241,7 +209,7 @@ def read_rows(path: Path) -> list[DatasetRow]:
             f"rows file {str(path)!r} is not UTF-8 text ({exc.reason} at byte {exc.start}); "
             "a .jsonl rows file holds one JSON object per line"
         ) from None
-    except Exception as exc:  # pyarrow and the OS raise many kinds for a damaged file
+    except Exception as exc:  # noqa: BLE001 - a damaged file raises many kinds (pyarrow, OS)
         raise DatasetRowError(
             f"cannot read rows file {str(path)!r}: {type(exc).__name__}: {exc}. Give a .jsonl "
             "file of JSON objects or a .parquet file written by agentsgym.rows_to_dataset"
@@ -249,32 +217,28 @@ def read_rows(path: Path) -> list[DatasetRow]:
 
 
 def print_summary(result: FinishResult, output: RunOutput) -> None:
-    """Reward, turns and token figures over every trajectory in the output, and one
-    line per env when the output holds several."""
+    """Reward, turns and token figures over every trajectory in the output, and a table
+    per env when the output holds several."""
     ok = [row for row in result.rows if row.get("error") is None]
-    if not ok:
-        console.print(
-            f"no trajectory succeeded; the {len(result.rows)} failed ones are in {result.path}",
-            highlight=False,
-        )
-    else:
+    if ok:
         failed = len(result.rows) - len(ok)
         title = f"{len(ok)} trajectories written to {result.path}"
-        table = Table(title=title + (f" ({failed} failed)" if failed else ""))
-        for column in ("per episode", "mean", "min", "max"):
-            table.add_column(column, justify="right" if column != "per episode" else "left")
-        columns: dict[str, list[float]] = {
-            "reward": [float(r["final_reward"]) for r in ok],
-            "turns": [float(r["num_turns"]) for r in ok],
-        }
+        title += f" ({failed} failed)" if failed else ""
+        table = _table(title, "per episode", "mean", "min", "max")
+        columns = {"reward": "final_reward", "turns": "num_turns"}
         if all(r.get("num_tokens") is not None for r in ok):
-            columns["tokens"] = [float(r["num_tokens"]) for r in ok]
-            columns["agent tokens"] = [float(r["num_agent_tokens"]) for r in ok]
-        for name, values in columns.items():
+            columns.update({"tokens": "num_tokens", "agent tokens": "num_agent_tokens"})
+        for name, key in columns.items():
+            values = [float(r[key]) for r in ok]
             table.add_row(
                 name, f"{statistics.fmean(values):.2f}", f"{min(values):g}", f"{max(values):g}"
             )
         console.print(table)
+    else:
+        console.print(
+            f"no trajectory succeeded; the {len(result.rows)} failed ones are in {result.path}",
+            highlight=False,
+        )
     print_env_summary(result.rows)
     if output.resumed_from is not None:
         console.print(
@@ -284,41 +248,31 @@ def print_summary(result: FinishResult, output: RunOutput) -> None:
         )
 
 
-def env_summary(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per env: trajectories, failed ones, mean reward and turns of the others."""
+def print_env_summary(rows: list[dict[str, Any]]) -> None:
+    """Per env of a run that played several (a mixed rows file): trajectories and figures."""
     by_env: dict[str, list[dict[str, Any]]] = {}
     for row in rows:
         by_env.setdefault(str(row.get("env_id")), []).append(row)
-    summary = []
+    if len(by_env) < 2:
+        return
+    table = _table("per env", "env", "trajectories", "failed", "mean reward", "mean turns")
     for env_id, env_rows in sorted(by_env.items()):
         ok = [r for r in env_rows if r.get("error") is None]
-        summary.append(
-            {
-                "env_id": env_id,
-                "trajectories": len(env_rows),
-                "failed": len(env_rows) - len(ok),
-                "mean_reward": statistics.fmean(float(r["final_reward"]) for r in ok)
-                if ok else None,
-                "mean_turns": statistics.fmean(float(r["num_turns"]) for r in ok) if ok else None,
-            }
-        )
-    return summary
-
-
-def print_env_summary(rows: list[dict[str, Any]]) -> None:
-    """The per-env table of a run that played several envs (a mixed rows file)."""
-    summary = env_summary(rows)
-    if len(summary) < 2:
-        return
-    table = Table(title="per env")
-    for column in ("env", "trajectories", "failed", "mean reward", "mean turns"):
-        table.add_column(column, justify="left" if column == "env" else "right")
-    for item in summary:
         table.add_row(
-            item["env_id"],
-            str(item["trajectories"]),
-            str(item["failed"]),
-            "-" if item["mean_reward"] is None else f"{item['mean_reward']:.3f}",
-            "-" if item["mean_turns"] is None else f"{item['mean_turns']:.2f}",
+            env_id, str(len(env_rows)), str(len(env_rows) - len(ok)),
+            _mean(ok, "final_reward", ".3f"), _mean(ok, "num_turns", ".2f"),
         )
     console.print(table)
+
+
+def _mean(rows: list[dict[str, Any]], key: str, spec: str) -> str:
+    return format(statistics.fmean(float(r[key]) for r in rows), spec) if rows else "-"
+
+
+def _table(title: str, label: str, *figures: str) -> Table:
+    """A table of a label column and right-aligned figure columns."""
+    table = Table(title=title)
+    table.add_column(label)
+    for column in figures:
+        table.add_column(column, justify="right")
+    return table

@@ -1,10 +1,9 @@
 """Playing a planned run into its output, shared by ``rollout`` and ``eval``.
 
-A command builds a :class:`RunPlan` (every trial it means to play, the agent, the
-arguments that identify the run); :func:`run_into_output` opens ``--out`` in the
-mode asked (new, ``--resume``, ``--overwrite``), plays the trials not written yet
-with a progress bar, streams each finished trial to the output, and finishes it.
-Ctrl-C and SIGTERM stop the run with the finished trials kept (exit 130).
+A command builds a :class:`RunPlan` before touching any file; :func:`run_into_output`
+opens ``--out`` (new, ``--resume`` or ``--overwrite``), plays the trials not written
+yet, streams each finished one to the output and finishes it. Ctrl-C and SIGTERM stop
+the run with the finished trials kept (exit 130).
 
 Exit codes of ``rollout`` and ``eval``: 0 done; 1 every trial failed, or more than
 ``--max-failure-rate`` of them; 2 bad input (one readable message); 130 interrupted.
@@ -17,8 +16,8 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
@@ -46,12 +45,8 @@ RowMaker = Callable[[TrialJob, list[Episode]], list[dict[str, Any]]]
 
 def progress_bar() -> Progress:
     return Progress(
-        TextColumn("[progress.description]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-        transient=False,
+        TextColumn("[progress.description]{task.description}"), BarColumn(),
+        MofNCompleteColumn(), TimeElapsedColumn(), console=console, transient=False,
     )
 
 
@@ -59,35 +54,48 @@ def progress_bar() -> Progress:
 class RunPlan:
     """Everything a run will play, decided before any file is touched: ``num_rollouts``
     trials of every row (row ``i`` is task ``i``), on the envs built for them, by the
-    agent of each env; and the arguments that identify the run."""
+    agent of each env. ``source`` (env_id and split, or the rows file; the env_config)
+    completes the arguments that identify the run."""
 
     rows: list[DatasetRow]
     num_rollouts: int
     envs: dict[tuple[str, str], Any]
     agents: RunAgents
-    arguments: RunArguments
+    agent_options: dict[str, Any]
+    source: dict[str, Any]
     description: str
     tokenizer: str | None
     allow_class_paths: bool | None = None
-    versions: dict[str, str] = field(default_factory=dict)
 
     @property
     def planned_trials(self) -> int:
         return len(self.rows) * self.num_rollouts
 
+    @property
+    def arguments(self) -> RunArguments:
+        single = self.agents.single
+        return RunArguments(
+            num_tasks=len(self.rows), num_rollouts=self.num_rollouts, agent=single,
+            env_agents={} if single else self.agents.by_env, agent_options=self.agent_options,
+            tokenizer=self.tokenizer, **self.source,
+        )
+
+    @property
+    def versions(self) -> dict[str, str]:
+        """Installed versions of agentsgym and the envs' distributions (recorded, not compared)."""
+        specs = [getattr(env, "spec", None) for env in self.envs.values()]
+        names = sorted({s.distribution for s in specs if s is not None and s.distribution})
+        found: dict[str, str] = {}
+        for name in ["agentsgym", *names]:
+            with suppress(PackageNotFoundError):
+                found[name] = version(name)
+        return found
+
 
 def plan_split(
-    env_id: str,
-    *,
-    split: str,
-    num_tasks: int | None,
-    num_rollouts: int,
-    agents: AgentChoices,
-    agent_options: dict[str, Any],
-    env_config: dict[str, Any],
-    tokenizer: str | None,
-    local: bool,
-    description: str,
+    env_id: str, *, split: str, num_tasks: int | None, num_rollouts: int, agents: AgentChoices,
+    agent_options: dict[str, Any], env_config: dict[str, Any], tokenizer: str | None,
+    local: bool, description: str,
 ) -> RunPlan:
     """``num_rollouts`` trials of the first ``num_tasks`` tasks (all: ``None``) of one of
     ``env_id``'s splits. The agents are built here when the executor plays in this
@@ -100,34 +108,11 @@ def plan_split(
     if not tasks:
         raise AgentsGymError(f"the {split} split of {env_id} has no tasks")
     rows = [DatasetRow(env_class_path=env_id, env_config=env_config, task_data=t) for t in tasks]
-    spec = getattr(env, "spec", None)
     return RunPlan(
-        rows=rows,
-        num_rollouts=num_rollouts,
-        envs={rows[0].env_key(): env},
-        agents=players,
-        arguments=RunArguments(
-            env_id=env_id, split=split, num_tasks=len(tasks), num_rollouts=num_rollouts,
-            env_config=env_config, agent=players.by_env[env_id], agent_options=agent_options,
-            tokenizer=tokenizer,
-        ),
-        description=description,
-        tokenizer=tokenizer,
-        versions=package_versions(getattr(spec, "distribution", None)),
+        rows=rows, num_rollouts=num_rollouts, envs={rows[0].env_key(): env}, agents=players,
+        agent_options=agent_options, description=description, tokenizer=tokenizer,
+        source={"env_id": env_id, "split": split, "env_config": env_config},
     )
-
-
-def package_versions(*distributions: str | None) -> dict[str, str]:
-    """Installed versions of agentsgym and the given distributions (recorded, not compared)."""
-    found = {}
-    for name in ("agentsgym", *distributions):
-        if not name or name in found:
-            continue
-        try:
-            found[name] = version(name)
-        except PackageNotFoundError:
-            continue
-    return found
 
 
 @contextmanager
@@ -148,24 +133,14 @@ def sigterm_as_interrupt() -> Iterator[None]:
 
 
 def run_into_output(
-    command: Command,
-    plan: RunPlan,
-    out: Path,
-    *,
-    mode: Mode,
-    make_rows: RowMaker,
-    max_concurrency: int,
-    settings: dict[str, Any],
-    executor: ExecutorChoice | None = None,
+    command: Command, plan: RunPlan, out: Path, *, mode: Mode, make_rows: RowMaker,
+    max_concurrency: int, settings: dict[str, Any], executor: ExecutorChoice | None = None,
 ) -> tuple[FinishResult, RunOutput]:
     """Open ``out``, play the trials it lacks, finish it (see the module docstring)."""
-    executor = executor or ExecutorChoice.local()
+    executor = executor or ExecutorChoice.parse("local")
     manifest = RunManifest.new(
-        command,
-        plan.arguments,
-        planned_trials=plan.planned_trials,
-        settings={**settings, **executor.settings()},
-        versions=plan.versions,
+        command, plan.arguments, planned_trials=plan.planned_trials,
+        settings={**settings, **executor.settings()}, versions=plan.versions,
         command_line=["agentsgym", *sys.argv[1:]],
     )
     output = RunOutput(out, manifest, mode=mode)
@@ -186,15 +161,10 @@ def run_into_output(
 
 
 def _play(
-    output: RunOutput,
-    plan: RunPlan,
-    make_rows: RowMaker,
-    *,
-    max_concurrency: int,
+    output: RunOutput, plan: RunPlan, make_rows: RowMaker, *, max_concurrency: int,
     executor: ExecutorChoice,
 ) -> None:
-    done = output.done
-    planned = plan.planned_trials
+    done, planned = output.done, plan.planned_trials
     if output.resumed_from is not None:
         console.print(
             f"resuming {output.paths.out}: {len(done)} of {planned} trials already written, "
@@ -203,47 +173,37 @@ def _play(
         )
     with progress_bar() as progress:
         bar = progress.add_task(plan.description, total=planned, completed=len(done))
+        if len(done) >= planned:
+            return
 
         def on_trial(job: TrialJob, episodes: list[Episode]) -> None:
             output.write_trial(functools.partial(make_rows, job, episodes))
             progress.advance(bar)
 
-        if len(done) >= planned:
-            return
         # Every trial streams back to this process as it finishes, whichever executor
         # plays it, so the output, --resume and the progress bar work the same.
-        remote = executor.executor.remote
         run_dataset(
-            plan.rows,
-            None,
-            plan.num_rollouts,
-            agents={
-                env_id: plan.agents.spec_of(env_id) if remote else plan.agents.agent_of(env_id)
-                for env_id in plan.agents.by_env
-            },
-            tokenizer=plan.tokenizer,
-            allow_class_paths=plan.allow_class_paths,
-            max_concurrency=max_concurrency,
-            on_trial=on_trial,
-            envs=plan.envs,
-            skip=done,
+            plan.rows, None, plan.num_rollouts,
+            agents=plan.agents.players(remote=executor.executor.remote),
+            tokenizer=plan.tokenizer, allow_class_paths=plan.allow_class_paths,
+            max_concurrency=max_concurrency, on_trial=on_trial, envs=plan.envs, skip=done,
             executor=executor.executor,
         )
 
 
 def _print_interrupted(output: RunOutput, planned: int) -> None:
-    done = output.manifest.done_trials
-    where = output.paths.out if output.paths.is_jsonl else output.paths.journal
-    lines = [
-        f"[yellow]interrupted[/]: {done} of {planned} trials are written to {where}; run the "
-        "same command with --resume to play the others"
-    ]
-    if not output.paths.is_jsonl:
-        lines.append(
-            f"or `agentsgym finish-output {output.paths.out}` to write {output.paths.out.name} "
-            "from the trials written so far"
+    paths = output.paths
+    message = (
+        f"[yellow]interrupted[/]: {output.manifest.done_trials} of {planned} trials are written "
+        f"to {paths.out if paths.is_jsonl else paths.journal}; run the same command with "
+        "--resume to play the others"
+    )
+    if not paths.is_jsonl:
+        message += (
+            f"\nor `agentsgym finish-output {paths.out}` to write {paths.out.name} from the "
+            "trials written so far"
         )
-    console.print("\n".join(lines), highlight=False)
+    console.print(message, highlight=False)
 
 
 def print_failures(report: FailureReport) -> None:
