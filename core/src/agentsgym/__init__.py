@@ -1,10 +1,8 @@
 """agentsgym: multi-step text environments as training data for LLM RL.
 
-Importing the package loads no plugin: the registry loads on first use. The public
-API is exported here; heavier pieces are imported lazily on attribute access. Names
-that moved to plugin distributions (``agentsgym.RemoteEnv``, ``agentsgym.serve``...)
-keep importing from here when their package is installed (see
-:mod:`agentsgym.satellites`).
+Importing the package loads no plugin; the public API is imported on first access.
+Names that moved to plugin distributions (``agentsgym.RemoteEnv``...) still import from
+here when their package is installed (:mod:`agentsgym.satellites`).
 """
 
 from __future__ import annotations
@@ -18,70 +16,36 @@ from agentsgym.satellites import install_moved_module_finder, moved_name
 install_moved_module_finder()
 
 __all__ = [
-    "DEFAULT_TOKENIZER",
-    "Agent",
-    "AgentAction",
-    "AgentSpec",
-    "EnvConfig",
-    "EnvSpec",
-    "Episode",
-    "EpisodeContext",
-    "FunctionAgent",
-    "MultistepEnv",
-    "RewardTerm",
-    "ScriptedAgent",
-    "StepResult",
-    "TrajectoryBatch",
-    "TrajectoryGroup",
-    "errors",
-    "hookimpl",
-    "hookspec",
-    "load_tokenizer",
-    "make",
-    "make_agent",
-    "make_trainer",
-    "parse_rows",
-    "resolve",
-    "rows_to_dataset",
-    "arun_dataset",
-    "run_dataset",
-]
+    "DEFAULT_TOKENIZER", "Agent", "AgentAction", "AgentSpec", "EnvConfig", "EnvSpec", "Episode",
+    "EpisodeContext", "FunctionAgent", "MultistepEnv", "RewardTerm", "ScriptedAgent", "StepResult",
+    "TrajectoryBatch", "TrajectoryGroup", "arun_dataset", "errors", "hookimpl", "hookspec",
+    "load_tokenizer", "make", "make_agent", "make_trainer", "parse_rows", "resolve",
+    "rows_to_dataset", "run_dataset",
+]  # fmt: skip
 
-_LAZY = {
-    "Agent": "agentsgym.agents",
-    "FunctionAgent": "agentsgym.agents",
-    "ScriptedAgent": "agentsgym.agents",
-    "AgentAction": "agentsgym.types",
-    "AgentSpec": "agentsgym.executors",
-    "RewardTerm": "agentsgym.types",
-    "StepResult": "agentsgym.types",
-    "EpisodeContext": "agentsgym.types",
-    "EnvConfig": "agentsgym.config",
-    "EnvSpec": "agentsgym.specs",
-    "resolve": "agentsgym.registry",
-    "make_agent": "agentsgym.registry",
-    "make_trainer": "agentsgym.registry",
-    "Episode": "agentsgym.trajectory",
-    "TrajectoryBatch": "agentsgym.trajectory",
-    "TrajectoryGroup": "agentsgym.trajectory",
-    "MultistepEnv": "agentsgym.env",
-    "make": "agentsgym.factory",
-    "DEFAULT_TOKENIZER": "agentsgym.factory",
-    "load_tokenizer": "agentsgym.factory",
-    "parse_rows": "agentsgym.rows",
-    "rows_to_dataset": "agentsgym.rows",
-    "run_dataset": "agentsgym.dataset_runner",
-    "arun_dataset": "agentsgym.dataset_runner",
-    "errors": "agentsgym.errors",
+_LAZY_MODULES = {
+    "agentsgym.agents": ("Agent", "FunctionAgent", "ScriptedAgent"),
+    "agentsgym.config": ("EnvConfig",),
+    "agentsgym.dataset_runner": ("arun_dataset", "run_dataset"),
+    "agentsgym.env": ("MultistepEnv",),
+    "agentsgym.executors": ("AgentSpec",),
+    "agentsgym.factory": ("DEFAULT_TOKENIZER", "load_tokenizer", "make"),
+    "agentsgym.registry": ("make_agent", "make_trainer", "resolve"),
+    "agentsgym.rows": ("parse_rows", "rows_to_dataset"),
+    "agentsgym.specs": ("EnvSpec",),
+    "agentsgym.trajectory": ("Episode", "TrajectoryBatch", "TrajectoryGroup"),
+    "agentsgym.types": ("AgentAction", "EpisodeContext", "RewardTerm", "StepResult"),
 }
+_LAZY = {name: module for module, names in _LAZY_MODULES.items() for name in names}
 
 
 def __getattr__(name: str) -> Any:
+    if name == "errors":
+        return import_module("agentsgym.errors")
     module = _LAZY.get(name)
     if module is None:
         return moved_name(__name__, name)
-    value = import_module(module)
-    return value if name == "errors" else getattr(value, name)
+    return getattr(import_module(module), name)
 
 
 def __dir__() -> list[str]:

@@ -11,6 +11,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from agentsgym.errors import EnvConfigError
 
+__all__ = [
+    "MAX_EPISODES_PER_TRIAL", "MAX_STEPS_PER_EPISODE", "MAX_TIMEOUT_SECONDS", "EnvConfig",
+    "RewardStrategyName", "TemplateMismatchPolicy", "describe_validation_error",
+]  # fmt: skip
+
 RewardStrategyName = Literal["spread", "last_token", "terminal"]
 TemplateMismatchPolicy = Literal["split", "error"]
 
@@ -22,49 +27,35 @@ _BOUND_KINDS = ((annotated_types.Ge, annotated_types.Gt), (annotated_types.Le, a
 
 
 class EnvConfig(BaseModel):
-    """Settings constant across the tasks of one env instance.
+    """Settings constant across the tasks of one env instance. An env declares its own
+    keys in a subclass set as ``MultistepEnv.config_class``. Unknown keys are rejected,
+    so a typo in a dataset's env_config fails loudly instead of being ignored."""
 
-    Subclass it to declare an env's own keys (with types and defaults) and point
-    ``MultistepEnv.config_class`` at the subclass. Unknown keys are rejected, so a
-    typo in a dataset's env_config fails loudly instead of being ignored.
-    """
-
-    # A NaN or an infinite reward, budget or bound is never meant; every float key must
-    # be a finite number.
+    # A NaN or an infinite reward, budget or bound is never meant.
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     max_steps_per_episode: int = Field(
-        default=10,
-        ge=1,
-        le=MAX_STEPS_PER_EPISODE,
+        default=10, ge=1, le=MAX_STEPS_PER_EPISODE,
         description="agent actions after which an episode is truncated",
-    )
+    )  # fmt: skip
     episodes_per_trial: int = Field(
-        default=1,
-        ge=1,
-        le=MAX_EPISODES_PER_TRIAL,
+        default=1, ge=1, le=MAX_EPISODES_PER_TRIAL,
         description="episodes the agent plays in sequence per trial",
-    )
+    )  # fmt: skip
     free_shots: int = Field(
-        default=0,
-        ge=0,
-        le=MAX_EPISODES_PER_TRIAL - 1,
+        default=0, ge=0, le=MAX_EPISODES_PER_TRIAL - 1,
         description="leading episodes of a trial that earn no reward",
-    )
+    )  # fmt: skip
     hook_timeout_seconds: float = Field(
-        default=300.0,
-        gt=0.0,
-        le=MAX_TIMEOUT_SECONDS,
+        default=300.0, gt=0.0, le=MAX_TIMEOUT_SECONDS,
         description="wall-clock budget of one env turn: the hook calls between two agent "
         "actions (step_episode, reward_shaping, format_prompt). An episode over it fails "
         "with a timeout error",
-    )
+    )  # fmt: skip
     episode_timeout_seconds: float = Field(
-        default=3600.0,
-        gt=0.0,
-        le=MAX_TIMEOUT_SECONDS,
+        default=3600.0, gt=0.0, le=MAX_TIMEOUT_SECONDS,
         description="wall-clock budget of one whole episode, agent calls included",
-    )
+    )  # fmt: skip
     reward_strategy: RewardStrategyName = Field(
         default="spread",
         description="how step rewards become per-token rewards: spread over the action's "
@@ -78,15 +69,13 @@ class EnvConfig(BaseModel):
     )
     chat_template_kwargs: dict[str, Any] = Field(
         default_factory=dict,
-        description="extra variables for the chat template (e.g. date_string, "
-        "enable_thinking)",
+        description="extra variables for the chat template (e.g. date_string, enable_thinking)",
     )
 
     @classmethod
     def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
-        """A subclass that redeclares a common key (to change its default or
-        description) keeps that key's bounds unless it sets its own: an env's
-        ``max_steps_per_episode`` stays at most 10,000 without repeating ``le=``."""
+        """A subclass that redeclares a common key (for another default) keeps that key's
+        bounds unless it sets its own: ``max_steps_per_episode`` stays at most 10,000."""
         super().__pydantic_init_subclass__(**kwargs)
         changed = False
         for name, base in EnvConfig.model_fields.items():
@@ -104,8 +93,7 @@ class EnvConfig(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _counts_are_integers(cls, data: Any) -> Any:
-        # pydantic's lax mode would take 3.0 or True for an int; a count given as a
-        # float or a bool is a mistake (1.2e16 episodes), so it is refused.
+        # pydantic's lax mode would take 3.0 or True for an int: a mistake (1.2e16 episodes).
         if isinstance(data, Mapping):
             for name, field in cls.model_fields.items():
                 value = data.get(name, data.get(field.alias) if field.alias else None)
@@ -135,9 +123,8 @@ class EnvConfig(BaseModel):
         try:
             return cls.model_validate(dict(env_config or {}))
         except ValidationError as exc:
-            raise EnvConfigError(
-                describe_validation_error(exc, f"env_config of {env_name}", known=list(cls.model_fields))
-            ) from None
+            what, known = f"env_config of {env_name}", list(cls.model_fields)
+            raise EnvConfigError(describe_validation_error(exc, what, known=known)) from None
 
 
 def describe_validation_error(
@@ -154,15 +141,13 @@ def describe_validation_error(
             lines.append(f"  - {err['msg'].removeprefix('Value error, ')}")
         else:
             given = err.get("input")
-            lines.append(f"  - {field}: {err['msg']} (got {given!r:.200} of type {type(given).__name__})")
+            got = f"{given!r:.200} of type {type(given).__name__}"
+            lines.append(f"  - {field}: {err['msg']} (got {got})")
     return "\n".join(lines)
 
 
 def _is_int_field(annotation: Any) -> bool:
     """``int`` or ``int | None`` (bool is a subclass of int, but not a count)."""
-    if annotation is int:
-        return True
     if get_origin(annotation) in (Union, types.UnionType):
-        args = [a for a in get_args(annotation) if a is not type(None)]
-        return args == [int]
-    return False
+        return [a for a in get_args(annotation) if a is not type(None)] == [int]
+    return annotation is int

@@ -1,9 +1,9 @@
 """Run a dataset whose rows may name different envs: one env instance per
-(env_class_path, env_config), every row's trials played together by an executor,
-groups returned in row order."""
+(env_class_path, env_config), all trials played together by an executor."""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -42,9 +42,8 @@ async def arun_dataset(
 ) -> TrajectoryBatch:
     """Play every row ``num_rollouts`` times; group ``i`` of the batch is row ``i``.
 
-    Rows are validated first (a bad row raises naming its index and field), and every
-    env is built before any episode is played, so a typo fails fast. The trials of
-    all rows share one pool of ``max_concurrency`` slots, whatever env they use.
+    Rows are validated and every env is built before any episode is played, so a typo
+    fails fast. The trials of all rows share one pool of ``max_concurrency`` slots.
 
     :param agent: plays every row whose env has no agent in ``agents``.
     :param agents: an agent per env (by the rows' ``env_class_path``), for mixed
@@ -53,35 +52,25 @@ async def arun_dataset(
         reused across calls (training loops play the same envs every step).
     :param skip: ``(task_index, rollout_index)`` trials not to play (already played by
         a run being resumed); their groups hold only the trials played now.
-    :param executor: a registered executor's name (``"local"``: this process's event
-        loop; ``"ray"`` with agentsgym-ray: Ray actors, where agents are given as
-        registered names or :class:`~agentsgym.AgentSpec` recipes, built in each
-        worker) or an executor object (see :mod:`agentsgym.executors`).
-    :param num_workers: ``executor_options["num_workers"]``: the workers of a
-        parallel executor.
-    :param ray_address: ``executor_options["address"]``: the cluster to join.
-    :param executor_options: options for a named executor's factory.
+    :param executor: a registered executor's name or an executor object (a remote one
+        needs agents given as registered names or :class:`~agentsgym.AgentSpec` recipes).
+    :param executor_options: options for a named executor's factory; ``num_workers`` and
+        ``ray_address`` (the cluster to join) are its ``"num_workers"`` and ``"address"``.
     :param allow_remote: let rows name env server URLs (``True`` or URL prefixes;
         default from ``AGENTSGYM_ALLOW_REMOTE_ENVS``); see docs/serving.md.
     """
     check_run_settings(num_rollouts, max_concurrency)
+    shortcuts = {"num_workers": num_workers, "address": ray_address}
+    options = {**(executor_options or {}), **{k: v for k, v in shortcuts.items() if v is not None}}
     if isinstance(executor, str):
-        options = dict(executor_options or {})
-        if num_workers is not None:
-            options["num_workers"] = num_workers
-        if ray_address is not None:
-            options["address"] = ray_address
         executor = make_executor(executor, **options)
-    elif num_workers is not None or ray_address is not None or executor_options:
+    elif options:
         raise RunSettingsError("executor options go with an executor name, not an executor")
     parsed = parse_rows(rows)
     envs = build_envs(
-        parsed,
-        tokenizer=tokenizer,
-        allow_class_paths=allow_class_paths,
-        envs=envs,
+        parsed, tokenizer=tokenizer, allow_class_paths=allow_class_paths, envs=envs,
         allow_remote=allow_remote,
-    )
+    )  # fmt: skip
     agents = dict(agents or {})
     missing = sorted({r.env_class_path for r in parsed if r.env_class_path not in agents})
     if agent is None and missing:
@@ -90,37 +79,20 @@ async def arun_dataset(
             "agents={env_id: agent} for each of them"
         )
     skipped = set(skip)
+    trials = itertools.product(range(len(parsed)), range(num_rollouts))
+    keys = [key for key in trials if key not in skipped]
     request = ExecutionRequest(
-        rows=parsed,
-        keys=[
-            (index, rollout)
-            for index in range(len(parsed))
-            for rollout in range(num_rollouts)
-            if (index, rollout) not in skipped
-        ],
-        envs=envs,
-        agent=agent,
-        agents=agents,
-        num_rollouts=num_rollouts,
+        rows=parsed, keys=keys, envs=envs, agent=agent, agents=agents, num_rollouts=num_rollouts,
         # a tokenizer name or path is loaded in each remote worker; an object is shipped
-        tokenizer=tokenizer,
-        allow_class_paths=allow_class_paths,
-        allow_remote=allow_remote,
-        max_concurrency=max_concurrency,
-        seed=seed,
-    )
+        tokenizer=tokenizer, allow_class_paths=allow_class_paths, allow_remote=allow_remote,
+        max_concurrency=max_concurrency, seed=seed,
+    )  # fmt: skip
     results = await executor.arun(request, on_episode=on_episode, on_trial=on_trial)
-    return TrajectoryBatch(
-        [
-            make_group(
-                envs[row.env_key()],
-                index,
-                row.task_data,
-                [results[(index, r)] for r in range(num_rollouts) if (index, r) in results],
-            )
-            for index, row in enumerate(parsed)
-        ]
-    )
+    groups = []
+    for index, row in enumerate(parsed):
+        episodes = [results[(index, r)] for r in range(num_rollouts) if (index, r) in results]
+        groups.append(make_group(envs[row.env_key()], index, row.task_data, episodes))
+    return TrajectoryBatch(groups)
 
 
 run_dataset = sync_twin(arun_dataset)

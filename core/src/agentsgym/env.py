@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import logging
-import random
 import uuid
-from collections.abc import Callable, Iterable, Mapping
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from agentsgym import randomness
@@ -20,38 +17,30 @@ from agentsgym.tokenization import ChatTokenizer
 
 if TYPE_CHECKING:
     import datasets
-    import numpy as np
 
     from agentsgym.agents import Agent
     from agentsgym.specs import EnvSpec
     from agentsgym.trajectory import Episode, TrajectoryBatch
 
-logger = logging.getLogger(__name__)
-
 
 class MultistepEnv:
     """A multi-step text environment, played through the episode hooks.
 
-    Subclasses implement ``initialize_episode``, ``format_prompt`` and
-    ``step_episode`` (optionally ``reward_shaping``) as ``@hookimpl`` methods, and
-    declare their own env_config keys by subclassing :class:`EnvConfig` and setting
-    ``config_class``. Everything task-specific arrives in ``task_data``.
+    Subclasses implement ``initialize_episode``, ``format_prompt`` and ``step_episode``
+    (optionally ``reward_shaping``, ``finish_episode``) as ``@hookimpl`` methods and set
+    ``config_class`` to their :class:`EnvConfig` subclass. Tasks arrive in ``task_data``.
 
-    :param tokenizer: a Hugging Face tokenizer with a chat template, or ``None`` to
-        play episodes without token fields (messages and rewards only).
-    :param env_config: settings constant across tasks, validated by
-        ``config_class``.
-    :param plugins: extra plugin objects registered in this env's hook relay
-        (wrappers around steps, reward-shaping terms, loggers).
+    :param tokenizer: a Hugging Face tokenizer with a chat template, or ``None`` to play
+        without token fields (messages and rewards only).
+    :param env_config: settings constant across tasks, validated by ``config_class``.
+    :param plugins: extra plugins for this env's hook relay (step wrappers, reward terms).
     """
 
     config_class: ClassVar[type[EnvConfig]] = EnvConfig
     run_hooks_inline: bool = False
-    """Set to ``True`` when every hook only computes on the state for microseconds and
-    never waits (board games, puzzles, an offline judge): the runner then calls the
-    turns on its event loop instead of handing each to a worker thread, which costs
-    more than such a turn. A hook that waits (a network call, a model, a sleep) would
-    stall every episode: leave it ``False`` or write that hook ``async def``."""
+    """``True`` when every hook computes for microseconds and never waits (board games):
+    the runner then calls the turns on its event loop, sparing a worker thread's hop. A
+    hook that waits (network, model, sleep) would stall every episode."""
 
     def __init__(
         self,
@@ -63,11 +52,8 @@ class MultistepEnv:
         self.config = self.config_class.parse(env_config, env_name=type(self).__name__)
         self.env_config: dict[str, Any] = self.config.model_dump()
         self.tokenizer = tokenizer
-        self.chat = (
-            ChatTokenizer(tokenizer, self.config.chat_template_kwargs)
-            if tokenizer is not None
-            else None
-        )
+        template_kwargs = self.config.chat_template_kwargs
+        self.chat = ChatTokenizer(tokenizer, template_kwargs) if tokenizer is not None else None
         self.spec: EnvSpec | None = None
         self.sessions: dict[str, dict[str, Any]] = {}
         self.plugin_manager = new_plugin_manager()
@@ -121,49 +107,24 @@ class MultistepEnv:
         seed: int = 0,
         on_episode: Callable[[Episode], None] | None = None,
     ) -> TrajectoryBatch:
-        """Play ``num_rollouts`` trials per task and pad each task's group.
-
-        Trials run concurrently as asyncio tasks, up to ``max_concurrency`` at once
-        (default :data:`agentsgym.engine.DEFAULT_MAX_CONCURRENCY`, 64); plain agents
-        and env hooks run in a thread pool of that size. ``seed`` is the run seed
-        agents' per-rollout seeds derive from. ``on_episode`` is called after every
-        finished episode (progress bars).
-        """
+        """Play ``num_rollouts`` trials per task, up to ``max_concurrency`` at once, and pad
+        each task's group. Agents' per-rollout seeds derive from ``seed``; ``on_episode``
+        is called after every finished episode (progress bars)."""
+        max_concurrency = max_concurrency or DEFAULT_MAX_CONCURRENCY
         return await arun_trial(
-            self,
-            task_data_list,
-            agent,
-            num_rollouts,
-            max_concurrency=max_concurrency or DEFAULT_MAX_CONCURRENCY,
-            seed=seed,
-            on_episode=on_episode,
-        )
+            self, task_data_list, agent, num_rollouts,
+            max_concurrency=max_concurrency, seed=seed, on_episode=on_episode,
+        )  # fmt: skip
 
     run_trial = sync_twin(arun_trial)
 
     # --------------------------------------------------------------- randomness
-    @staticmethod
-    def task_seed(task_data: Mapping[str, Any]) -> int:
-        """The task's seed: ``task_data["seed"]``, or one derived from its content."""
-        return randomness.task_seed(task_data)
-
-    @staticmethod
-    def episode_random(task_data: Mapping[str, Any]) -> random.Random:
-        """A ``random.Random`` of the episode's own, seeded from its task (keep it in the
-        state); never the global one, which concurrent episodes share."""
-        return randomness.episode_random(task_data)
-
-    @staticmethod
-    def episode_numpy_rng(task_data: Mapping[str, Any]) -> np.random.Generator:
-        """A numpy ``Generator`` of the episode's own, seeded from its task."""
-        return randomness.episode_numpy_rng(task_data)
-
-    @staticmethod
-    def global_random(rng: random.Random) -> AbstractContextManager[random.Random]:
-        """``with env.global_random(state.rng):`` around calls into a library that draws
-        from the global ``random`` (TextArena): the global state is the episode's own
-        for the block, under a process-wide lock (see :mod:`agentsgym.randomness`)."""
-        return randomness.global_random(rng)
+    # The helpers of agentsgym.randomness, at hand in hooks: episodes of one env run
+    # concurrently, so each draws from a generator of its own, seeded from its task.
+    task_seed = staticmethod(randomness.task_seed)
+    episode_random = staticmethod(randomness.episode_random)
+    episode_numpy_rng = staticmethod(randomness.episode_numpy_rng)
+    global_random = staticmethod(randomness.global_random)
 
     # --------------------------------------------------------------- datasets
     def get_train_dataset(self) -> datasets.Dataset:
@@ -183,11 +144,7 @@ class MultistepEnv:
         )
 
     def row_env_config(self) -> dict[str, Any]:
-        """The env_config written into dataset rows: the full effective config.
-
-        Every key is written, defaults included, so a dataset keeps its meaning when a
-        package changes its defaults. Rows end up in files that are shared; override
-        this to leave out secrets (API keys belong in the environment, not in a
-        dataset).
-        """
+        """The env_config written into dataset rows: every key, defaults included, so a
+        dataset keeps its meaning when a package changes its defaults. Rows are shared:
+        override this to leave out secrets (API keys belong in the environment)."""
         return self.config.model_dump(mode="json")

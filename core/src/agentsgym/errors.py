@@ -1,14 +1,26 @@
-"""Every error agentsgym raises, in one hierarchy.
-
-Each message says what was wrong and what to do about it, so that a user who hits
-one from the CLI or from a training script does not have to read our source.
-"""
+"""Every error agentsgym raises, in one hierarchy. Each message says what was wrong and
+what to do about it, so that a user need not read our source."""
 
 from __future__ import annotations
+
+__all__ = [
+    "AgentError", "AgentsGymError", "DatasetRowError", "EnvConfigError", "EpisodeError",
+    "EpisodeTimeoutError", "JournalError", "MissingPluginError", "OutputError", "OutputExistsError",
+    "OutputLockedError", "PluginLoadError", "RegistrationError", "RemoteEnvError",
+    "ResumeMismatchError", "RunSettingsError", "ScaffoldError", "TemplateMismatchError",
+    "TokenFidelityError", "TokenizerRequiredError", "TrainerOptionError", "UnknownAgentError",
+    "UnknownEnvError", "UnknownExecutorError", "UnknownTrainerError", "UntrustedClassPathError",
+    "UntrustedRemoteEnvError",
+]  # fmt: skip
 
 
 class AgentsGymError(Exception):
     """Base class of every agentsgym error."""
+
+
+class _UnknownName(AgentsGymError, KeyError):
+    def __str__(self) -> str:  # KeyError would repr() the message
+        return str(self.args[0])
 
 
 class PluginLoadError(AgentsGymError):
@@ -29,11 +41,20 @@ class RegistrationError(AgentsGymError):
     """A plugin registered something invalid (bad id, clash with another package)."""
 
 
-class UnknownEnvError(AgentsGymError, KeyError):
+class UnknownEnvError(_UnknownName):
     """An env id that no installed plugin registered."""
 
-    def __str__(self) -> str:  # KeyError would repr() the message
-        return str(self.args[0])
+
+class UnknownAgentError(_UnknownName):
+    """An agent name that no installed plugin registered."""
+
+
+class UnknownTrainerError(_UnknownName):
+    """A trainer adapter name that no installed plugin registered."""
+
+
+class UnknownExecutorError(_UnknownName):
+    """An executor name that no installed plugin registered."""
 
 
 class UntrustedClassPathError(AgentsGymError):
@@ -45,25 +66,13 @@ class UntrustedRemoteEnvError(AgentsGymError):
 
 
 class RemoteEnvError(AgentsGymError):
-    """An env server could not be reached, refused a request, or answered something that
-    is not its protocol's reply (see docs/serving.md). Inside an episode it is recorded
-    as the episode's error."""
-
-
-class MissingExtraError(AgentsGymError, ImportError):
-    """A feature needs an optional dependency group that is not installed."""
+    """An env server could not be reached, refused a request, or broke its protocol
+    (docs/serving.md); inside an episode it is recorded as the episode's error."""
 
 
 class MissingPluginError(AgentsGymError, ModuleNotFoundError):
     """A command, executor, env source or name is provided by a plugin distribution that
     is not installed; the message names the package to install."""
-
-
-class UnknownExecutorError(AgentsGymError, KeyError):
-    """An executor name that no installed plugin registered."""
-
-    def __str__(self) -> str:
-        return str(self.args[0])
 
 
 class EnvConfigError(AgentsGymError, ValueError):
@@ -78,22 +87,13 @@ class EpisodeError(AgentsGymError):
     """An episode failed; recorded on the episode rather than raised by the runner."""
 
 
+class EpisodeTimeoutError(EpisodeError):
+    """An env turn (``hook_timeout_seconds``) or an episode (``episode_timeout_seconds``)
+    took longer than its budget; a plain hook still running is abandoned in its thread."""
+
+
 class AgentError(AgentsGymError):
     """An agent returned something the runner cannot use, or could not be built."""
-
-
-class UnknownAgentError(AgentsGymError, KeyError):
-    """An agent name that no installed plugin registered."""
-
-    def __str__(self) -> str:
-        return str(self.args[0])
-
-
-class UnknownTrainerError(AgentsGymError, KeyError):
-    """A trainer adapter name that no installed plugin registered."""
-
-    def __str__(self) -> str:
-        return str(self.args[0])
 
 
 class TokenizerRequiredError(AgentsGymError):
@@ -109,18 +109,7 @@ class TokenFidelityError(AgentsGymError):
 
 
 class TrainerOptionError(AgentsGymError, ValueError):
-    """A trainer adapter was given an option value it cannot use (the message names the
-    option, the value and what it accepts)."""
-
-
-class EpisodeTimeoutError(EpisodeError):
-    """An env turn or a whole episode took longer than its budget.
-
-    ``hook_timeout_seconds`` bounds one env turn (the hook calls between two agent
-    actions), ``episode_timeout_seconds`` the whole episode; both are env_config keys.
-    The episode is recorded as failed; a plain hook that is still running is
-    abandoned in its worker thread and never touches another episode's state.
-    """
+    """A trainer adapter was given an option value it cannot use."""
 
 
 class ScaffoldError(AgentsGymError, ValueError):

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterable, Mapping, Sequence
+from functools import partial
 from typing import Any
 
 from agentsgym.env import MultistepEnv
 from agentsgym.errors import AgentsGymError, EnvConfigError
 from agentsgym.registry import get_registry, import_env_class
-
-logger = logging.getLogger(__name__)
 
 DEFAULT_TOKENIZER = "agentsgym/tiny-chatml"
 
@@ -26,19 +24,18 @@ def make(
 ) -> MultistepEnv:
     """Build an env, like Gymnasium's ``make``.
 
-    :param id_or_class_path: a registered id (``"twentyq/TwentyQuestions-v0"``), a URL
-        that an installed env source plays (``"http://host:port"`` with agentsgym-serve,
-        see docs/serving.md) or, when allowed, a ``"package.module:Class"`` path.
-    :param tokenizer: a tokenizer object, a name or path for
-        ``AutoTokenizer.from_pretrained``, ``"agentsgym/tiny-chatml"`` for the bundled
-        tokenizer, or ``None`` to play without token fields.
+    :param id_or_class_path: a registered id (``"twentyq/TwentyQuestions-v0"``), a URL an
+        installed env source plays (``"http://host:port"`` with agentsgym-serve) or, when
+        allowed, a ``"package.module:Class"`` path.
+    :param tokenizer: a tokenizer object, a name or path for ``AutoTokenizer``,
+        ``"agentsgym/tiny-chatml"`` (bundled), or ``None`` to play without token fields.
     :param env_config: layered over the id's registered defaults.
     :param plugins: extra plugins for the env's hook relay.
-    :param allow_class_paths: allow importing ``module:Class`` paths (``True`` or
-        module prefixes); default from ``AGENTSGYM_ALLOW_CLASS_PATHS``.
+    :param allow_class_paths: allow ``module:Class`` paths (``True`` or module prefixes;
+        ``None``: from ``AGENTSGYM_ALLOW_CLASS_PATHS``).
     :param allow_remote: allow env server URLs (``True`` or URL prefixes; ``None``: from
-        ``AGENTSGYM_ALLOW_REMOTE_ENVS``). ``True`` here, because a URL given to ``make``
-        is the caller's own; rows from a dataset are checked with the run's setting.
+        ``AGENTSGYM_ALLOW_REMOTE_ENVS``). ``True`` by default: a URL given to ``make`` is
+        the caller's own; dataset rows are checked with the run's setting.
     """
     if env_config is not None and not isinstance(env_config, Mapping):
         raise EnvConfigError(
@@ -51,20 +48,17 @@ def make(
     )
     config = {**spec.default_env_config, **(env_config or {})}
     if spec.is_remote:
-        build = registry.env_source(spec.entry_point).load()
-        env = build(
-            spec.entry_point, tokenizer=load_tokenizer(tokenizer), env_config=config, plugins=plugins
-        )
+        build = partial(registry.env_source(spec.entry_point).load(), spec.entry_point)
     else:
-        cls = import_env_class(spec.entry_point)
-        env = cls(tokenizer=load_tokenizer(tokenizer), env_config=config, plugins=plugins)
+        build = import_env_class(spec.entry_point)
+    env = build(tokenizer=load_tokenizer(tokenizer), env_config=config, plugins=plugins)
     env.spec = spec
     return env
 
 
 def load_tokenizer(tokenizer: Any) -> Any:
     """A tokenizer object from a tokenizer, a name/path, or the bundled default."""
-    if tokenizer is None or not isinstance(tokenizer, str):
+    if not isinstance(tokenizer, str):  # an object, or None
         return tokenizer
     if tokenizer == DEFAULT_TOKENIZER:
         from agentsgym.default_tokenizer import load_default_tokenizer

@@ -1,19 +1,8 @@
-"""Plugin discovery: the load-time plugin manager and its controls.
+"""Plugin discovery: the load-time plugin manager and its controls (:class:`LoadSettings`).
 
-Plugins are modules published under the ``agentsgym`` entry-point group. Each loads
-in its own ``try``: a broken plugin is recorded (and listed by ``agentsgym
-list-envs``) while every other plugin keeps working. Strict mode re-raises instead,
-for plugin authors who want the traceback.
-
-Controls, as keyword arguments of :func:`load_plugins` or environment variables:
-
-* ``AGENTSGYM_PLUGINS=a,b``: load only these entry points (allowlist).
-* ``AGENTSGYM_BLOCK_PLUGINS=a,b``: never load these (entry-point or distribution
-  names), like pytest's ``-p no:name``.
-* ``AGENTSGYM_DISABLE_PLUGIN_AUTOLOAD=1``: load no entry points at all (built-ins
-  still load).
-* ``AGENTSGYM_STRICT_PLUGINS=1``: a plugin that fails to load raises
-  :class:`~agentsgym.errors.PluginLoadError`.
+Plugins are modules published under the ``agentsgym`` entry-point group. Each loads in
+its own ``try``: a broken plugin is recorded (and listed by ``agentsgym list-envs``)
+while the others keep working; strict mode re-raises, for authors who want the traceback.
 """
 
 from __future__ import annotations
@@ -22,8 +11,9 @@ import importlib
 import logging
 import os
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import partial
 from importlib.metadata import EntryPoint, entry_points, version
 from types import ModuleType
 
@@ -34,7 +24,7 @@ from agentsgym.errors import PluginLoadError
 logger = logging.getLogger(__name__)
 
 ENTRY_POINT_GROUP = "agentsgym"
-BUILTIN_PLUGIN_MODULES = ("agentsgym.builtin.plugin",)
+BUILTIN_PLUGIN = "agentsgym.builtin.plugin"
 
 
 @dataclass
@@ -57,12 +47,12 @@ class PluginInfo:
 
 @dataclass(frozen=True)
 class LoadSettings:
-    """How plugins are loaded; defaults come from the ``AGENTSGYM_*`` variables."""
+    """How plugins are loaded. The lists hold entry-point or distribution names."""
 
-    allowlist: frozenset[str] | None = None
-    blocklist: frozenset[str] = frozenset()
-    autoload: bool = True
-    strict: bool = False
+    allowlist: frozenset[str] | None = None  # AGENTSGYM_PLUGINS: load only these
+    blocklist: frozenset[str] = frozenset()  # AGENTSGYM_BLOCK_PLUGINS: never these
+    autoload: bool = True  # AGENTSGYM_DISABLE_PLUGIN_AUTOLOAD=1: built-ins only
+    strict: bool = False  # AGENTSGYM_STRICT_PLUGINS=1: a failing plugin raises
 
     @classmethod
     def from_environ(cls, environ: dict[str, str] | None = None) -> LoadSettings:
@@ -94,7 +84,7 @@ def new_plugin_manager() -> AgentsGymPluginManager:
 def _distribution_version(name: str) -> str | None:
     try:
         return version(name)
-    except Exception:  # a source checkout without metadata
+    except Exception:  # noqa: BLE001 - a source checkout without metadata
         return None
 
 
@@ -107,34 +97,20 @@ class PluginHost:
         self.plugins: list[PluginInfo] = []
 
     def load(self, extra_entry_points: Iterable[EntryPoint] | None = None) -> None:
-        for module_name in BUILTIN_PLUGIN_MODULES:
-            self._load_one(
-                PluginInfo(
-                    name=module_name.rsplit(".", 1)[0],
-                    distribution="agentsgym",
-                    version=_distribution_version("agentsgym"),
-                    entry_point=module_name,
-                    builtin=True,
-                ),
-                lambda module_name=module_name: importlib.import_module(module_name),
-            )
+        core = _distribution_version("agentsgym")
+        builtin = PluginInfo("agentsgym.builtin", "agentsgym", core, BUILTIN_PLUGIN, builtin=True)
+        self._load_one(builtin, partial(importlib.import_module, BUILTIN_PLUGIN))
         if not self.settings.autoload:
             logger.info("plugin autoload disabled; only built-in plugins are loaded")
             return
-        eps = list(entry_points(group=ENTRY_POINT_GROUP))
-        eps.extend(extra_entry_points or ())
+        eps = [*entry_points(group=ENTRY_POINT_GROUP), *(extra_entry_points or ())]
         for ep in sorted(eps, key=lambda e: e.name):
             dist = ep.dist.name if ep.dist is not None else None
             if not self._wanted(ep.name, dist):
                 logger.info("skipping plugin %s (not allowed by the load settings)", ep.name)
                 continue
-            info = PluginInfo(
-                name=ep.name,
-                distribution=dist,
-                version=ep.dist.version if ep.dist is not None else None,
-                entry_point=ep.value,
-            )
-            self._load_one(info, ep.load)
+            dist_version = ep.dist.version if ep.dist is not None else None
+            self._load_one(PluginInfo(ep.name, dist, dist_version, ep.value), ep.load)
 
     def _wanted(self, name: str, distribution: str | None) -> bool:
         names = {name} | ({distribution} if distribution else set())
@@ -142,29 +118,21 @@ class PluginHost:
             return False
         return self.settings.allowlist is None or bool(names & self.settings.allowlist)
 
-    def _load_one(self, info: PluginInfo, loader: object) -> None:
+    def _load_one(self, info: PluginInfo, loader: Callable[[], ModuleType]) -> None:
+        self.plugins.append(info)
         try:
-            module = loader()  # type: ignore[operator]
+            module = loader()
             self.pm.register(module, name=info.name)
-        except Exception as exc:
-            info.error = f"{type(exc).__name__}: {exc}"
-            self.plugins.append(info)
-            logger.warning(
-                "plugin %s (%s) failed to load: %s", info.name, info.distribution, info.error
-            )
-            if self.settings.strict:
-                raise PluginLoadError(info.name, info.distribution, exc) from exc
+        except Exception as exc:  # noqa: BLE001 - a broken plugin must not break the others
+            self.record_failure(info, exc, "failed to load")
             return
         info.module = module
-        info.hooks = sorted(
-            hook.name for hook in (self.pm.get_hookcallers(module) or []) if hook.name
-        )
-        self.plugins.append(info)
+        info.hooks = sorted(h.name for h in (self.pm.get_hookcallers(module) or []) if h.name)
 
-    def record_failure(self, info: PluginInfo, exc: BaseException) -> None:
-        """Mark a loaded plugin as broken because one of its hooks raised."""
+    def record_failure(self, info: PluginInfo, exc: BaseException, what: str = "failed") -> None:
+        """Mark a plugin as broken (it failed to load, or one of its hooks raised)."""
         info.error = f"{type(exc).__name__}: {exc}"
-        logger.warning("plugin %s (%s) failed: %s", info.name, info.distribution, info.error)
+        logger.warning("plugin %s (%s) %s: %s", info.name, info.distribution, what, info.error)
         if self.settings.strict:
             raise PluginLoadError(info.name, info.distribution, exc) from exc
 

@@ -1,19 +1,17 @@
-"""The registry: env ids, agents, trainers, executors and env sources of the plugins.
-
-It is built on first use from the plugins that :mod:`agentsgym.plugins` loaded, by
-calling each plugin's ``register_*`` hooks with a ``register`` callback that knows
-which distribution is registering (so a clash can name both packages).
-"""
+"""The registry: env ids, agents, trainers, executors and env sources of the plugins,
+built on first use by calling each plugin's ``register_*`` hooks with a ``register``
+callback that knows which distribution registers (so a clash names both)."""
 
 from __future__ import annotations
 
 import difflib
-import logging
 import re
 import threading
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from agentsgym import trust
 from agentsgym.errors import (
     RegistrationError,
     UnknownAgentError,
@@ -25,65 +23,35 @@ from agentsgym.errors import (
 )
 from agentsgym.hookspecs import (
     RegisterAgent,
-    RegisterComponent,
     RegisterEnv,
     RegisterEnvSource,
     RegisterExecutor,
     RegisterTrainer,
 )
-from agentsgym.plugins import PluginHost, PluginInfo, load_plugins
+from agentsgym.plugins import PluginHost, PluginInfo, load_plugins, reset_plugins
 from agentsgym.satellites import provider_hint
 from agentsgym.specs import ComponentSpec, EnvSourceSpec, EnvSpec, import_object, url_scheme
-from agentsgym.trust import (
-    class_paths_allowed_from_environ,
-    module_allowed,
-    remote_envs_allowed_from_environ,
-    url_allowed,
-)
 
 if TYPE_CHECKING:
     from agentsgym.env import MultistepEnv
 
 __all__ = [
-    "CLASS_PATH_PATTERN",
-    "ENV_ID_PATTERN",
-    "ComponentSpec",
-    "EnvSourceSpec",
-    "EnvSpec",
-    "RegisterAgent",
-    "RegisterEnv",
-    "RegisterEnvSource",
-    "RegisterExecutor",
-    "RegisterTrainer",
-    "Registry",
-    "env_class",
-    "get_registry",
-    "import_env_class",
-    "import_object",
-    "make_agent",
-    "make_trainer",
-    "reset_registry",
-    "resolve",
-    "validate_env_id",
-]
-
-logger = logging.getLogger(__name__)
+    "CLASS_PATH_PATTERN", "ENV_ID_PATTERN", "ComponentSpec", "EnvSourceSpec", "EnvSpec",
+    "RegisterAgent", "RegisterEnv", "RegisterEnvSource", "RegisterExecutor", "RegisterTrainer",
+    "Registry", "env_class", "get_registry", "import_env_class", "import_object", "make_agent",
+    "make_trainer", "reset_registry", "resolve", "validate_env_id",
+]  # fmt: skip
 
 ENV_ID_PATTERN = re.compile(
     r"^(?P<namespace>[A-Za-z0-9_.-]+)/(?P<name>[A-Za-z0-9_.-]+?)-v(?P<version>\d+)"
     r"(?P<variant>-[A-Za-z0-9_.-]+)?$"
 )
 CLASS_PATH_PATTERN = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
-COMPONENT_KINDS = {
-    "register_agents": "agent",
-    "register_trainers": "trainer",
-    "register_executors": "executor",
-}
-LIST_COMMANDS = {"agent": "list-agents", "trainer": "list-trainers", "executor": "list-executors"}
-UNKNOWN_ERRORS: dict[str, type[Exception]] = {
-    "agent": UnknownAgentError,
-    "trainer": UnknownTrainerError,
-    "executor": UnknownExecutorError,
+# kind of component -> (the hook that registers it, the error for an unknown name)
+COMPONENT_KINDS: dict[str, tuple[str, type[Exception]]] = {
+    "agent": ("register_agents", UnknownAgentError),
+    "trainer": ("register_trainers", UnknownTrainerError),
+    "executor": ("register_executors", UnknownExecutorError),
 }
 
 
@@ -122,42 +90,30 @@ class Registry:
         self.host = host
         self.envs: dict[str, EnvSpec] = {}
         self.env_sources: dict[str, EnvSourceSpec] = {}
-        self.components: dict[str, dict[str, ComponentSpec]] = {
-            kind: {} for kind in COMPONENT_KINDS.values()
-        }
+        self.components: dict[str, dict[str, ComponentSpec]] = {k: {} for k in COMPONENT_KINDS}
+        self.agents = self.components["agent"]
+        self.trainers = self.components["trainer"]
+        self.executors = self.components["executor"]
         for info in host.plugins:
             if info.ok:
                 self._collect(info)
 
-    @property
-    def agents(self) -> dict[str, ComponentSpec]:
-        return self.components["agent"]
-
-    @property
-    def trainers(self) -> dict[str, ComponentSpec]:
-        return self.components["trainer"]
-
-    @property
-    def executors(self) -> dict[str, ComponentSpec]:
-        return self.components["executor"]
-
     # ---------------------------------------------------------------- collection
     def _collect(self, info: PluginInfo) -> None:
         registrars: dict[str, Callable[..., None]] = {
-            "register_envs": self._env_registrar(info),
-            "register_env_sources": self._source_registrar(info),
+            "register_envs": partial(self._add_env, info),
+            "register_env_sources": partial(self._add_env_source, info),
         }
-        for hook_name, kind in COMPONENT_KINDS.items():
-            registrars[hook_name] = self._component_registrar(info, kind)
+        for kind, (hook_name, _) in COMPONENT_KINDS.items():
+            registrars[hook_name] = partial(self._add_component, info, kind)
         try:
             for hook_name, register in registrars.items():
                 impl = getattr(info.module, hook_name, None)
                 if impl is not None and hook_name in info.hooks:
                     impl(register=register)
-        except RegistrationError:
-            # A clash or a malformed id is the user's to resolve: always loud.
+        except RegistrationError:  # a clash or a malformed id: the user's to fix, always loud
             raise
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - any other failure breaks this plugin alone
             self.host.record_failure(info, exc)
 
     @staticmethod
@@ -169,71 +125,49 @@ class Registry:
                 f"Uninstall one, or block one with AGENTSGYM_BLOCK_PLUGINS={info.name}."
             )
 
-    def _env_registrar(self, info: PluginInfo) -> RegisterEnv:
-        def register(
-            env_id: str,
-            entry_point: str,
-            *,
-            description: str = "",
-            default_agent: str | None = None,
-            **default_env_config: Any,
-        ) -> None:
-            validate_env_id(env_id)
-            if url_scheme(entry_point) is None and not CLASS_PATH_PATTERN.match(entry_point):
-                raise RegistrationError(
-                    f"{info.distribution or info.name} registers {env_id!r} with entry point "
-                    f"{entry_point!r}; expected 'package.module:Class' or a server URL"
-                )
-            self._refuse_clash("env id", env_id, self.envs.get(env_id), info)
-            self.envs[env_id] = EnvSpec(
-                id=env_id,
-                entry_point=entry_point,
-                description=description,
-                default_env_config=default_env_config,
-                default_agent=default_agent,
-                distribution=info.distribution,
-                version=info.version,
-                plugin=info.name,
+    # The ``register`` callbacks (hookspecs.RegisterEnv...), bound to the plugin.
+    def _add_env(
+        self, info: PluginInfo, /, env_id: str, entry_point: str, *, description: str = "",
+        default_agent: str | None = None, **default_env_config: Any,
+    ) -> None:  # fmt: skip
+        validate_env_id(env_id)
+        if url_scheme(entry_point) is None and not CLASS_PATH_PATTERN.match(entry_point):
+            raise RegistrationError(
+                f"{info.distribution or info.name} registers {env_id!r} with entry point "
+                f"{entry_point!r}; expected 'package.module:Class' or a server URL"
             )
+        self._refuse_clash("env id", env_id, self.envs.get(env_id), info)
+        self.envs[env_id] = EnvSpec(
+            id=env_id, entry_point=entry_point, description=description,
+            default_env_config=default_env_config, default_agent=default_agent,
+            distribution=info.distribution, version=info.version, plugin=info.name,
+        )  # fmt: skip
 
-        return register
-
-    def _component_registrar(self, info: PluginInfo, kind: str) -> RegisterComponent:
+    def _add_component(
+        self, info: PluginInfo, kind: str, /, name: str, factory: Any, *, description: str = ""
+    ) -> None:
         table = self.components[kind]
+        self._refuse_clash(kind, name, table.get(name), info)
+        table[name] = ComponentSpec(
+            name=name, factory=factory, description=description,
+            distribution=info.distribution, plugin=info.name,
+        )  # fmt: skip
 
-        def register(name: str, factory: Any, *, description: str = "") -> None:
-            self._refuse_clash(kind, name, table.get(name), info)
-            table[name] = ComponentSpec(
-                name=name,
-                factory=factory,
-                description=description,
-                distribution=info.distribution,
-                plugin=info.name,
+    def _add_env_source(
+        self, info: PluginInfo, /, scheme: str, factory: Any, *, description: str = "",
+        normalize: Any = None,
+    ) -> None:  # fmt: skip
+        scheme = scheme.lower().removesuffix("://")
+        if url_scheme(f"{scheme}://") != scheme:
+            raise RegistrationError(
+                f"{info.distribution or info.name} registers an env source for {scheme!r}, "
+                "which is not a URL scheme (letters, digits, '+', '-', '.')"
             )
-
-        return register
-
-    def _source_registrar(self, info: PluginInfo) -> RegisterEnvSource:
-        def register(
-            scheme: str, factory: Any, *, description: str = "", normalize: Any = None
-        ) -> None:
-            scheme = scheme.lower().removesuffix("://")
-            if url_scheme(f"{scheme}://") != scheme:
-                raise RegistrationError(
-                    f"{info.distribution or info.name} registers an env source for {scheme!r}, "
-                    "which is not a URL scheme (letters, digits, '+', '-', '.')"
-                )
-            self._refuse_clash("env source", scheme, self.env_sources.get(scheme), info)
-            self.env_sources[scheme] = EnvSourceSpec(
-                name=scheme,
-                factory=factory,
-                description=description,
-                normalize=normalize,
-                distribution=info.distribution,
-                plugin=info.name,
-            )
-
-        return register
+        self._refuse_clash("env source", scheme, self.env_sources.get(scheme), info)
+        self.env_sources[scheme] = EnvSourceSpec(
+            name=scheme, factory=factory, description=description, normalize=normalize,
+            distribution=info.distribution, plugin=info.name,
+        )  # fmt: skip
 
     # ---------------------------------------------------------------- envs
     def resolve(
@@ -243,8 +177,7 @@ class Registry:
         allow_class_paths: bool | Sequence[str] | None = None,
         allow_remote: bool | Sequence[str] | None = None,
     ) -> EnvSpec:
-        """The spec of a registered id, of an allowed ``module:Class`` path, or of an
-        allowed URL of an env source."""
+        """The spec of a registered id, an allowed ``module:Class`` path or env URL."""
         spec = self.envs.get(env_class_path)
         if spec is not None:
             return spec
@@ -273,8 +206,8 @@ class Registry:
         except ValueError as exc:
             raise UnknownEnvError(str(exc)) from None
         if allow is None:
-            allow = remote_envs_allowed_from_environ()
-        if not url_allowed(location, allow):
+            allow = trust.remote_envs_allowed_from_environ()
+        if not trust.url_allowed(location, allow):
             raise UntrustedRemoteEnvError(
                 f"env_class_path {url!r} is an env server URL, and playing on servers named "
                 "by a dataset is disabled: the server writes the observations and rewards, "
@@ -287,8 +220,8 @@ class Registry:
 
     def _resolve_class_path(self, path: str, allow: bool | Sequence[str] | None) -> EnvSpec:
         if allow is None:
-            allow = class_paths_allowed_from_environ()
-        if not module_allowed(path.partition(":")[0], allow):
+            allow = trust.class_paths_allowed_from_environ()
+        if not trust.module_allowed(path.partition(":")[0], allow):
             raise UntrustedClassPathError(
                 f"env_class_path {path!r} is a class path, not a registered env id, and "
                 "importing arbitrary modules named by a dataset is disabled. Register the "
@@ -300,29 +233,24 @@ class Registry:
         return EnvSpec(id=path, entry_point=path, description="(class path)")
 
     def _unknown_env_message(self, env_id: str) -> str:
-        known = sorted(self.envs)
-        close = difflib.get_close_matches(env_id, known, n=3, cutoff=0.5)
-        namespace = env_id.split("/", 1)[0] if "/" in env_id else None
-        providers = sorted(
-            {s.distribution or "?" for s in self.envs.values() if s.namespace == namespace}
-        )
         parts = [f"no env registered with id {env_id!r}."]
+        close = difflib.get_close_matches(env_id, sorted(self.envs), n=3, cutoff=0.5)
         if close:
             parts.append(f"Did you mean: {', '.join(close)}?")
+        namespace = env_id.split("/", 1)[0] if "/" in env_id else None
+        specs = self.envs.values()
+        providers = sorted({s.distribution or "?" for s in specs if s.namespace == namespace})
         if namespace and providers:
             parts.append(f"Namespace {namespace!r} is provided by {', '.join(providers)}.")
         elif namespace:
-            namespaces = sorted({s.namespace for s in self.envs.values()})
+            namespaces = ", ".join(sorted({s.namespace for s in specs})) or "none"
             parts.append(
                 f"No installed package provides namespace {namespace!r} (installed: "
-                f"{', '.join(namespaces) or 'none'}); install the package that does."
+                f"{namespaces}); install the package that does."
             )
-        failed = [p for p in self.host.plugins if not p.ok]
+        failed = [f"{p.name} ({p.distribution}): {p.error}" for p in self.host.plugins if not p.ok]
         if failed:
-            parts.append(
-                "Plugins that failed to load: "
-                + "; ".join(f"{p.name} ({p.distribution}): {p.error}" for p in failed)
-            )
+            parts.append(f"Plugins that failed to load: {'; '.join(failed)}")
         parts.append("Run `agentsgym list-envs` to see every env.")
         return " ".join(parts)
 
@@ -337,8 +265,7 @@ class Registry:
         return self.component("executor", name)
 
     def component(self, kind: str, name: str) -> ComponentSpec:
-        """The registered ``kind`` (agent, trainer, executor) called ``name``; an error
-        with the closest names, or the package to install, for an unknown one."""
+        """The registered ``kind`` called ``name``, or an error naming the closest ones."""
         table = self.components[kind]
         spec = table.get(name)
         if spec is not None:
@@ -353,9 +280,9 @@ class Registry:
         hint = provider_hint(kind, name)
         if not hint and close:
             hint = f" Did you mean: {', '.join(close[:3])}?"
-        raise UNKNOWN_ERRORS[kind](
+        raise COMPONENT_KINDS[kind][1](
             f"no {kind} registered with name {name!r}.{hint} "
-            f"Run `agentsgym {LIST_COMMANDS[kind]}` to see them all."
+            f"Run `agentsgym list-{kind}s` to see them all."
         )
 
 
@@ -376,8 +303,6 @@ def get_registry() -> Registry:
 def reset_registry() -> None:
     """Forget plugins and registrations (tests; after installing a plugin live)."""
     global _registry
-    from agentsgym.plugins import reset_plugins
-
     with _lock:
         _registry = None
     reset_plugins()
@@ -389,8 +314,7 @@ def resolve(
     allow_class_paths: bool | Sequence[str] | None = None,
     allow_remote: bool | Sequence[str] | None = None,
 ) -> EnvSpec:
-    """Resolve a registered env id, an allowed ``module:Class`` path or an allowed env
-    server URL to its spec."""
+    """The spec of a registered env id, an allowed ``module:Class`` path or env URL."""
     return get_registry().resolve(
         env_class_path, allow_class_paths=allow_class_paths, allow_remote=allow_remote
     )

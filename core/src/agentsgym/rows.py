@@ -1,9 +1,7 @@
-"""The dataset row schema: the public contract between datasets, the runner and envs.
-
-A row is ``{"env_class_path": str, "env_config": dict, "task_data": dict}``. The dict
-columns are stored as JSON in Arrow, so rows of different envs (with different
-config keys) mix in one ``datasets.Dataset`` and survive a parquet round trip.
-"""
+"""The dataset row schema, ``{"env_class_path": str, "env_config": dict, "task_data":
+dict}``: the public contract between datasets, the runner and envs. The dict columns are
+stored as JSON in Arrow, so rows of different envs (with different config keys) mix in
+one ``datasets.Dataset`` and survive a parquet round trip."""
 
 from __future__ import annotations
 
@@ -20,6 +18,8 @@ from agentsgym.errors import DatasetRowError
 if TYPE_CHECKING:
     import datasets
 
+__all__ = ["DatasetRow", "load_rows", "parse_rows", "rows_to_dataset"]
+
 
 class DatasetRow(BaseModel):
     """One task for one env instance."""
@@ -35,24 +35,16 @@ class DatasetRow(BaseModel):
         return self.env_class_path, json.dumps(self.env_config, sort_keys=True, default=str)
 
 
-def row_features() -> datasets.Features:
-    import datasets
-
-    return datasets.Features(
-        {
-            "env_class_path": datasets.Value("string"),
-            "env_config": datasets.Json(),
-            "task_data": datasets.Json(),
-        }
-    )
-
-
 def rows_to_dataset(rows: Iterable[Mapping[str, Any] | DatasetRow]) -> datasets.Dataset:
     """A ``datasets.Dataset`` in the row schema (validating every row)."""
     import datasets
 
-    parsed = parse_rows(rows)
-    return datasets.Dataset.from_list([r.model_dump() for r in parsed], features=row_features())
+    features = datasets.Features({
+        "env_class_path": datasets.Value("string"),
+        "env_config": datasets.Json(),
+        "task_data": datasets.Json(),
+    })  # fmt: skip
+    return datasets.Dataset.from_list([r.model_dump() for r in parse_rows(rows)], features=features)
 
 
 def parse_rows(rows: Iterable[Mapping[str, Any] | DatasetRow]) -> list[DatasetRow]:
@@ -75,11 +67,9 @@ def parse_rows(rows: Iterable[Mapping[str, Any] | DatasetRow]) -> list[DatasetRo
 
 
 def load_rows(path: str | Path) -> list[DatasetRow]:
-    """Rows from a ``.parquet`` file (as ``rows_to_dataset`` writes) or a ``.jsonl`` file.
-
-    JSON lines are read line by line rather than through Arrow, which would merge the
-    env_config keys of different envs into one struct and fill the gaps with nulls.
-    """
+    """Rows from a ``.parquet`` file (as ``rows_to_dataset`` writes) or a ``.jsonl`` file,
+    read line by line: Arrow would merge the env_config keys of different envs into one
+    struct and fill the gaps with nulls."""
     path = Path(path)
     if not path.exists():
         raise DatasetRowError(f"rows file {str(path)!r} does not exist")

@@ -1,12 +1,9 @@
 """The plugin distributions of this project: who provides what, for hints and old names.
 
-The core never imports a satellite. It only knows, as data, which of the project's
-own distributions provides a command, an executor, a URL scheme, an agent or a
-trainer, so that asking for one that is not installed gets one line naming the
-package to install; and which Python names moved out of the core, so that code
-written against an earlier layout keeps working once that package is installed
-(:func:`install_moved_module_finder`), with a ``DeprecationWarning`` naming the new
-place.
+The core never imports a satellite; it knows, as data, which of our distributions
+provides a command, executor, URL scheme, agent or trainer (so asking for a missing one
+names the package to install), and which names moved out of the core (old imports keep
+working once that package is installed, with a ``DeprecationWarning``).
 """
 
 from __future__ import annotations
@@ -32,12 +29,7 @@ EVAL = "agentsgym-eval"
 PROVIDERS: dict[str, dict[str, str]] = {
     "command": {"eval": EVAL, "train": TRL, "serve": SERVE, "atropos": ATROPOS, "view": VIEWER},
     "executor": {"ray": RAY},
-    "env source": {
-        "http": SERVE,
-        "https": SERVE,
-        "agentgym+http": SERVE,
-        "agentgym+https": SERVE,
-    },
+    "env source": {s: SERVE for s in ("http", "https", "agentgym+http", "agentgym+https")},
     "agent": {"transformers": TRL},
     "trainer": {"trl-grpo": TRL, "per-token-grpo": TRL, "dataset-sink": TRL},
 }
@@ -62,16 +54,11 @@ MOVED_MODULES: dict[str, tuple[str, str]] = {
 """Old module path -> (module it moved to, distribution that provides it)."""
 
 MOVED_NAMES: dict[str, dict[str, tuple[str, str]]] = {
-    "agentsgym": {
-        "RemoteEnv": ("agentsgym_serve", SERVE),
-        "AgentGymEnv": ("agentsgym_serve", SERVE),
-    },
+    "agentsgym": {name: ("agentsgym_serve", SERVE) for name in ("RemoteEnv", "AgentGymEnv")},
     "agentsgym.agents": {"TransformersAgent": ("agentsgym_trl", TRL)},
     "agentsgym.trainers": {
-        "BatchTrainer": ("agentsgym_trl", TRL),
-        "DatasetSink": ("agentsgym_trl", TRL),
-        "PerTokenGRPOTrainer": ("agentsgym_trl", TRL),
-        "TRLGRPOAdapter": ("agentsgym_trl", TRL),
+        name: ("agentsgym_trl", TRL)
+        for name in ("BatchTrainer", "DatasetSink", "PerTokenGRPOTrainer", "TRLGRPOAdapter")
     },
 }
 """Per core module, the names that moved: name -> (module, distribution)."""
@@ -85,6 +72,14 @@ def provider_hint(kind: str, name: str) -> str:
     return f" It comes with the {distribution} distribution: pip install {distribution}."
 
 
+def _require_installed(new_module: str, distribution: str, old: str, then: str) -> None:
+    if importlib.util.find_spec(new_module.partition(".")[0]) is None:
+        raise MissingPluginError(
+            f"{old} moved to the {distribution} distribution, which is not installed: "
+            f"pip install {distribution} (then: {then})"
+        )
+
+
 def moved_name(module: str, name: str) -> Any:
     """The object a core module's old ``name`` refers to, from the satellite it moved
     to; AttributeError when the name never existed there."""
@@ -92,16 +87,10 @@ def moved_name(module: str, name: str) -> Any:
     if target is None:
         raise AttributeError(f"module {module!r} has no attribute {name!r}")
     new_module, distribution = target
-    if importlib.util.find_spec(new_module.partition(".")[0]) is None:
-        raise MissingPluginError(
-            f"{module}.{name} moved to the {distribution} distribution, which is not "
-            f"installed: pip install {distribution} (then: from {new_module} import {name})"
-        )
-    warnings.warn(
-        f"{module}.{name} moved to {new_module}.{name}; import it from there",
-        DeprecationWarning,
-        stacklevel=3,
-    )
+    old, then = f"{module}.{name}", f"from {new_module} import {name}"
+    _require_installed(new_module, distribution, old, then)
+    message = f"{old} moved to {new_module}.{name}; import it from there"
+    warnings.warn(message, DeprecationWarning, stacklevel=3)
     return getattr(importlib.import_module(new_module), name)
 
 
@@ -113,22 +102,16 @@ class _MovedModuleFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         for old, (new, distribution) in MOVED_MODULES.items():
             if fullname == old or fullname.startswith(old + "."):
                 new_name = new + fullname[len(old) :]
-                if importlib.util.find_spec(new.partition(".")[0]) is None:
-                    raise MissingPluginError(
-                        f"{fullname} moved to the {distribution} distribution, which is not "
-                        f"installed: pip install {distribution} (then: import {new_name})"
-                    )
-                return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
+                _require_installed(new_name, distribution, fullname, f"import {new_name}")
+                spec = importlib.machinery.ModuleSpec(fullname, self, is_package=True)
+                spec.loader_state = new_name
+                return spec
         return None
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
-        old = next(o for o in MOVED_MODULES if spec.name == o or spec.name.startswith(o + "."))
-        new_name = MOVED_MODULES[old][0] + spec.name[len(old) :]
-        warnings.warn(
-            f"{spec.name} moved to {new_name}; import it from there",
-            DeprecationWarning,
-            stacklevel=2,
-        )
+        new_name = spec.loader_state
+        message = f"{spec.name} moved to {new_name}; import it from there"
+        warnings.warn(message, DeprecationWarning, stacklevel=2)
         target = importlib.import_module(new_name)
         alias = types.ModuleType(spec.name, target.__doc__)
         alias.__getattr__ = lambda name: getattr(target, name)  # type: ignore[method-assign]

@@ -1,9 +1,6 @@
 """What plugins register: env specs and component specs (agents, trainers, executors,
-env sources), and the ``package.module:attribute`` paths they name.
-
-Plain data, so that every layer can hold a spec: the registry builds them, the env
-keeps the one it was made from, the CLI lists them.
-"""
+env sources). Plain data, so that every layer can hold one: the registry builds them,
+an env keeps the one it was made from, the CLI lists them."""
 
 from __future__ import annotations
 
@@ -12,6 +9,10 @@ import re
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "URL_PATTERN", "ComponentSpec", "EnvSourceSpec", "EnvSpec", "import_object", "url_scheme",
+]  # fmt: skip
 
 URL_PATTERN = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://")
 """An env source URL: ``scheme://...``; the scheme picks the source that plays it."""
@@ -33,6 +34,10 @@ def import_object(path: str) -> Any:
         return getattr(module, attr)
     except AttributeError:
         raise ImportError(f"module {module_name!r} has no attribute {attr!r}") from None
+
+
+def _import_if_path(obj: Any) -> Any:
+    return import_object(obj) if isinstance(obj, str) else obj
 
 
 class EnvSpec(BaseModel):
@@ -74,7 +79,7 @@ class ComponentSpec(BaseModel):
 
     def load(self) -> Any:
         """The factory, imported if it is a path."""
-        return import_object(self.factory) if isinstance(self.factory, str) else self.factory
+        return _import_if_path(self.factory)
 
     def build(self, **options: Any) -> Any:
         return self.load()(**options)
@@ -89,7 +94,4 @@ class EnvSourceSpec(ComponentSpec):
 
     def canonical(self, url: str) -> str:
         """The canonical form of ``url``; ValueError (saying what is wrong) if it is bad."""
-        if self.normalize is None:
-            return url
-        normalize = import_object(self.normalize) if isinstance(self.normalize, str) else self.normalize
-        return str(normalize(url))
+        return url if self.normalize is None else str(_import_if_path(self.normalize)(url))

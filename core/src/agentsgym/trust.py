@@ -1,16 +1,11 @@
 """What a dataset row may name: class paths and env server URLs are untrusted input.
 
 A row's ``env_class_path`` is a registered id (always fine), a ``package.module:Class``
-path (importing it runs the module's code) or the URL of an env server (which writes
-the observations and rewards a model is trained on, and this machine would connect
-wherever a row points). Both resolve only when the user allowed them:
-
-* class paths: ``allow_class_paths=``, ``--allow-class-paths``,
-  ``AGENTSGYM_ALLOW_CLASS_PATHS`` (``1`` for any, or a comma-separated list of
-  modules, each allowing itself and its submodules);
-* URLs: ``allow_remote=``, ``--allow-remote-envs``, ``AGENTSGYM_ALLOW_REMOTE_ENVS``
-  (``1`` for any, or URL prefixes compared by scheme, host, port and whole path
-  segments: ``http://10.0.0.5:8000`` allows that server and no other).
+path (importing it runs the module's code) or an env server URL (the server writes the
+observations and rewards a model trains on). The last two resolve only when the user
+allowed them (docs/plugin-authors.md): all of them, or module prefixes, or URL prefixes
+compared by scheme, host, port and whole path segments (``http://10.0.0.5:8000`` allows
+that server and no other).
 """
 
 from __future__ import annotations
@@ -18,6 +13,11 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from urllib.parse import urlsplit
+
+__all__ = [
+    "CLASS_PATHS_ENVIRON", "REMOTE_ENVS_ENVIRON", "Allowance", "class_paths_allowed_from_environ",
+    "module_allowed", "remote_envs_allowed_from_environ", "url_allowed",
+]  # fmt: skip
 
 CLASS_PATHS_ENVIRON = "AGENTSGYM_ALLOW_CLASS_PATHS"
 REMOTE_ENVS_ENVIRON = "AGENTSGYM_ALLOW_REMOTE_ENVS"
@@ -45,25 +45,26 @@ def remote_envs_allowed_from_environ() -> bool | tuple[str, ...]:
     return _from_environ(REMOTE_ENVS_ENVIRON)
 
 
+def _prefixes(allow: Allowance) -> Sequence[str]:
+    """The prefixes ``allow`` lists (a lone string is one); none for a bool."""
+    if isinstance(allow, str):
+        return [allow] if allow else []
+    return [] if isinstance(allow, bool) else allow
+
+
 def module_allowed(module: str, allow: Allowance) -> bool:
     """Whether importing ``module`` is allowed by ``allow`` (``True``, or module names)."""
-    if allow is True:
-        return True
-    if allow is False or isinstance(allow, str):
-        allow = [allow] if isinstance(allow, str) and allow else []
-    return any(module.startswith(prefix) for prefix in allow)
+    return allow is True or any(module.startswith(prefix) for prefix in _prefixes(allow))
 
 
 def url_allowed(url: str, allow: Allowance) -> bool:
     """Whether ``url`` is allowed by ``allow`` (``True``, or URL prefixes)."""
     if allow is True:
         return True
-    if allow is False or isinstance(allow, str):
-        allow = [allow] if isinstance(allow, str) and allow else []
     target = _origin_and_path(url)
     if target is None:
         return False
-    for prefix in allow:
+    for prefix in _prefixes(allow):
         wanted = _origin_and_path(prefix)
         if wanted is None:
             continue

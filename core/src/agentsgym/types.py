@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, TypedDict
 
+__all__ = ["AgentAction", "EpisodeContext", "Message", "Messages", "RewardTerm", "StepResult"]
+
 
 class Message(TypedDict, total=False):
     """One chat message, as chat templates and OpenAI-compatible servers take it."""
@@ -34,18 +36,13 @@ class RewardTerm(NamedTuple):
 
 @dataclass
 class AgentAction:
-    """The rich return of ``Agent.get_action``.
+    """The rich return of ``Agent.get_action`` (agents with only text return ``text``).
 
-    ``token_ids`` are the ids the model sampled for this reply (with its
-    end-of-turn token when it generated one) and go into the trajectory verbatim;
-    ``logprobs`` are their sampling log-probabilities. Agents that only have text
-    return ``text`` alone (or a plain string).
-
-    ``prompt_token_ids`` are the ids the model was conditioned on, when a server
-    reports them (vLLM's ``return_token_ids``); the runner checks them against the
-    episode's stream and starts a new segment from them on a mismatch.
-    ``truncated`` says the reply was cut at the generation length limit (no
-    end-of-turn token sampled).
+    ``token_ids`` are the ids the model sampled (with its end-of-turn token when it made
+    one), put into the trajectory verbatim; ``logprobs`` are their log-probabilities.
+    ``prompt_token_ids``, when a server reports them, are the ids the model was
+    conditioned on: the runner starts a new segment from them if they differ from the
+    episode's stream. ``truncated``: the reply was cut at the generation length limit.
     """
 
     text: str
@@ -56,26 +53,23 @@ class AgentAction:
     truncated: bool = False
 
     def __post_init__(self) -> None:
-        if self.logprobs is not None and self.token_ids is None:
+        if self.logprobs is None:
+            return
+        if self.token_ids is None:
             raise ValueError("AgentAction.logprobs needs token_ids: they describe those ids")
-        if self.logprobs is not None and self.token_ids is not None:
-            if len(self.logprobs) != len(self.token_ids):
-                raise ValueError(
-                    f"AgentAction has {len(self.token_ids)} token_ids but "
-                    f"{len(self.logprobs)} logprobs; they must pair up one to one"
-                )
+        if len(self.logprobs) != len(self.token_ids):
+            raise ValueError(
+                f"AgentAction has {len(self.token_ids)} token_ids but "
+                f"{len(self.logprobs)} logprobs; they must pair up one to one"
+            )
 
 
 @dataclass(frozen=True)
 class EpisodeContext:
-    """Who is playing what: given to agents that take a ``context`` argument.
-
-    ``get_action(messages, agent_state, *, context)`` receives it on every call of
-    an episode. ``seed`` is a per-rollout seed: the same for every episode of one
-    trial, different across the rollouts of a task, and the same across runs (it is
-    derived from the run seed, the env id, the task and the rollout index), so a
-    seeded scripted agent varies across rollouts and repeats exactly across runs.
-    """
+    """Who is playing what: given on every call of an episode to agents whose
+    ``get_action`` takes a ``context`` argument. ``seed`` is per rollout: the same for
+    every episode of one trial and across runs, different across the rollouts of a task
+    (docs/plugin-authors.md)."""
 
     session_id: str
     env_id: str

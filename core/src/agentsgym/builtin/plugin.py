@@ -48,7 +48,7 @@ def register_agents(register: RegisterAgent) -> None:
 def register_executors(register: RegisterExecutor) -> None:
     register(
         "local",
-        "agentsgym.executors.local:LocalExecutor",
+        "agentsgym.executors:LocalExecutor",
         description="this process's event loop (the default)",
     )
 
@@ -58,9 +58,7 @@ def register_commands(cli: typer.Typer) -> None:
     from agentsgym.cli import describe, finish_output, listing, new_env, rollout
     from agentsgym.testing import command as check
 
-    play = "Play"
-    look = "Look around"
-    author = "Write an env"
+    play, look, author = "Play", "Look around", "Write an env"
     cli.command("rollout", rich_help_panel=play)(rollout.rollout)
     cli.command("finish-output", rich_help_panel=play)(finish_output.finish_output_command)
     cli.command("list-envs", rich_help_panel=look)(listing.list_envs)

@@ -1,24 +1,250 @@
-"""Trainer adapters: the protocol of the consuming end of the pipeline.
+"""Trainer adapters: the consuming end of the rollout pipeline (docs/training.md).
 
-* :class:`TrainerAdapter`, :class:`StepMetrics`, :class:`TrainResult`
-  (:mod:`.protocol`): what an adapter implements and reports;
-* :class:`RolloutSource` (:mod:`.source`): the tasks, and the runner that plays them.
-
-The adapters themselves (``trl-grpo``, ``per-token-grpo``, ``dataset-sink``), the
-``BatchTrainer`` base class and ``agentsgym train`` ship in agentsgym-trl and
-register through the ``register_trainers`` hook like any third party's.
+An adapter's ``train`` plays tasks through its :class:`RolloutSource`, decides who plays
+and what each padded batch is for (a gradient step, a write to disk), and reports each
+step as a :class:`StepMetrics`. The adapters, ``BatchTrainer`` and ``agentsgym train``
+ship in agentsgym-trl.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import json
+import logging
+import random
+import statistics
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from agentsgym.dataset_runner import run_dataset
+from agentsgym.engine import DEFAULT_MAX_CONCURRENCY
+from agentsgym.errors import TrainerOptionError
+from agentsgym.factory import load_tokenizer
+from agentsgym.rows import DatasetRow, parse_rows
 from agentsgym.satellites import moved_name
-from agentsgym.trainers.protocol import StepCallback, StepMetrics, TrainerAdapter, TrainResult
-from agentsgym.trainers.source import RolloutSource
+
+if TYPE_CHECKING:
+    from agentsgym.agents import Agent
+    from agentsgym.engine import EpisodeCallback
+    from agentsgym.env import MultistepEnv
+    from agentsgym.trajectory import Episode, TrajectoryBatch
 
 __all__ = ["RolloutSource", "StepCallback", "StepMetrics", "TrainResult", "TrainerAdapter"]
+
+logger = logging.getLogger(__name__)
 
 
 def __getattr__(name: str) -> Any:
     return moved_name(__name__, name)
+
+
+@dataclass
+class StepMetrics:
+    """What one training step did; passed to ``on_step`` and kept in the result."""
+
+    step: int
+    loss: float | None = None
+    mean_reward: float | None = None
+    num_rollouts: int = 0
+    num_failed: int = 0
+    num_tokens: int = 0
+    num_agent_tokens: int = 0
+    seconds: float = 0.0
+    extra: dict[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fields, with ``extra``'s keys inlined."""
+        data = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "extra"}
+        return {**data, **self.extra}
+
+    @classmethod
+    def of_batch(cls, batch: TrajectoryBatch, step: int) -> StepMetrics:
+        """Rollout statistics of a batch: reward mean and std, tokens, failures, the
+        fraction of ``truncated_replies``, ``split_episodes`` (scored episodes split into
+        several views) and ``token_source/<source>`` (fraction of steps whose ids came
+        from each source); docs/training.md explains them."""
+        episodes = [e for group in batch.groups for e in group.episodes]
+        rewards = [e.final_reward for e in episodes]
+        metrics = cls(
+            step=step,
+            mean_reward=statistics.fmean(rewards) if rewards else None,
+            num_rollouts=len(episodes),
+            num_failed=len(batch.failed),
+            num_tokens=sum(e.num_tokens for e in episodes),
+            num_agent_tokens=sum(e.num_agent_tokens for e in episodes),
+        )
+        if rewards:
+            metrics.extra["reward_std"] = statistics.pstdev(rewards)
+        steps = [s for e in episodes for s in e.steps]
+        if steps:
+            metrics.extra["truncated_replies"] = sum(s.reply_truncated for s in steps) / len(steps)
+            sources = Counter(s.token_source for s in steps if s.token_source is not None)
+            for source, count in sorted(sources.items()):
+                metrics.extra[f"token_source/{source}"] = count / len(steps)
+        metrics.extra["split_episodes"] = float(sum(len(e.segments) > 1 for e in episodes))
+        return metrics
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> StepMetrics:
+        """The inverse of :meth:`to_dict` (a checkpoint's step log)."""
+        known = {f.name for f in fields(cls)} - {"extra"}
+        numbers = {k: float(v) for k, v in data.items() if isinstance(v, (int, float))}
+        extra = {k: v for k, v in numbers.items() if k not in known}
+        return cls(**{k: v for k, v in data.items() if k in known}, extra=extra)
+
+
+@dataclass
+class TrainResult:
+    """The steps an adapter ran and where it put its output."""
+
+    steps: list[StepMetrics] = field(default_factory=list)
+    output_dir: Path | None = None
+    artifacts: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def num_steps(self) -> int:
+        return len(self.steps)
+
+    @property
+    def final_loss(self) -> float | None:
+        losses = [s.loss for s in self.steps if s.loss is not None]
+        return losses[-1] if losses else None
+
+    @property
+    def mean_reward(self) -> float | None:
+        rewards = [s.mean_reward for s in self.steps if s.mean_reward is not None]
+        return statistics.fmean(rewards) if rewards else None
+
+    def write_log(self, path: str | Path) -> Path:
+        """One JSON object per step (JSON lines)."""
+        out = Path(path)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with out.open("w", encoding="utf-8") as handle:
+            for step in self.steps:
+                handle.write(json.dumps(step.to_dict()) + "\n")
+        return out
+
+
+StepCallback = Callable[[StepMetrics], None]
+
+
+@runtime_checkable
+class TrainerAdapter(Protocol):
+    """The consuming end of the pipeline (see the module docstring)."""
+
+    def train(
+        self,
+        source: RolloutSource,
+        *,
+        max_steps: int,
+        on_step: StepCallback | None = None,
+        agent: Agent | None = None,
+    ) -> TrainResult:
+        """Run ``max_steps`` steps (optimizer steps, or batches written for a sink) on
+        rollouts from ``source``, calling ``on_step`` after each. ``agent`` plays them:
+        trainers that own a model play with it by default; sinks need an agent."""
+        ...
+
+
+class RolloutSource:
+    """Tasks to train on (dataset rows, a ``datasets.Dataset`` works), and the runner that
+    plays them with the policy model's ``tokenizer``. Steps take the rows
+    ``tasks_per_step`` at a time, reshuffled (under ``seed``) each pass; ``num_rollouts``
+    is the GRPO group size. Env instances are built once per (env_class_path,
+    env_config) and reused."""
+
+    def __init__(
+        self,
+        rows: Iterable[Mapping[str, Any] | DatasetRow],
+        *,
+        tokenizer: Any,
+        num_rollouts: int = 4,
+        tasks_per_step: int = 2,
+        max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
+        allow_class_paths: bool | Sequence[str] | None = None,
+        shuffle: bool = True,
+        seed: int = 0,
+        on_episode: EpisodeCallback | None = None,
+    ) -> None:
+        self.rows = parse_rows(rows)
+        if not self.rows:
+            raise TrainerOptionError("RolloutSource needs at least one dataset row")
+        if num_rollouts < 1 or tasks_per_step < 1 or max_concurrency < 1:
+            raise TrainerOptionError(
+                "num_rollouts, tasks_per_step and max_concurrency must be at least 1"
+            )
+        self.tokenizer = load_tokenizer(tokenizer)
+        self.num_rollouts = num_rollouts
+        self.tasks_per_step = tasks_per_step
+        self.max_concurrency = max_concurrency
+        self.allow_class_paths = allow_class_paths
+        self.shuffle = shuffle
+        self.on_episode = on_episode
+        self._rng = random.Random(seed)
+        self._order: list[int] = []
+        self._envs: dict[tuple[str, str], MultistepEnv] = {}
+
+    def state_dict(self) -> dict[str, Any]:
+        """Where the source is in its tasks (kept in training checkpoints)."""
+        version, internal, gauss = self._rng.getstate()
+        return {"rng": [version, list(internal), gauss], "order": list(self._order)}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Continue from :meth:`state_dict`: the same tasks come next."""
+        if not state:
+            return
+        version, internal, gauss = state["rng"]
+        self._rng.setstate((version, tuple(internal), gauss))
+        order = [int(i) for i in state["order"]]
+        if any(not 0 <= i < len(self.rows) for i in order):
+            raise TrainerOptionError(
+                "the checkpoint's task order does not fit this run's tasks (did --num-tasks "
+                "or the dataset change?)"
+            )
+        self._order = order
+
+    def next_rows(self, count: int | None = None) -> list[DatasetRow]:
+        """The next ``count`` (default ``tasks_per_step``) rows, cycling through all."""
+        wanted = self.tasks_per_step if count is None else count
+        taken: list[DatasetRow] = []
+        while len(taken) < wanted:
+            if not self._order:
+                self._order = list(range(len(self.rows)))
+                if self.shuffle:
+                    self._rng.shuffle(self._order)
+            taken.append(self.rows[self._order.pop(0)])
+        return taken
+
+    def play(
+        self,
+        rows: Sequence[Mapping[str, Any] | DatasetRow],
+        agent: Agent,
+        num_rollouts: int | None = None,
+    ) -> TrajectoryBatch:
+        """Play ``num_rollouts`` trials of every row; group ``i`` of the batch is row ``i``."""
+        rollouts = self.num_rollouts if num_rollouts is None else num_rollouts
+        return run_dataset(
+            rows, agent, rollouts, tokenizer=self.tokenizer, envs=self._envs,
+            allow_class_paths=self.allow_class_paths, max_concurrency=self.max_concurrency,
+            on_episode=self.on_episode,
+        )  # fmt: skip
+
+    def is_multi_turn(self, episode: Episode) -> bool:
+        """Whether the episode's env allows more than one agent action per episode
+        (``max_steps_per_episode > 1`` in any config of it played so far)."""
+        envs = [env for env in self._envs.values() if env.env_id == episode.env_id]
+        limits = [env.config.max_steps_per_episode for env in envs]
+        return max(limits, default=2) > 1 or episode.num_turns > 1
+
+    def close(self) -> None:
+        """Close env instances that hold resources (a ``close()`` method)."""
+        for env in self._envs.values():
+            closer = getattr(env, "close", None)
+            if callable(closer):
+                try:
+                    closer()
+                except Exception:  # closing must not mask a training result
+                    logger.exception("closing env %s failed", env.env_id)
+        self._envs.clear()
