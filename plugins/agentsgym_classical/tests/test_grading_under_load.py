@@ -17,7 +17,6 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
-from agentsgym.evaluation import evaluate
 
 import agentsgym
 from agentsgym_classical import env as env_module
@@ -25,6 +24,9 @@ from agentsgym_classical import grading
 from agentsgym_classical.grading import RETRY_FACTOR, Verdict, grade
 from agentsgym_classical.grading.judge import judge
 from agentsgym_classical.grading.verdict import GradeRequest
+
+# the baselines are scored as `agentsgym eval` scores them (agentsgym-eval)
+evaluate = pytest.importorskip("agentsgym_eval", reason="needs agentsgym-eval").evaluate
 
 pytestmark = pytest.mark.timeout(900)
 

@@ -13,7 +13,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from agentsgym.evaluation import evaluate
 from rich.console import Console
 from rich.text import Text
 from typer.testing import CliRunner
@@ -111,6 +110,9 @@ def test_each_assistant_turn_gets_the_reward_its_tokens_carry(
 def test_an_eval_file_takes_its_env_from_the_summary(tmp_path: Path) -> None:
     import agentsgym
     from agentsgym.builtin import BisectAgent
+
+    # eval files are written by agentsgym-eval
+    evaluate = pytest.importorskip("agentsgym_eval", reason="agentsgym-eval writes eval files").evaluate
 
     env = agentsgym.make(GUESS, env_config={"max_steps_per_episode": 2})
     samples, report = evaluate(env, BisectAgent(), [{"target": 50}, {"target": 1}], 1)

@@ -401,7 +401,7 @@ def load_model(
             from transformers import AutoModelForCausalLM
         except ImportError as exc:  # pragma: no cover - depends on the install
             raise AgentError(
-                "the transformers agent needs torch: pip install 'agentsgym[torch]'"
+                "the transformers agent needs torch: pip install torch (agentsgym-trl needs it)"
             ) from exc
         try:
             loaded = AutoModelForCausalLM.from_pretrained(
