@@ -109,6 +109,24 @@ def test_a_traced_plugin_manager_sees_every_hook_call() -> None:
     assert seen.count("reward_shaping") == 2 and seen.count("finish_episode") == 1
 
 
+def test_tracing_turns_the_direct_call_off_until_it_is_undone() -> None:
+    """The direct call relies on pluggy's public API only: a manager that monitors or
+    traces its calls (both through add_hookcall_monitoring) goes through pluggy."""
+    env = CountdownEnv(env_config={})
+    runtime = HookRuntime(env, WorkerPool(1))
+    seen: list[str] = []
+    env.plugin_manager.trace.root.setwriter(seen.append)
+    undo = env.plugin_manager.enable_tracing()
+    asyncio.run(runtime.call("format_prompt", state={"next": 3}, step=0))
+    assert any("format_prompt" in line for line in seen)
+    undo()
+    undo()  # undoing twice is harmless and counts once
+    assert env.plugin_manager.active_monitors == 0
+    seen.clear()
+    asyncio.run(runtime.call("format_prompt", state={"next": 3}, step=0))
+    assert seen == []
+
+
 @pytest.mark.filterwarnings("ignore:Argument.*cannot be found in this hook call")
 def test_a_missing_argument_is_pluggys_error() -> None:
     class NeedsMore:

@@ -173,22 +173,20 @@ def test_failed_episode_is_a_wrong_sample_without_answer() -> None:
 
 def test_an_ungraded_attempt_is_counted_apart_and_never_as_correct() -> None:
     from agentsgym import StepResult, hookimpl
+    from agentsgym.builtin import BisectAgent, GuessTheNumberEnv
     from agentsgym_eval.samples import evaluate
-    from envs_for_tests import CountdownEnv
 
-    class SlowGrader(CountdownEnv):
-        """Reports every attempt at task 'start=2' as not graded (a grader timeout)."""
+    class SlowGrader(GuessTheNumberEnv):
+        """Reports every attempt at the target 25 as not graded (a grader timeout)."""
 
         @hookimpl
         def step_episode(self, state, action):
-            if state["next"] == 2:
+            if state.target == 25:
                 return StepResult(state, 0.0, True, {"correct": False, "graded": False})
-            return CountdownEnv.step_episode(self, state, action)
-
-    from envs_for_tests import CountingAgent
+            return GuessTheNumberEnv.step_episode(self, state, action)
 
     env = SlowGrader(env_config={})
-    samples, report = evaluate(env, CountingAgent(), [{"start": 1}, {"start": 2}], 2)
+    samples, report = evaluate(env, BisectAgent(), [{"target": 50}, {"target": 25}], 2)
     graded = {s.task_index: s.graded for s in samples}
     assert graded == {0: True, 1: False}
     assert report.num_ungraded == 2 and report.num_failed == 0
