@@ -114,6 +114,9 @@ class _MovedModuleFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         warnings.warn(message, DeprecationWarning, stacklevel=2)
         target = importlib.import_module(new_name)
         alias = types.ModuleType(spec.name, target.__doc__)
+        # Its own empty __path__: one forwarded from the target would let the path
+        # finder load the target's submodules again, as new modules under the old name.
+        alias.__path__ = []
         alias.__getattr__ = lambda name: getattr(target, name)  # type: ignore[method-assign]
         alias.__dir__ = lambda: dir(target)  # type: ignore[method-assign]
         return alias

@@ -23,7 +23,7 @@ from agentsgym_trl.trl_grpo import (
     episode_views,
     rollouts_to_trl,
 )
-from trainer_agents import THINK_STRIPPING_TEMPLATE, ThinkingAgent, with_template
+from trainer_agents import THINK_STRIPPING_TEMPLATE, ThinkingAgent, has_signal, with_template
 
 TINY = "agentsgym/tiny-chatml"
 GUESS = "agentsgym/GuessTheNumber-v0"
@@ -139,7 +139,10 @@ def test_environment_tokens_carry_no_gradient_in_the_grpo_loss(
 def test_training_steps_change_the_weights(tokenizer: Any, rows: Any, tmp_path: Any) -> None:
     model = build_tiny_model(tokenizer, warm_start="guess-number", high=3, seed=0)
     before = {k: v.detach().clone() for k, v in model.state_dict().items()}
-    source = RolloutSource(rows, tokenizer=tokenizer, num_rollouts=4, tasks_per_step=2)
+    played: list[Any] = []
+    source = RolloutSource(
+        rows, tokenizer=tokenizer, num_rollouts=4, tasks_per_step=2, on_episode=played.append
+    )
     adapter = agentsgym.make_trainer(
         "trl-grpo",
         model=model,
@@ -153,14 +156,18 @@ def test_training_steps_change_the_weights(tokenizer: Any, rows: Any, tmp_path: 
     assert [s.step for s in result.steps] == [1, 2] and seen == result.steps
     assert all(s.loss is not None and math.isfinite(s.loss) for s in result.steps)
     assert all(s.num_rollouts == 8 and s.mean_reward is not None for s in result.steps)
-    for step in result.steps:  # the step log: TRL's figures and ours, under shared names
+    # Sampling decides whether a step carries any signal: a step whose groups all got
+    # equal rewards has zero advantage, and then no gradient (the KL term is off).
+    signal = [has_signal(played[8 * i : 8 * (i + 1)]) for i in range(2)]
+    for step, carries in zip(result.steps, signal):  # the step log: TRL's figures and ours
         log = step.to_dict()
-        assert log["entropy"] > 0 and log["grad_norm"] > 0 and log["advantage_std"] >= 0
+        assert log["entropy"] > 0 and log["advantage_std"] >= 0
+        assert (log["grad_norm"] > 0) == carries, (log["grad_norm"], carries)
         # the policy agent samples from the trained weights: importance ratios sit at 1
         assert log["is_ratio_mean"] == pytest.approx(1.0, abs=1e-3)
         assert log["token_source/sampled"] == 1.0 and log["rows"] == 8
     changed = [k for k, v in model.state_dict().items() if not torch.equal(v, before[k])]
-    assert changed, "two optimizer steps left every weight as it was"
+    assert bool(changed) == any(signal), "the weights change exactly when a step has signal"
     assert (tmp_path / "out" / "model.safetensors").exists()
     reloaded = __import__("transformers").AutoModelForCausalLM.from_pretrained(tmp_path / "out")
     key = "model.embed_tokens.weight"

@@ -4,6 +4,7 @@ known logprobs, truncation flags."""
 from __future__ import annotations
 
 import copy
+import json
 import math
 from typing import Any
 
@@ -84,3 +85,14 @@ class ThinkingAgent:
             if self.nan_at is not None:
                 logprobs[self.nan_at] = math.nan
         return AgentAction(text, token_ids=ids, logprobs=logprobs, truncated=truncated), agent_state
+
+
+def has_signal(episodes: list[Any]) -> bool:
+    """Whether some task's rollouts got different rewards, so that a step on them has a
+    nonzero advantage (sampling decides it). Rollouts of one task share its task data
+    (TRL even plays each generation of a prompt as a task of its own)."""
+    by_task: dict[str, set[float]] = {}
+    for episode in episodes:
+        key = json.dumps(episode.task_data, sort_keys=True)
+        by_task.setdefault(key, set()).add(episode.final_reward)
+    return any(len(rewards) > 1 for rewards in by_task.values())
