@@ -66,6 +66,7 @@ def bench_transformers() -> None:
 
 
 def bench_openai() -> None:
+    from agentsgym.agents import call_agent
     from agentsgym_serve.model_server import OpenAICompatServer, ScriptedPolicy
 
     tokenizer = agentsgym.load_tokenizer(TINY)
@@ -74,7 +75,8 @@ def bench_openai() -> None:
             "openai", base_url=server.base_url, model="m", max_concurrency=16
         )
         messages = [{"role": "user", "content": "Guess."}]
-        agent.get_action(messages, None)  # connect
+        # get_action is a coroutine: plain threads call it as an env's code would
+        call_agent(agent, messages, None)  # connect
         print("openai agent against the loopback server (scripted policy, token ids on)")
         count = 320
         for threads in (1, 16):
@@ -84,7 +86,7 @@ def bench_openai() -> None:
                 started = time.perf_counter()
                 workers = [
                     threading.Thread(
-                        target=lambda: [agent.get_action(messages, None) for _ in range(per_thread)]
+                        target=lambda: [call_agent(agent, messages, None) for _ in range(per_thread)]
                     )
                     for _ in range(threads)
                 ]

@@ -185,6 +185,16 @@ def test_a_plugin_adds_an_executor(site: Path) -> None:
     assert get_registry().executor("recording").distribution == "agentsgym-recexec"
 
 
+def test_run_dataset_passes_the_worker_shortcuts_only_to_executors_that_take_them() -> None:
+    """``num_workers`` and ``ray_address`` of run_dataset are for parallel executors; the
+    local one ignores them, as it always did (scripts sweep settings with one call)."""
+    rows = [{"env_class_path": GUESS, "task_data": {"seed": 1}}]
+    batch = agentsgym.run_dataset(rows, "agentsgym/bisect", 1, num_workers=2, ray_address="auto")
+    assert batch.final_rewards == [1.0]
+    with pytest.raises(agentsgym.errors.RunSettingsError, match="has no option 'num_workers'"):
+        agentsgym.run_dataset(rows, "agentsgym/bisect", executor_options={"num_workers": 2})
+
+
 def test_the_cli_plays_on_a_plugins_executor_with_its_options(site: Path, tmp_path: Path) -> None:
     install_plugin(site, "agentsgym-recexec", "agentsgym_recexec", EXECUTOR_PLUGIN)
     out = tmp_path / "r.jsonl"

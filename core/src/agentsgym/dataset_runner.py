@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import inspect
 import itertools
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -11,6 +12,7 @@ from agentsgym.aio import sync_twin
 from agentsgym.engine import DEFAULT_MAX_CONCURRENCY, check_run_settings, make_group
 from agentsgym.errors import RunSettingsError
 from agentsgym.executors import AgentSpec, ExecutionRequest, Executor, build_envs, make_executor
+from agentsgym.registry import get_registry
 from agentsgym.rows import DatasetRow, parse_rows
 from agentsgym.trajectory import TrajectoryBatch
 
@@ -55,14 +57,21 @@ async def arun_dataset(
     :param executor: a registered executor's name or an executor object (a remote one
         needs agents given as registered names or :class:`~agentsgym.AgentSpec` recipes).
     :param executor_options: options for a named executor's factory; ``num_workers`` and
-        ``ray_address`` (the cluster to join) are its ``"num_workers"`` and ``"address"``.
+        ``ray_address`` (the cluster to join) are its ``"num_workers"`` and ``"address"``,
+        passed only to an executor that takes them (``local`` ignores them, as it always
+        did).
     :param allow_remote: let rows name env server URLs (``True`` or URL prefixes;
         default from ``AGENTSGYM_ALLOW_REMOTE_ENVS``); see docs/serving.md.
     """
     check_run_settings(num_rollouts, max_concurrency)
-    shortcuts = {"num_workers": num_workers, "address": ray_address}
-    options = {**(executor_options or {}), **{k: v for k, v in shortcuts.items() if v is not None}}
+    options = dict(executor_options or {})
     if isinstance(executor, str):
+        parameters = inspect.signature(get_registry().executor(executor).load()).parameters
+        takes_any = any(p.kind is p.VAR_KEYWORD for p in parameters.values())
+        shortcuts = {"num_workers": num_workers, "address": ray_address}
+        for key, value in shortcuts.items():
+            if value is not None and (takes_any or key in parameters):
+                options[key] = value
         executor = make_executor(executor, **options)
     elif options:
         raise RunSettingsError("executor options go with an executor name, not an executor")

@@ -9,12 +9,13 @@ agent (its clients, threads or model) cannot be pickled and shipped.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from agentsgym.engine import DEFAULT_MAX_CONCURRENCY, TrialJob, arun_jobs
-from agentsgym.errors import AgentError
+from agentsgym.errors import AgentError, RunSettingsError
 from agentsgym.factory import load_tokenizer, make
 from agentsgym.registry import get_registry, make_agent
 from agentsgym.rows import DatasetRow
@@ -149,8 +150,18 @@ class Executor(Protocol):
 
 
 def make_executor(name: str, **options: Any) -> Executor:
-    """Build the executor registered as ``name`` with its options (``num_workers``...)."""
-    return get_registry().executor(name).build(**options)
+    """Build the executor registered as ``name`` with its options (``num_workers``...);
+    an option it does not take is a RunSettingsError listing the ones it does."""
+    factory = get_registry().executor(name).load()
+    parameters = inspect.signature(factory).parameters
+    if not any(p.kind is p.VAR_KEYWORD for p in parameters.values()):
+        unknown = sorted(set(options) - set(parameters))
+        if unknown:
+            raise RunSettingsError(
+                f"executor {name!r} has no option {', '.join(map(repr, unknown))}; it takes: "
+                f"{', '.join(parameters) or 'none'}"
+            )
+    return factory(**options)
 
 
 class LocalExecutor:
