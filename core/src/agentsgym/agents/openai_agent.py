@@ -87,12 +87,6 @@ class OpenAIAgent:
         backoff: float = 0.5,
         max_backoff: float = 8.0,
     ) -> None:
-        try:
-            import aiohttp  # noqa: F401
-        except ImportError as exc:  # pragma: no cover - depends on the install
-            raise AgentError(
-                "the openai agent needs aiohttp: pip install 'agentsgym[openai]'"
-            ) from exc
         if api not in ("chat", "completions"):
             raise AgentError(f"api must be 'chat' or 'completions', got {api!r}")
         if (max_concurrency is not None and max_concurrency < 1) or max_retries < 0 or timeout <= 0:

@@ -5,7 +5,7 @@ served one (unless the server locks it); each distinct effective config gets one
 instance, built on first use and shared by every session with that config, exactly
 as the runner shares one instance between the episodes of a dataset's rows.
 
-Hooks run the way the runner runs them (:class:`~agentsgym.hook_runtime.HookRuntime`):
+Hooks run the way the runner runs them (:class:`~agentsgym.engine.HookRuntime`):
 a plain env's calls of one request in one worker thread, an ``async def`` env's on
 the server's event loop, within the env's ``hook_timeout_seconds``. Their results
 are checked and normalised by the same functions the runner uses, so what a client
