@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -47,3 +49,15 @@ def torch_single_thread() -> Any:
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
+
+
+@pytest.fixture
+def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """A folder on sys.path for fake distributions; their modules are forgotten after."""
+    root = tmp_path / "site"
+    root.mkdir()
+    monkeypatch.syspath_prepend(str(root))
+    yield root
+    for name, module in list(sys.modules.items()):
+        if str(getattr(module, "__file__", "") or "").startswith(str(root)):
+            del sys.modules[name]

@@ -97,20 +97,6 @@ def register_env_sources(register):
 '''
 
 
-@pytest.fixture
-def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
-    """A folder on sys.path for fake distributions; their modules are forgotten after."""
-    import sys
-
-    root = tmp_path / "site"
-    root.mkdir()
-    monkeypatch.syspath_prepend(str(root))
-    yield root
-    for name, module in list(sys.modules.items()):
-        if str(getattr(module, "__file__", "") or "").startswith(str(root)):
-            del sys.modules[name]
-
-
 # ------------------------------------------------------------------ register_commands
 def test_a_plugin_adds_a_command(site: Path) -> None:
     install_plugin(site, "agentsgym-hello", "agentsgym_hello", COMMAND_PLUGIN)

@@ -18,14 +18,6 @@ from agentsgym.testing import install_plugin
 from fake_dists import GOOD_PLUGIN
 
 
-@pytest.fixture
-def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    root = tmp_path / "site"
-    root.mkdir()
-    monkeypatch.syspath_prepend(str(root))
-    return root
-
-
 def test_import_loads_no_plugin() -> None:
     code = (
         "import sys, agentsgym; "

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import inspect
 import itertools
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -11,8 +10,14 @@ from typing import TYPE_CHECKING, Any
 from agentsgym.aio import sync_twin
 from agentsgym.engine import DEFAULT_MAX_CONCURRENCY, check_run_settings, make_group
 from agentsgym.errors import RunSettingsError
-from agentsgym.executors import AgentSpec, ExecutionRequest, Executor, build_envs, make_executor
-from agentsgym.registry import get_registry
+from agentsgym.executors import (
+    AgentSpec,
+    ExecutionRequest,
+    Executor,
+    build_envs,
+    make_executor,
+    options_taken,
+)
 from agentsgym.rows import DatasetRow, parse_rows
 from agentsgym.trajectory import TrajectoryBatch
 
@@ -66,12 +71,9 @@ async def arun_dataset(
     check_run_settings(num_rollouts, max_concurrency)
     options = dict(executor_options or {})
     if isinstance(executor, str):
-        parameters = inspect.signature(get_registry().executor(executor).load()).parameters
-        takes_any = any(p.kind is p.VAR_KEYWORD for p in parameters.values())
         shortcuts = {"num_workers": num_workers, "address": ray_address}
-        for key, value in shortcuts.items():
-            if value is not None and (takes_any or key in parameters):
-                options[key] = value
+        given = {k: v for k, v in shortcuts.items() if v is not None}
+        options.update(options_taken(executor, given))
         executor = make_executor(executor, **options)
     elif options:
         raise RunSettingsError("executor options go with an executor name, not an executor")

@@ -5,13 +5,15 @@ an env keeps the one it was made from, the CLI lists them."""
 from __future__ import annotations
 
 import importlib
+import inspect
 import re
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
-    "URL_PATTERN", "ComponentSpec", "EnvSourceSpec", "EnvSpec", "import_object", "url_scheme",
+    "URL_PATTERN", "ComponentSpec", "EnvSourceSpec", "EnvSpec", "accepted_options",
+    "import_object", "url_scheme",
 ]  # fmt: skip
 
 URL_PATTERN = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://")
@@ -38,6 +40,23 @@ def import_object(path: str) -> Any:
 
 def _import_if_path(obj: Any) -> Any:
     return import_object(obj) if isinstance(obj, str) else obj
+
+
+def accepted_options(factory: Any) -> list[str] | None:
+    """The keyword options ``factory`` accepts, or None when it takes ``**kwargs``
+    (or its signature cannot be read)."""
+    try:
+        parameters = inspect.signature(factory).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    kinds = inspect.Parameter
+    names = []
+    for parameter in parameters:
+        if parameter.kind is kinds.VAR_KEYWORD:
+            return None
+        if parameter.kind in (kinds.POSITIONAL_OR_KEYWORD, kinds.KEYWORD_ONLY):
+            names.append(parameter.name)
+    return names
 
 
 class EnvSpec(BaseModel):

@@ -5,7 +5,6 @@ long runs."""
 from __future__ import annotations
 
 import difflib
-import inspect
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -17,7 +16,7 @@ from agentsgym.errors import AgentError, AgentsGymError
 from agentsgym.executors import Executor
 from agentsgym.factory import DEFAULT_TOKENIZER
 from agentsgym.registry import get_registry
-from agentsgym.specs import ComponentSpec
+from agentsgym.specs import ComponentSpec, accepted_options
 
 MAX_ROLLOUTS = 10_000
 """Upper bound of --num-rollouts (a run holds every (task, rollout) job in memory)."""
@@ -72,23 +71,6 @@ def complete_env_id(incomplete: str) -> list[str]:
 
 
 # ---------------------------------------------------------------------- components
-def accepted_options(factory: Any) -> list[str] | None:
-    """The keyword options ``factory`` accepts, or None when it takes ``**kwargs``
-    (or its signature cannot be read)."""
-    try:
-        parameters = inspect.signature(factory).parameters.values()
-    except (TypeError, ValueError):
-        return None
-    kinds = inspect.Parameter
-    names = []
-    for parameter in parameters:
-        if parameter.kind is kinds.VAR_KEYWORD:
-            return None
-        if parameter.kind in (kinds.POSITIONAL_OR_KEYWORD, kinds.KEYWORD_ONLY):
-            names.append(parameter.name)
-    return names
-
-
 def check_options(
     factory: Any, options: dict[str, Any], *, what: str, flag: str = "--agent-option"
 ) -> None:

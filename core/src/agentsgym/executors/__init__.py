@@ -9,7 +9,6 @@ agent (its clients, threads or model) cannot be pickled and shipped.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -19,6 +18,7 @@ from agentsgym.errors import AgentError, RunSettingsError
 from agentsgym.factory import load_tokenizer, make
 from agentsgym.registry import get_registry, make_agent
 from agentsgym.rows import DatasetRow
+from agentsgym.specs import accepted_options
 
 if TYPE_CHECKING:
     from agentsgym.engine import EpisodeCallback, TrialCallback
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AgentSpec", "ExecutionRequest", "Executor", "LocalExecutor", "as_agent_spec", "build_envs",
-    "built_agent", "make_executor",
+    "built_agent", "make_executor", "options_taken",
 ]  # fmt: skip
 
 Results = dict[tuple[int, int], "list[Episode]"]
@@ -153,15 +153,20 @@ def make_executor(name: str, **options: Any) -> Executor:
     """Build the executor registered as ``name`` with its options (``num_workers``...);
     an option it does not take is a RunSettingsError listing the ones it does."""
     factory = get_registry().executor(name).load()
-    parameters = inspect.signature(factory).parameters
-    if not any(p.kind is p.VAR_KEYWORD for p in parameters.values()):
-        unknown = sorted(set(options) - set(parameters))
-        if unknown:
-            raise RunSettingsError(
-                f"executor {name!r} has no option {', '.join(map(repr, unknown))}; it takes: "
-                f"{', '.join(parameters) or 'none'}"
-            )
+    accepted = accepted_options(factory)
+    unknown = [] if accepted is None else sorted(set(options) - set(accepted))
+    if unknown:
+        raise RunSettingsError(
+            f"executor {name!r} has no option {', '.join(map(repr, unknown))}; it takes: "
+            f"{', '.join(accepted or []) or 'none'}"
+        )
     return factory(**options)
+
+
+def options_taken(name: str, options: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``options`` that the executor registered as ``name`` takes."""
+    accepted = accepted_options(get_registry().executor(name).load())
+    return {k: v for k, v in options.items() if accepted is None or k in accepted}
 
 
 class LocalExecutor:
