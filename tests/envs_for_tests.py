@@ -81,3 +81,17 @@ class CountingAgent:
 
 def countdown(tokenizer: Any = None, **config: Any) -> CountdownEnv:
     return CountdownEnv(tokenizer=agentsgym.load_tokenizer(tokenizer), env_config=config)
+
+
+class ConfiguredCountdownConfig(CountdownConfig):
+    """A config with nested options and a URL, as envs that call services have."""
+
+    service_url: str = ""
+    service_options: dict[str, Any] = Field(default_factory=dict)
+
+
+class ConfiguredCountdownEnv(CountdownEnv):
+    config_class = ConfiguredCountdownConfig
+
+    def get_train_dataset(self) -> Any:
+        return self.make_dataset({"start": start} for start in (2, 3, 4))

@@ -206,6 +206,11 @@ def test_timeouts_and_api_keys(monkeypatch: Any) -> None:
         from_env = OpenAIAgent(base_url=server.base_url, model="m")
         assert call_agent(from_env, [{"role": "user", "content": "hi"}], None)[0].text == "ok"
         from_env.close()
+        monkeypatch.delenv("OPENAI_API_KEY")
+        in_url = OpenAIAgent(base_url=server.base_url.replace("://", "://sekret@"), model="m")
+        assert in_url.base_url == server.base_url
+        assert call_agent(in_url, [{"role": "user", "content": "hi"}], None)[0].text == "ok"
+        in_url.close()
 
 
 @pytest.mark.parametrize("limit", [2, 6])

@@ -59,9 +59,10 @@ def test_class_paths_import_only_when_allowed(monkeypatch: pytest.MonkeyPatch) -
     assert "envs_for_tests_untrusted" not in sys.modules  # no import happened
     env = agentsgym.make(CLASS_PATH, allow_class_paths=True)
     assert type(env).__name__ == "CountdownEnv"
-    assert agentsgym.make(CLASS_PATH, allow_class_paths=["envs_for"]).env_id == CLASS_PATH
-    with pytest.raises(UntrustedClassPathError):
-        agentsgym.make(CLASS_PATH, allow_class_paths=["other."])
+    assert agentsgym.make(CLASS_PATH, allow_class_paths=["envs_for_tests"]).env_id == CLASS_PATH
+    for other in (["other."], ["envs_for"]):  # whole dotted names, not prefixes
+        with pytest.raises(UntrustedClassPathError):
+            agentsgym.make(CLASS_PATH, allow_class_paths=other)
     monkeypatch.setenv("AGENTSGYM_ALLOW_CLASS_PATHS", "envs_for_tests")
     assert agentsgym.make(CLASS_PATH).env_id == CLASS_PATH
 

@@ -3,7 +3,8 @@
 A row's ``env_class_path`` is a registered id (always fine), a ``package.module:Class``
 path (importing it runs the module's code) or an env server URL (the server writes the
 observations and rewards a model trains on). The last two resolve only when the user
-allowed them (docs/plugin-authors.md): all of them, or module prefixes, or URL prefixes
+allowed them (docs/plugin-authors.md): all of them, or packages by whole dotted names
+(``pkg`` allows ``pkg`` and ``pkg.sub``, not ``pkgx``), or URL prefixes
 compared by scheme, host, port and whole path segments (``http://10.0.0.5:8000`` allows
 that server and no other).
 """
@@ -53,8 +54,10 @@ def _prefixes(allow: Allowance) -> Sequence[str]:
 
 
 def module_allowed(module: str, allow: Allowance) -> bool:
-    """Whether importing ``module`` is allowed by ``allow`` (``True``, or module names)."""
-    return allow is True or any(module.startswith(prefix) for prefix in _prefixes(allow))
+    """Whether importing ``module`` is allowed by ``allow``: ``True``, or packages whose
+    dotted names it equals or lies within (``pkg`` allows ``pkg.sub``, not ``pkgx``)."""
+    packages = [prefix.rstrip(".") for prefix in _prefixes(allow)]
+    return allow is True or any(module == p or module.startswith(p + ".") for p in packages)
 
 
 def url_allowed(url: str, allow: Allowance) -> bool:

@@ -23,6 +23,7 @@ import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from agentsgym.agents.openai_http import (
     JSONClient,
@@ -60,7 +61,8 @@ class OpenAIAgent:
 
     :param base_url: the API root, including ``/v1`` (``http://localhost:8000/v1``).
     :param model: the served model name; ``None`` uses the server's only model.
-    :param api_key: default: ``$OPENAI_API_KEY``, else ``"EMPTY"`` (vLLM's default).
+    :param api_key: default: the userinfo of ``base_url`` (``http://KEY@host/v1``), else
+        ``$OPENAI_API_KEY``, else ``"EMPTY"`` (vLLM's default).
     :param timeout: seconds per request attempt; ``max_retries``: retries after it.
     :param max_concurrency: requests in flight per event loop; default: the run's, else 64.
     :param extra_body: extra JSON fields of every request (vLLM's ``top_k``, ...).
@@ -91,9 +93,13 @@ class OpenAIAgent:
             raise AgentError(f"api must be 'chat' or 'completions', got {api!r}")
         if (max_concurrency is not None and max_concurrency < 1) or max_retries < 0 or timeout <= 0:
             raise AgentError("max_concurrency must be >= 1, max_retries >= 0 and timeout > 0")
-        self.base_url = base_url.rstrip("/")
+        # A key given as the URL's userinfo (http://KEY@host/v1) is sent as the bearer
+        # token, as api_key would be: aiohttp refuses a URL credential beside the header.
+        url = urlsplit(base_url.rstrip("/"))
+        url_key = unquote(url.password or url.username or "")
+        self.base_url = urlunsplit(url._replace(netloc=url.netloc.rpartition("@")[2]))
         self.model = model
-        self.api_key = api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY"
+        self.api_key = api_key or url_key or os.environ.get("OPENAI_API_KEY") or "EMPTY"
         self.temperature = temperature
         self.top_p = top_p
         self.max_tokens = max_tokens

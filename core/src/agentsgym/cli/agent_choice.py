@@ -61,14 +61,13 @@ class AgentChoices:
             )
         registry = get_registry()
         chosen: dict[str, str] = {}
-        for env_id in env_ids:
-            name = (
-                self.per_env.get(env_id) or self.default or registry.resolve(env_id).default_agent
-            )
+        for env_id in env_ids:  # typed by the user, or rows whose envs were already allowed
+            spec = registry.resolve(env_id, allow_class_paths=True, allow_remote=True)
+            name = self.per_env.get(env_id) or self.default or spec.default_agent
             if name is None:
                 raise AgentError(
-                    f"{env_id} registers no default agent; choose one with --agent "
-                    f"{env_id}=AGENT (see `agentsgym list-agents`)"
+                    f"{env_id} registers no default agent; choose one with --agent AGENT, or "
+                    f"--agent {env_id}=AGENT for this env only (see `agentsgym list-agents`)"
                 )
             chosen[env_id] = name
         return chosen

@@ -16,6 +16,7 @@ from typer.core import TyperGroup
 
 from agentsgym.cli.terminal import console, err_console
 from agentsgym.errors import AgentsGymError, MissingPluginError
+from agentsgym.output import RedactingFilter, redact_text
 from agentsgym.plugins import ENTRY_POINT_GROUP, load_plugins
 from agentsgym.satellites import provider_hint
 
@@ -81,6 +82,7 @@ def _configure_logging(verbose: int) -> None:
     if not any(isinstance(h, RichHandler) for h in root.handlers):
         handler = RichHandler(console=err_console, show_path=False)
         handler.setFormatter(logging.Formatter("%(message)s"))
+        handler.addFilter(RedactingFilter())
         root.addHandler(handler)
     root.setLevel(logging.WARNING - 10 * min(verbose, 2))
 
@@ -134,5 +136,6 @@ def main() -> None:
         # also when run as `python -m agentsgym`.
         build_app()(prog_name=PROG_NAME)
     except AgentsGymError as exc:
-        err_console.print(Text.assemble(("error: ", "bold red"), str(exc)), soft_wrap=True)
+        message = redact_text(str(exc))
+        err_console.print(Text.assemble(("error: ", "bold red"), message), soft_wrap=True)
         raise SystemExit(2) from None

@@ -63,7 +63,8 @@ def build_agent(env_id: str | None, agent: str | None, agent_options: list[str] 
         if env_id is None:
             raise typer.BadParameter("give --agent: there is no env to take a default agent from")
         # An id typed on the command line is the user's own choice, a server URL included.
-        name = get_registry().resolve(env_id, allow_remote=True).default_agent
+        spec = get_registry().resolve(env_id, allow_class_paths=True, allow_remote=True)
+        name = spec.default_agent
     if name is None:
         raise typer.BadParameter(
             f"{env_id} registers no default agent; choose one with --agent "
@@ -184,7 +185,7 @@ def plan_rows(
     return RunPlan(
         rows=rows, num_rollouts=num_rollouts, envs=envs, agents=players,
         agent_options=agent_options, description=f"rollouts of {path.name}",
-        tokenizer=tokenizer, allow_class_paths=class_paths,
+        tokenizer=tokenizer, allow_class_paths=class_paths, allow_remote=allow_remote,
         source={"dataset": str(path), "dataset_sha256": sha256_of(path), "env_config": budgets},
     )
 

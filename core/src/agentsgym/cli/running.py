@@ -66,6 +66,7 @@ class RunPlan:
     description: str
     tokenizer: str | None
     allow_class_paths: bool | None = None
+    allow_remote: bool | None = None  # what rows may name; an id the user typed is allowed
 
     @property
     def planned_trials(self) -> int:
@@ -100,9 +101,15 @@ def plan_split(
     """``num_rollouts`` trials of the first ``num_tasks`` tasks (all: ``None``) of one of
     ``env_id``'s splits. The agents are built here when the executor plays in this
     process, else checked and shipped as recipes."""
-    env = make(env_id, tokenizer=tokenizer, env_config=env_config)
+    env = make(env_id, tokenizer=tokenizer, env_config=env_config, allow_class_paths=True)
     players = RunAgents.choose(agents, [env_id], agent_options, build=local)
-    dataset = env.get_train_dataset() if split == "train" else env.get_eval_dataset()
+    try:
+        dataset = env.get_train_dataset() if split == "train" else env.get_eval_dataset()
+    except NotImplementedError:
+        raise AgentsGymError(
+            f"{env_id} ships no {split} split; give your own tasks with --dataset FILE, rows "
+            "of {env_class_path, env_config, task_data}"
+        ) from None
     count = len(dataset) if num_tasks is None else min(num_tasks, len(dataset))
     tasks = [row["task_data"] for row in dataset.select(range(count))]
     if not tasks:
@@ -112,6 +119,7 @@ def plan_split(
         rows=rows, num_rollouts=num_rollouts, envs={rows[0].env_key(): env}, agents=players,
         agent_options=agent_options, description=description, tokenizer=tokenizer,
         source={"env_id": env_id, "split": split, "env_config": env_config},
+        allow_class_paths=True, allow_remote=True,
     )
 
 
@@ -186,6 +194,7 @@ def _play(
             plan.rows, None, plan.num_rollouts,
             agents=plan.agents.players(remote=executor.executor.remote),
             tokenizer=plan.tokenizer, allow_class_paths=plan.allow_class_paths,
+            allow_remote=plan.allow_remote,
             max_concurrency=max_concurrency, on_trial=on_trial, envs=plan.envs, skip=done,
             executor=executor.executor,
         )

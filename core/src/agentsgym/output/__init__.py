@@ -27,8 +27,14 @@ from agentsgym.output.manifest import (
 )
 from agentsgym.output.paths import OutputPaths
 from agentsgym.output.records import expected_rows, rollout_rows, trial_key
-from agentsgym.output.redaction import is_secret, redact_options
 from agentsgym.output.run import Mode, RunOutput, choose_mode
+from agentsgym.redaction import (
+    RedactingFilter,
+    is_secret,
+    redact,
+    redact_argv,
+    redact_text,
+)
 
 __all__ = [
     "DEFAULT_FSYNC_INTERVAL",
@@ -43,6 +49,7 @@ __all__ = [
     "Mode",
     "OutputLock",
     "OutputPaths",
+    "RedactingFilter",
     "RunArguments",
     "RunManifest",
     "RunOutput",
@@ -55,7 +62,9 @@ __all__ = [
     "is_secret",
     "load_records",
     "read_manifest",
-    "redact_options",
+    "redact",
+    "redact_argv",
+    "redact_text",
     "rollout_rows",
     "scan_journal",
     "trial_key",

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel
 
 from agentsgym.errors import OutputError, OutputLockedError
-from agentsgym.output.redaction import redact_argv
+from agentsgym.redaction import redact_argv
 from agentsgym.surrogates import repair_text
 
 try:

@@ -21,7 +21,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from agentsgym.atomic_files import write_atomically
 from agentsgym.errors import OutputError
-from agentsgym.output.redaction import is_secret, redact_argv, redact_options
+from agentsgym.redaction import redact, redact_argv
 from agentsgym.surrogates import repair_value
 
 RUN_LIMIT_ENV_KEYS = frozenset({"hook_timeout_seconds", "episode_timeout_seconds"})
@@ -67,15 +67,14 @@ class RunArguments(BaseModel):
     tokenizer: str | None = None
 
     def compared(self) -> dict[str, Any]:
-        """The fields as --resume compares them, text repaired as the record stores it."""
-        values = repair_value(self.model_dump(exclude={"dataset"}))
+        """The fields as --resume compares them, as the record stores them: text repaired
+        and secrets redacted (so a changed secret never blocks a resume)."""
+        values = redact(repair_value(self.model_dump(exclude={"dataset"})))
         values["env_config"] = {
-            k: v for k, v in self.env_config.items() if k not in RUN_LIMIT_ENV_KEYS
+            k: v for k, v in values["env_config"].items() if k not in RUN_LIMIT_ENV_KEYS
         }
         values["agent_options"] = {
-            k: v
-            for k, v in self.agent_options.items()
-            if k not in OPERATIONAL_AGENT_OPTIONS and not is_secret(k)
+            k: v for k, v in values["agent_options"].items() if k not in OPERATIONAL_AGENT_OPTIONS
         }
         return values
 
@@ -126,15 +125,13 @@ class RunManifest(BaseModel):
         versions: dict[str, str] | None = None,
         command_line: list[str] | None = None,
     ) -> RunManifest:
-        """A record for a run about to start: secrets in agent options are redacted, and
-        text that JSON files cannot hold (lone surrogates) repaired."""
-        values = arguments.model_dump()
-        values["agent_options"] = redact_options(values["agent_options"])
+        """A record for a run about to start: secrets redacted at any depth, and text
+        that JSON files cannot hold (lone surrogates) repaired."""
         return cls(
             command=command,
-            arguments=RunArguments.model_validate(repair_value(values)),
+            arguments=RunArguments.model_validate(redact(repair_value(arguments.model_dump()))),
             planned_trials=planned_trials,
-            settings=repair_value(settings or {}),
+            settings=redact(repair_value(settings or {})),
             versions=versions or {},
             command_line=repair_value(redact_argv(command_line or [])),
         )
