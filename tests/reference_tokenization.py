@@ -112,7 +112,10 @@ class ReferenceEpisodeTokenizer:
                 source = "sampled"
             else:
                 source = "server" if action.prompt_token_ids is not None else "unchecked"
-            if not ids:
+            if not ids and action.truncated:  # cut before its first token: eot is context
+                segment.extend(eot, agent=False)
+                positions = []
+            elif not ids:  # a server stripped its stop string: the eot was generated
                 segment.extend(eot, agent=True, logprobs=[math.nan] * len(eot))
                 positions = list(range(start, start + len(eot)))
             else:
@@ -124,7 +127,7 @@ class ReferenceEpisodeTokenizer:
             source = "retokenized"
             self.has_logprobs = False
             ids = self.chat.encode_model_text(action.text)
-            closed = not action.truncated or not ids
+            closed = not action.truncated
             segment.extend(ids + (eot if closed else []), agent=True)
             if not closed:
                 segment.extend(eot, agent=False)

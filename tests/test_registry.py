@@ -74,9 +74,15 @@ def test_env_config_wrong_type_names_field_value_and_type() -> None:
     assert "max_steps_per_episode" in message and "'many'" in message and "str" in message
 
 
-def test_env_config_unknown_key_lists_known_keys() -> None:
-    with pytest.raises(EnvConfigError, match="unknown key 'hgih'.*known keys:.*high"):
-        agentsgym.make("agentsgym/GuessTheNumber-v0", env_config={"hgih": 3})
+def test_env_config_unknown_key_suggests_a_close_key_else_lists_them() -> None:
+    guess = "agentsgym/GuessTheNumber-v0"
+    with pytest.raises(EnvConfigError, match=f"(?s)of {guess}:.*'hgih'.*did you mean 'high'"):
+        agentsgym.make(guess, env_config={"hgih": 3})
+    with pytest.raises(EnvConfigError, match="'max_step'.*did you mean 'max_steps_per_episode'"):
+        agentsgym.make(guess, env_config={"max_step": 3})
+    with pytest.raises(EnvConfigError, match="unknown key 'zzz'.*known keys:.*high") as info:
+        agentsgym.make(guess, env_config={"zzz": 3})
+    assert "GuessTheNumberEnv" not in str(info.value)
 
 
 def test_free_shots_must_leave_a_scored_episode() -> None:

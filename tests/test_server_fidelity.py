@@ -154,3 +154,22 @@ def test_an_action_with_no_tokens_keeps_its_reward_on_its_end_of_turn_token() ->
         assert episode.agent_token_mask[start:end] == [1]
         assert sum(rewards[start:end]) == pytest.approx(step.reward)
     assert sum(rewards) == pytest.approx(episode.final_reward) and episode.final_reward == 1.0
+
+
+@pytest.mark.parametrize("token_in", [True, False])
+def test_a_reply_cut_before_its_first_token_trains_no_token(token_in: bool) -> None:
+    tokenizer = agentsgym.load_tokenizer(TINY)
+    eot = tokenizer.convert_tokens_to_ids("<|im_end|>")
+
+    def policy(messages: Any, state: Any) -> tuple[AgentAction, Any]:
+        if token_in:  # the server answered no ids, cut at its length limit
+            return AgentAction(text="", token_ids=[], logprobs=[], truncated=True), state
+        return AgentAction(text="", truncated=True), state
+
+    env = CountdownEnv(tokenizer=tokenizer, env_config={"max_steps_per_episode": 2})
+    episode = env.run_trial([{"start": 5}], FunctionAgent(policy)).all_episodes[0]
+    assert episode.ok, episode.error
+    assert [s.num_agent_tokens for s in episode.steps] == [0, 0]
+    assert sum(episode.agent_token_mask) == 0 and episode.full_token_ids.count(eot) >= 4
+    segment = episode.segments[0]
+    assert segment.logprobs is None or len(segment.logprobs) == len(segment.token_ids)

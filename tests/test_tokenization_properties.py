@@ -124,13 +124,14 @@ def action_for(
             ids = [i for ch in reply for i in chat.encode_model_text(ch)]
         else:
             ids = chat.encode_model_text(reply)
-        roll = rng.random()
+        roll, truncated = rng.random(), False
         if roll < 0.1:
-            ids = []  # nothing came back
+            ids, truncated = [], roll < 0.05  # nothing came back; or cut before any token
         elif roll < 0.8:
             ids = ids + eot  # else cut at the length limit: no end-of-turn
         logprobs = [-rng.random() for _ in ids]
-        return AgentAction(text=reply, token_ids=ids, logprobs=logprobs), True
+        action = AgentAction(text=reply, token_ids=ids, logprobs=logprobs, truncated=truncated)
+        return action, True
     prompt = chat.encode_prompt(messages)
     if kind == "server-other" and prompt and rng.random() < 0.5:
         prompt = prompt[:-1] + [prompt[-1] + 1]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import types
 from collections.abc import Mapping
 from typing import Any, Literal, Union, get_args, get_origin
@@ -135,7 +136,11 @@ def describe_validation_error(
     for err in exc.errors():
         field = ".".join(str(p) for p in err["loc"]) or "(root)"
         if err["type"] == "extra_forbidden":
+            close = difflib.get_close_matches(field, known or [], cutoff=0.6) or [
+                k for k in known or [] if len(field) > 3 and field in k
+            ]
             hint = f"; known keys: {', '.join(known)}" if known else ""
+            hint = f"; did you mean {' or '.join(map(repr, close[:3]))}?" if close else hint
             lines.append(f"  - unknown key {field!r} (value {err['input']!r}){hint}")
         elif not err["loc"]:  # a model-level check: its message names the key itself
             lines.append(f"  - {err['msg'].removeprefix('Value error, ')}")

@@ -51,7 +51,11 @@ def make(
         build = partial(registry.env_source(spec.entry_point).load(), spec.entry_point)
     else:
         build = import_env_class(spec.entry_point)
-    env = build(tokenizer=load_tokenizer(tokenizer), env_config=config, plugins=plugins)
+    try:
+        env = build(tokenizer=load_tokenizer(tokenizer), env_config=config, plugins=plugins)
+    except EnvConfigError as exc:  # name the env as the user did, not by its class
+        name = getattr(build, "__name__", spec.id)
+        raise EnvConfigError(str(exc).replace(f" of {name}:", f" of {spec.id}:", 1)) from None
     env.spec = spec
     return env
 

@@ -230,13 +230,14 @@ class EpisodeTokenizer:
                 source = "sampled"
             if action.logprobs is None:
                 self.has_logprobs = False
-            # Nothing came back (a server that strips its stop string): the turn is its
-            # end-of-turn token, which carries the step's reward.
-            generated = ids or eot
+            # Nothing came back: a server that strips its stop string generated the turn's
+            # end-of-turn token (it carries the step's reward); a reply cut before its
+            # first token generated nothing, so its end-of-turn is context.
+            generated = ids or ([] if action.truncated else eot)
             segment.extend(
-                generated, agent=True, logprobs=action.logprobs if ids else [math.nan] * len(eot)
+                generated, agent=True, logprobs=action.logprobs if ids else [math.nan] * len(generated)
             )
-            if ids and eot and ids[-len(eot) :] != eot:
+            if not generated or (ids and eot and ids[-len(eot) :] != eot):
                 # The model stopped without its end-of-turn (length limit, stop string);
                 # the template adds it, so it is context, not generated.
                 segment.extend(eot, agent=False)
@@ -246,7 +247,7 @@ class EpisodeTokenizer:
             self.has_logprobs = False
             ids = self.chat.encode_model_text(action.text)
             # A reply cut at the length limit did not generate its end-of-turn token.
-            closed = not action.truncated or not ids
+            closed = not action.truncated
             generated = ids + eot if closed else ids
             segment.extend(generated, agent=True)
             if not closed:
