@@ -95,3 +95,10 @@ class ConfiguredCountdownEnv(CountdownEnv):
 
     def get_train_dataset(self) -> Any:
         return self.make_dataset({"start": start} for start in (2, 3, 4))
+
+    @hookimpl
+    def initialize_episode(self, session_id: str, task_data: dict[str, Any]) -> dict[str, Any]:
+        if self.config.service_options.get("unreachable"):  # an error that quotes its config
+            url, options = self.config.service_url, self.config.service_options
+            raise ConnectionError(f"cannot reach {url} with {options}")
+        return super().initialize_episode(session_id, task_data)

@@ -200,9 +200,8 @@ def test_a_second_writer_is_refused_with_the_holders_name_until_it_dies(tmp_path
 
 def test_the_lock_is_exclusive_within_one_process_too(tmp_path: Path) -> None:
     path = tmp_path / "x.lock"
-    with OutputLock(path):
-        with pytest.raises(OutputLockedError, match=f"process {os.getpid()}"):
-            OutputLock(path).acquire()
+    with OutputLock(path), pytest.raises(OutputLockedError, match=f"process {os.getpid()}"):
+        OutputLock(path).acquire()
     OutputLock(path).acquire()
 
 
@@ -326,3 +325,47 @@ def test_finish_output_of_something_that_is_no_run_says_so(tmp_path: Path) -> No
     (tmp_path / "foreign.jsonl").write_text("{}\n")
     with pytest.raises(OutputError, match="no run record"):
         finish_output(tmp_path / "foreign.jsonl")
+
+
+def test_an_interrupt_while_finishing_leaves_an_honest_record_and_no_temporary_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SIGTERM near the end of a run arrives while the final file is written: the record
+    says interrupted with every journaled trial counted, and no .tmp file stays."""
+    from agentsgym.output import RunOutput
+    from agentsgym.trajectory import records_to_dataset
+
+    out = tmp_path / "r.parquet"
+    output = RunOutput(out, RunManifest.new("rollout", arguments(), planned_trials=5), mode="new")
+    output.open()
+    for rows in TRIALS:
+        output.write_trial(lambda rows=rows: rows)
+
+    def interrupted_write(self: Any, path: str) -> None:
+        Path(path).write_bytes(b"PAR1 half a file")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(type(records_to_dataset(TRIALS[0])), "to_parquet", interrupted_write)
+    with pytest.raises(KeyboardInterrupt):
+        output.finish()
+    output.close(interrupted=True)
+    output.write_trial(lambda: trial(3, 0))  # a trial ending after the interrupt: dropped
+    record = read_manifest(output.paths.manifest)
+    assert (record.status, record.done_trials) == ("interrupted", len(TRIALS))
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [out.name + ".journal.jsonl", out.name + ".run.json"]
+    )
+
+
+def test_a_full_disk_leaves_no_temporary_record(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "r.jsonl.run.json"
+
+    def full(self: Path, data: bytes) -> int:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(Path, "write_bytes", full)
+    with pytest.raises(OSError, match="No space"):
+        write_manifest(RunManifest.new("rollout", arguments(), planned_trials=1), path)
+    assert list(tmp_path.iterdir()) == []

@@ -22,7 +22,7 @@ REDACTED = "<redacted>"
 _URL_USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)[^/\s@'\"]+@")
 _KEY_VALUE = re.compile(
     rf"""(?<![\w-])(?P<key>["']?(?P<name>[\w-]*(?:{_SECRET_WORDS}|token)[\w-]*)["']?\s*[:=]\s*)"""
-    r"""(?P<value>"[^"]*"|'[^']*'|(?:Bearer\s+)?[^\s,;}&'"=]+)""",
+    r"""(?P<value>"[^"]*"|'[^']*'|(?:Bearer\s+)?[^\s,;}&'"=)\]]+)""",
     re.IGNORECASE,
 )
 

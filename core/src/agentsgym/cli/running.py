@@ -164,6 +164,8 @@ def run_into_output(
         except BaseException:
             output.close(interrupted=True)
             raise
+        finally:
+            plan.agents.close()
         output.close()
     return result, output
 

@@ -16,6 +16,7 @@ from agentsgym.agents import AgentCaller
 from agentsgym.engine.hook_results import as_messages, as_step_result, collect_terms
 from agentsgym.engine.hook_runtime import HookRuntime
 from agentsgym.errors import EpisodeError, EpisodeTimeoutError
+from agentsgym.redaction import redact_text
 from agentsgym.rewards import assign_token_rewards
 from agentsgym.tokenization import AgentSpan, EpisodeTokenizer
 from agentsgym.trajectory import Episode, StepRecord, TokenSegment, rewards_array
@@ -124,7 +125,7 @@ class EpisodeRun:
 
     def _fail(self, exc: BaseException) -> None:
         if self.episode.error is None:
-            self.episode.error = f"{type(exc).__name__}: {exc}"
+            self.episode.error = redact_text(f"{type(exc).__name__}: {exc}")
             logger.debug(
                 "episode %s of %s failed: %s",
                 self.episode.session_id, self.env.env_id, self.episode.error,
@@ -279,7 +280,7 @@ class EpisodeRun:
             try:
                 episode.check()
             except Exception as exc:  # noqa: BLE001 - logged and recorded on the episode
-                episode.error = f"{type(exc).__name__}: {exc}"
+                episode.error = redact_text(f"{type(exc).__name__}: {exc}")
                 logger.error("episode %s broke a token invariant: %s", episode.session_id, exc)
 
 

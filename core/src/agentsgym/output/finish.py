@@ -8,7 +8,6 @@ removed only once every planned trial is there, so ``--resume`` can go on from i
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -109,11 +108,7 @@ def finish_locked(paths: OutputPaths, manifest: RunManifest) -> FinishResult:
 def _write_parquet(rows: list[dict[str, Any]], out: Path) -> None:
     from agentsgym.trajectory import records_to_dataset
 
-    tmp = out.with_name(out.name + ".tmp")
-    records_to_dataset(rows).to_parquet(str(tmp))
-    with open(tmp, "rb") as handle:
-        os.fsync(handle.fileno())
-    os.replace(tmp, out)
+    write_atomically(out, lambda tmp: records_to_dataset(rows).to_parquet(str(tmp)))
 
 
 def finish_output(out: str | Path) -> FinishResult:

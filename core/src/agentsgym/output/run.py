@@ -59,6 +59,7 @@ class RunOutput:
         self.writer: JournalWriter | None = None
         self.resumed_from: RunManifest | None = None
         self._written = 0
+        self._closed = False
 
     def open(self) -> Self:
         """Check the path, take the lock, apply the mode, start the journal."""
@@ -139,6 +140,9 @@ class RunOutput:
     def write_trial(self, make_rows: Callable[[], list[dict[str, Any]]]) -> None:
         """Append one finished trial; ``make_rows`` runs on the writer thread."""
         if self.writer is None:
+            if self._closed:  # a trial that ended after an interrupt; --resume plays it
+                logger.debug("a trial finished after %s was closed; not written", self.paths.out)
+                return
             raise OutputError("the output is not open; call open() first")
         self.writer.submit(make_rows)
 
@@ -152,15 +156,14 @@ class RunOutput:
         """Drain the journal and release the lock. After an interruption the run record
         says so and the journal stays for ``--resume``."""
         try:
-            if interrupted and self.writer is not None:
-                try:
-                    self._close_writer()
-                finally:
-                    self._mark_interrupted()
-            else:
-                self._close_writer()
+            self._close_writer()
         finally:
-            self.lock.release()
+            try:  # also when the interrupt came while finish() wrote the final file
+                if interrupted and self.manifest.status == "running":
+                    self._mark_interrupted()
+            finally:
+                self._closed = True
+                self.lock.release()
 
     def _close_writer(self) -> None:
         writer, self.writer = self.writer, None
