@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 from pydantic import Field
@@ -98,7 +99,10 @@ class ConfiguredCountdownEnv(CountdownEnv):
 
     @hookimpl
     def initialize_episode(self, session_id: str, task_data: dict[str, Any]) -> dict[str, Any]:
-        if self.config.service_options.get("unreachable"):  # an error that quotes its config
-            url, options = self.config.service_url, self.config.service_options
+        options, url = self.config.service_options, self.config.service_url
+        if options.get("unreachable"):  # an error that quotes its config
             raise ConnectionError(f"cannot reach {url} with {options}")
+        outage = options.get("outage_file")  # the service is down while this file exists
+        if outage and Path(outage).exists() and task_data["start"] in options["outage_starts"]:
+            raise ConnectionError(f"the service at {url} is down")
         return super().initialize_episode(session_id, task_data)

@@ -28,7 +28,7 @@ from agentsgym.output import (
     finish_output,
     scan_journal,
 )
-from agentsgym.output.journal import encode_rows, repair_tail
+from agentsgym.output.journal import compress_rows, encode_rows, repair_tail
 from agentsgym.output.manifest import read_manifest, write_manifest
 
 
@@ -64,8 +64,8 @@ TRIALS = [
 ]
 
 
-def write_journal(path: Path, trials: list[list[dict[str, Any]]]) -> None:
-    writer = JournalWriter(path, fsync_interval=0.0)
+def write_journal(path: Path, trials: list[list[dict[str, Any]]], compress: bool = False) -> None:
+    writer = JournalWriter(path, fsync_interval=0.0, compress=compress)
     for rows in trials:
         writer.submit(lambda rows=rows: rows)
     writer.close()
@@ -83,14 +83,17 @@ def test_journal_round_trip_keeps_every_trial_in_order(tmp_path: Path) -> None:
     assert datasets.Dataset.from_json(str(path)).num_rows == sum(len(t) for t in TRIALS)
 
 
-def test_a_torn_end_anywhere_loses_exactly_the_trial_being_written(tmp_path: Path) -> None:
+@pytest.mark.parametrize("compress", [False, True])
+def test_a_torn_end_anywhere_loses_exactly_the_trial_being_written(
+    tmp_path: Path, compress: bool
+) -> None:
     """kill -9 may cut the last write anywhere: every cut point is recovered."""
     path = tmp_path / "full.jsonl"
-    write_journal(path, TRIALS)
+    write_journal(path, TRIALS, compress=compress)
     data = path.read_bytes()
     ends, offset = [], 0
     for rows in TRIALS:
-        offset += len(encode_rows(rows))
+        offset += len((compress_rows if compress else encode_rows)(rows))
         ends.append(offset)
     # every byte around each line end (where a cut changes meaning), every 5th elsewhere
     line_ends = [i + 1 for i, byte in enumerate(data) if byte == ord("\n")]
@@ -123,11 +126,25 @@ def test_damage_in_the_middle_is_not_mistaken_for_a_torn_end(tmp_path: Path) -> 
         scan_journal(path)
 
 
-def test_a_trial_written_twice_counts_once(tmp_path: Path) -> None:
+def test_a_trial_written_twice_counts_once_with_its_later_rows(tmp_path: Path) -> None:
     path = tmp_path / "out.jsonl"
-    write_journal(path, [*TRIALS, TRIALS[0]])
+    again = [dict(row, final_reward=0.5) for row in TRIALS[0]]
+    write_journal(path, [*TRIALS, again])
     scan = scan_journal(path)
     assert len(scan.trials) == len(TRIALS) and scan.duplicates == 1
+    assert scan.trials[(0, 0)] == again
+
+
+def test_a_compressed_journal_holds_the_same_rows_in_a_fraction_of_the_bytes(
+    tmp_path: Path,
+) -> None:
+    long = [dict(row, full_token_ids=list(range(4000)), agent_token_mask=[0, 1] * 2000)
+            for rows in TRIALS for row in rows]  # fmt: skip
+    plain, packed = tmp_path / "plain.jsonl", tmp_path / "packed.jsonl"
+    write_journal(plain, [long])
+    write_journal(packed, [long], compress=True)
+    assert scan_journal(packed).rows == scan_journal(plain).rows == long
+    assert packed.stat().st_size * 2 < plain.stat().st_size
 
 
 def test_rows_that_json_cannot_hold_are_repaired_not_fatal(tmp_path: Path) -> None:

@@ -202,3 +202,41 @@ def test_finish_output_then_resume(tmp_path: Path) -> None:
     assert len(load_rows(out)) == 2 and OutputPaths(out).journal.exists()
     ok(*common, "--out", str(out), "--resume")
     assert load_rows(out) == load_rows(reference)
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".parquet"])
+def test_retry_failed_replays_the_failed_trials_exactly_once(tmp_path: Path, suffix: str) -> None:
+    """Trials that failed in an outage stay failed on --resume; --retry-failed plays
+    them again, and the output holds every trial once, with its new result."""
+    from envs_for_tests import ConfiguredCountdownEnv
+
+    from agentsgym.testing import register_env
+
+    outage, out = tmp_path / "outage", tmp_path / f"run{suffix}"
+    outage.touch()
+    options = json.dumps({"outage_file": str(outage), "outage_starts": [3]})
+    args = ["rollout", "test/Outage-v0", "--agent", "agentsgym/bisect", "--num-tasks", "3",
+            "--num-rollouts", "2", "--out", str(out), "--env-config", f"service_options={options}",
+            "--max-failure-rate", "0.5"]  # fmt: skip
+
+    def rows() -> list[dict]:
+        return datasets.Dataset.from_json(str(out)).to_list() if suffix == ".jsonl" else (
+            datasets.Dataset.from_parquet(str(out)).to_list()
+        )
+
+    with register_env("test/Outage-v0", ConfiguredCountdownEnv):
+        first = run_cli(*args)
+        assert first.code == 0 and "2 of 6 trials failed" in first.stdout, first.output
+        outage.unlink()
+        assert run_cli(*args, "--resume").code == 0
+        assert sum(r["error"] is not None for r in rows()) == 2  # --resume: failed is done
+        refused = run_cli(*args, "--retry-failed")
+        assert refused.code == 2 and "give --resume too" in refused.stderr
+        retried = run_cli(*args, "--resume", "--retry-failed")
+        assert retried.code == 0, retried.output
+    final = rows()
+    keys = [(r["task_index"], r["rollout_index"]) for r in final]
+    assert sorted(keys) == [(t, r) for t in range(3) for r in range(2)]
+    assert all(r["error"] is None for r in final)
+    record = json.loads(Path(f"{out}.run.json").read_text())
+    assert (record["status"], record["done_trials"], record["failed_trials"]) == ("complete", 6, 0)

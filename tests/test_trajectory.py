@@ -137,6 +137,14 @@ def test_a_split_episode_gives_one_row_per_view_and_failed_ones_none() -> None:
     assert records[1]["full_token_ids"] == [1, 3, 4] and records[1]["per_token_rewards"] == [0.0, 0.0, 1.0]
     assert records[2]["error"] == "RuntimeError: boom"
     assert batch.failed == [failed]
+    # to_dataset builds its token columns from the arrays: the same rows as the records
+    untokenized = Episode(session_id="u", env_id="x/Y-v0", task_data={}, error="E: no tokens")
+    trials = [[split], [failed], [untokenized]]
+    batch = TrajectoryBatch([TrajectoryGroup(0, {}, "x/Y-v0", trials, pad_token_id=0, tokenized=True)])
+    dataset = batch.to_dataset()
+    assert dataset.features == records_to_dataset(batch.to_records()).features
+    assert dataset.to_list() == records_to_dataset(batch.to_records()).to_list()
+    assert dataset[1]["full_token_ids"] == [1, 3, 4] and dataset[-1]["full_token_ids"] is None
 
 
 def test_to_torch_equals_a_numpy_padding_of_the_same_fields() -> None:

@@ -26,6 +26,7 @@ from agentsgym.cli.options import (
     parse_key_values,
     ray_address_option,
     resume_option,
+    retry_failed_option,
     time_budgets,
     tokenizer_cli_option,
     tokenizer_option,
@@ -52,6 +53,6 @@ __all__ = [
     "exit_on_failures", "hook_timeout_option", "main", "max_concurrency_option",
     "max_failure_rate_option", "num_workers_option", "overwrite_option", "parse_key_values",
     "plan_split", "print_failures", "progress_bar", "ray_address_option", "resume_option",
-    "run_into_output", "sigterm_as_interrupt", "time_budgets", "tokenizer_cli_option",
+    "retry_failed_option", "run_into_output", "sigterm_as_interrupt", "time_budgets", "tokenizer_cli_option",
     "tokenizer_option",
 ]

@@ -200,6 +200,14 @@ def resume_option() -> Any:
     )
 
 
+def retry_failed_option() -> Any:
+    return typer.Option(
+        False, "--retry-failed",
+        help="with --resume: play the trials that failed again too (an outage, a timeout); "
+        "their new results replace the failed ones",
+    )
+
+
 def overwrite_option() -> Any:
     return typer.Option(False, "--overwrite", help="replace an existing --out (and its journal)")
 

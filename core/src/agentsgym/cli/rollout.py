@@ -30,6 +30,7 @@ from agentsgym.cli.options import (
     parse_key_values,
     ray_address_option,
     resume_option,
+    retry_failed_option,
     time_budgets,
     tokenizer_cli_option,
     tokenizer_option,
@@ -112,6 +113,7 @@ def rollout(
     out: Path = typer.Option(Path("rollouts.parquet"), "--out", help="FILE.parquet or FILE.jsonl"),
     max_concurrency: int = max_concurrency_option(per_worker=True),
     resume: bool = resume_option(),
+    retry_failed: bool = retry_failed_option(),
     overwrite: bool = overwrite_option(),
     hook_timeout: float | None = hook_timeout_option(),
     episode_timeout: float | None = episode_timeout_option(),
@@ -157,6 +159,7 @@ def rollout(
     result, output = run_into_output(
         "rollout", plan, out, mode=mode, make_rows=rollout_rows,
         max_concurrency=max_concurrency, executor=where, settings=settings,
+        retry_failed=retry_failed,
     )
     report = failure_report(result.trial_errors())
     print_summary(result, output)

@@ -143,6 +143,7 @@ def sigterm_as_interrupt() -> Iterator[None]:
 def run_into_output(
     command: Command, plan: RunPlan, out: Path, *, mode: Mode, make_rows: RowMaker,
     max_concurrency: int, settings: dict[str, Any], executor: ExecutorChoice | None = None,
+    retry_failed: bool = False,
 ) -> tuple[FinishResult, RunOutput]:
     """Open ``out``, play the trials it lacks, finish it (see the module docstring)."""
     executor = executor or ExecutorChoice.parse("local")
@@ -151,7 +152,9 @@ def run_into_output(
         settings={**settings, **executor.settings()}, versions=plan.versions,
         command_line=["agentsgym", *sys.argv[1:]],
     )
-    output = RunOutput(out, manifest, mode=mode)
+    if retry_failed and mode != "resume":
+        raise AgentsGymError("--retry-failed replays the failed trials of a run: give --resume too")
+    output = RunOutput(out, manifest, mode=mode, retry_failed=retry_failed)
     with sigterm_as_interrupt():
         output.open()
         try:

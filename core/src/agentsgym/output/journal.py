@@ -1,5 +1,8 @@
 """The journal: rows appended as trials finish, one JSON object per line.
 
+The journal of a parquet output writes each trial as one line ``{"zlib": BASE64}`` of
+its rows compressed (token fields are long lists of small numbers: a ninth of the size).
+
 A trial's rows go out in one write, from a writer thread so the event loop never waits
 on the disk; ``kill -9`` loses nothing written, a power cut at most the seconds since
 the last fsync. So an interrupted write can only damage the *end*: a last line without
@@ -9,11 +12,13 @@ as not played (:func:`repair_tail` cuts it off); damage elsewhere is a JournalEr
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import os
 import threading
 import time
+import zlib
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -50,6 +55,20 @@ def encode_rows(rows: Iterable[dict[str, Any]]) -> bytes:
     return b"".join(lines)
 
 
+def compress_rows(rows: Iterable[dict[str, Any]]) -> bytes:
+    """One journal line holding ``rows`` compressed (see the module docstring)."""
+    return b'{"zlib": "' + base64.b64encode(zlib.compress(encode_rows(rows))) + b'"}\n'
+
+
+def decode_line(line: bytes) -> list[dict[str, Any]]:
+    """The rows of one journal line, compressed or not."""
+    row = json.loads(line)
+    if isinstance(row, dict) and row.keys() == {"zlib"}:
+        data = zlib.decompress(base64.b64decode(row["zlib"], validate=True))
+        return [json.loads(text) for text in data.splitlines()]
+    return [row]
+
+
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:  # os.write may write less than it was given
@@ -59,8 +78,11 @@ def _write_all(fd: int, data: bytes) -> None:
 class JournalWriter:
     """Appends trials to a journal from one background thread."""
 
-    def __init__(self, path: Path, *, fsync_interval: float = DEFAULT_FSYNC_INTERVAL) -> None:
+    def __init__(
+        self, path: Path, *, fsync_interval: float = DEFAULT_FSYNC_INTERVAL, compress: bool = False
+    ) -> None:
         self.path = path
+        self.encode = compress_rows if compress else encode_rows
         self.fsync_interval = fsync_interval
         try:
             self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
@@ -86,7 +108,7 @@ class JournalWriter:
             return
         try:
             rows = make_rows()
-            _write_all(self._fd, encode_rows(rows))
+            _write_all(self._fd, self.encode(rows))
             self.trials_written += 1
             now = time.monotonic()
             if now - self._last_sync >= self.fsync_interval:
@@ -155,10 +177,9 @@ def scan_journal(
         if group_key is None:
             return
         if len(group) == expected(group[0]):
-            if group_key in scan.trials:
-                scan.duplicates += 1
-            else:
-                scan.trials[group_key] = group
+            if scan.trials.pop(group_key, None) is not None:
+                scan.duplicates += 1  # the later copy counts: a failed trial played again
+            scan.trials[group_key] = group
             scan.valid_size = offset
         elif not final:  # a torn trial can only be the last one
             raise JournalError(
@@ -176,19 +197,20 @@ def scan_journal(
                 if not line.endswith(b"\n"):
                     break  # a torn last line
                 try:
-                    row = json.loads(line)
-                    key = trial_key(row)
-                except (ValueError, KeyError, TypeError):
+                    rows = decode_line(line)
+                    keys = [trial_key(row) for row in rows]
+                except (ValueError, KeyError, TypeError, zlib.error):
                     if not handle.read(1):  # the last line: written in full but unparseable
                         break
                     raise JournalError(
                         f"{path}:{number} is not a row agentsgym wrote, and rows follow it; "
                         "remove that line, or start over with --overwrite"
                     ) from None
-                if key != group_key:
-                    close_group(final=False)
-                    group_key = key
-                group.append(row)
+                for row, key in zip(rows, keys):
+                    if key != group_key:
+                        close_group(final=False)
+                        group_key = key
+                    group.append(row)
                 offset += len(line)
             close_group(final=True)
             scan.size = os.fstat(handle.fileno()).st_size

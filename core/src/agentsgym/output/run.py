@@ -49,10 +49,12 @@ class RunOutput:
         *,
         mode: Mode = "new",
         fsync_interval: float = DEFAULT_FSYNC_INTERVAL,
+        retry_failed: bool = False,
     ) -> None:
         self.paths = OutputPaths(Path(out))
         self.manifest = manifest
         self.mode = mode
+        self.retry_failed = retry_failed
         self.fsync_interval = fsync_interval
         self.lock = OutputLock(self.paths.lock, output=self.paths.out)
         self.previous = JournalScan(self.paths.journal)
@@ -68,7 +70,10 @@ class RunOutput:
         try:
             self._prepare()
             write_manifest(self.manifest, self.paths.manifest)
-            self.writer = JournalWriter(self.paths.journal, fsync_interval=self.fsync_interval)
+            self.writer = JournalWriter(
+                self.paths.journal, fsync_interval=self.fsync_interval,
+                compress=not self.paths.is_jsonl,
+            )
         except BaseException:
             self.lock.release()
             raise
@@ -126,16 +131,18 @@ class RunOutput:
                     self.paths.journal,
                     cut,
                 )
-        elif len(self.previous.trials) < self.manifest.planned_trials:
+        elif len(self.done) < self.manifest.planned_trials:
             seed_journal(self.paths, self.previous)
         self.manifest.started_at = before.started_at
         self.manifest.resumed = before.resumed + 1
-        self.manifest.done_trials = len(self.previous.trials)
+        self.manifest.done_trials = len(self.done)
 
     @property
     def done(self) -> set[TrialKey]:
-        """The trials already in the output (resume); play only the others."""
-        return set(self.previous.trials)
+        """The trials already in the output (resume); play only the others. With
+        ``retry_failed`` a failed trial is not done: its new rows replace it."""
+        trials = self.previous.trials
+        return {k for k, rows in trials.items() if not self.retry_failed or not _failed(rows)}
 
     def write_trial(self, make_rows: Callable[[], list[dict[str, Any]]]) -> None:
         """Append one finished trial; ``make_rows`` runs on the writer thread."""
@@ -186,3 +193,7 @@ class RunOutput:
     def trials_written(self) -> int:
         """Trials this run appended so far (not counting those resumed from)."""
         return self.writer.trials_written if self.writer is not None else self._written
+
+
+def _failed(rows: list[dict[str, Any]]) -> bool:
+    return any(row.get("error") is not None for row in rows)

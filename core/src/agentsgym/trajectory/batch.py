@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from agentsgym.errors import TokenizerRequiredError
-from agentsgym.trajectory.episode import Episode, segment_fields
+from agentsgym.trajectory.episode import Episode, segment_arrays, segment_fields
 from agentsgym.trajectory.records import records_to_dataset
 from agentsgym.trajectory.segment import FLOAT_DTYPE
 from agentsgym.types import Messages
@@ -198,23 +198,26 @@ class TrajectoryBatch(_PaddedLists):
 
     def to_records(self, *, include_failed: bool = True) -> list[dict[str, Any]]:
         """One flat record per row (scored episodes), then the failed episodes."""
-        records = []
-        for gi, episode, si in self._rows():
-            record = {**episode.to_record(), "group_index": gi, "segment_index": si}
-            if self.tokenized and si:
-                record.update(segment_fields(episode, si))
-            records.append(record)
-        if include_failed:
-            records += [
-                {**episode.to_record(), "group_index": gi, "segment_index": 0}
-                for gi, group in enumerate(self.groups)
-                for episode in group.failed
-            ]
-        return records
+        return [self._record(*row) for row in self._record_rows(include_failed)]
+
+    def _record_rows(self, include_failed: bool) -> list[tuple[int, Episode, int]]:
+        failed = [(gi, e, 0) for gi, g in enumerate(self.groups) for e in g.failed]
+        return self._rows() + (failed if include_failed else [])
+
+    def _record(self, gi: int, episode: Episode, si: int, tokens: bool = True) -> dict[str, Any]:
+        record = {**episode.to_record(token_fields=tokens), "group_index": gi, "segment_index": si}
+        if tokens and self.tokenized and si:
+            record.update(segment_fields(episode, si))
+        return record
 
     def to_dataset(self, *, include_failed: bool = True) -> datasets.Dataset:
-        """A ``datasets.Dataset`` of :meth:`to_records` (unpadded token fields)."""
-        return records_to_dataset(self.to_records(include_failed=include_failed))
+        """A ``datasets.Dataset`` of :meth:`to_records` (unpadded token fields). The token
+        columns go from the episodes' arrays to arrow directly: as Python lists they
+        would take about ten times the memory of the data."""
+        rows = self._record_rows(include_failed)
+        arrays = [segment_arrays(e, si) if e.tokenized and e.segments else None for _, e, si in rows]
+        records = [self._record(*row, tokens=False) for row in rows]
+        return records_to_dataset(records, token_arrays=arrays)
 
 
 def zero_rewards(episode: Episode) -> None:

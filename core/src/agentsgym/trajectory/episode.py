@@ -158,8 +158,9 @@ class Episode:
                 + (" and has no agent token to carry it" if not self.num_agent_tokens else "")
             )
 
-    def to_record(self) -> dict[str, Any]:
-        """A flat, JSON-friendly row (unpadded token fields of the first segment)."""
+    def to_record(self, *, token_fields: bool = True) -> dict[str, Any]:
+        """A flat, JSON-friendly row (unpadded token fields of the first segment; ``None``
+        without ``token_fields``)."""
         tokens = self.tokenized and bool(self.segments)
         return {
             "session_id": self.session_id,
@@ -180,7 +181,7 @@ class Episode:
             "step_reward_terms": [dict(s.reward_terms) for s in self.steps],
             "step_token_sources": [s.token_source for s in self.steps],
             "num_segments": len(self.segments),
-            **(segment_fields(self, 0) if tokens else dict.fromkeys(SEGMENT_FIELDS)),
+            **(segment_fields(self, 0) if tokens and token_fields else dict.fromkeys(SEGMENT_FIELDS)),
             "num_tokens": self.num_tokens if tokens else None,
             "num_agent_tokens": self.num_agent_tokens if tokens else None,
         }
@@ -189,12 +190,17 @@ class Episode:
 SEGMENT_FIELDS = ("full_token_ids", "full_attention_mask", "agent_token_mask", "per_token_rewards")
 
 
-def segment_fields(episode: Episode, index: int) -> dict[str, Any]:
-    """The record fields of one segment, as lists (JSON, datasets)."""
+def segment_arrays(episode: Episode, index: int) -> dict[str, np.ndarray]:
+    """The record fields of one segment, as the arrays the episode holds."""
     segment = episode.segments[index]
     return {
-        "full_token_ids": segment.token_ids.tolist(),
-        "full_attention_mask": [1] * len(segment),
-        "agent_token_mask": segment.agent_mask.tolist(),
-        "per_token_rewards": episode.segment_rewards[index].tolist(),
+        "full_token_ids": segment.token_ids,
+        "full_attention_mask": np.ones(len(segment), dtype=np.uint8),
+        "agent_token_mask": segment.agent_mask,
+        "per_token_rewards": episode.segment_rewards[index],
     }
+
+
+def segment_fields(episode: Episode, index: int) -> dict[str, Any]:
+    """The record fields of one segment, as lists (JSON, datasets)."""
+    return {name: array.tolist() for name, array in segment_arrays(episode, index).items()}
