@@ -310,3 +310,16 @@ def test_timeouts_from_the_command_line_reach_the_env(
     assert record["arguments"]["env_config"][budget.split("=")[0]] == 0.1
     errors = [json.loads(line)["error"] for line in out.read_text().splitlines()]
     assert len(errors) == 2 and all(e.startswith("EpisodeTimeoutError") for e in errors)
+
+
+def test_help_lists_commands_in_the_readme_order_and_80_columns_keep_ids_whole() -> None:
+    from agentsgym.testing import run_cli
+
+    shown = run_cli("--help", width=100).stdout
+    order = ["rollout", "eval", "train", "list-envs", "describe", "check-env", "serve"]
+    at = [shown.index(f"│ {name} ") for name in order]
+    assert at == sorted(at), shown
+    narrow = run_cli("list-envs", width=80).stdout
+    assert max(len(line) for line in narrow.splitlines()) <= 80
+    for whole in ("agentsgym/GuessTheNumber-v0", "GuessTheNumberEnv", "agentsgym.builtin"):
+        assert whole in narrow, narrow

@@ -195,8 +195,10 @@ def test_an_inline_env_whose_turn_stalls_the_loop_goes_back_to_threads(
     with caplog.at_level(logging.WARNING, logger="agentsgym.engine.hook_runtime"):
         batch = env.run_trial([{"start": 3}], CountingAgent())
     assert not batch.failed and batch.final_rewards == [2.5]
-    # the first turn (initialize + prompt) ran on the loop; every step after it in a worker
-    assert env.threads and all(name.startswith("agentsgym-worker") for name in env.threads)
+    # the first turn (initialize + prompt) warms up, unjudged; the second, the first step,
+    # stalled the loop: every step after it ran in a worker
+    assert env.threads[0] == "agentsgym-loop" and len(env.threads) == 3
+    assert all(name.startswith("agentsgym-worker") for name in env.threads[1:])
     [warning] = [r for r in caplog.records if "run_hooks_inline" in r.getMessage()]
     assert "worker threads for the rest of this run" in warning.getMessage()
 

@@ -34,9 +34,21 @@ def show_flags_as_flags(params: list[Any]) -> list[Any]:
     return params
 
 
+COMMAND_ORDER = (
+    "rollout", "eval", "train", "finish-output", "list-envs", "describe", "list-agents",
+    "list-trainers", "list-executors", "view", "new-env", "check-env", "serve", "atropos",
+)
+"""The order of --help: a run's commands first, in the order of the README; other
+plugins' commands after them, by name (plugins load in no particular order)."""
+
+
 class AgentsGymGroup(TyperGroup):
-    """The top-level group: flags shown as flags, and a command of a plugin that is
-    not installed answered with the package to install."""
+    """The top-level group: commands in a useful order, flags shown as flags, and a
+    command of a plugin that is not installed answered with the package to install."""
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        rank = {name: index for index, name in enumerate(COMMAND_ORDER)}
+        return sorted(super().list_commands(ctx), key=lambda c: (rank.get(c, len(rank)), c))
 
     def get_params(self, ctx: Any) -> list[Any]:
         return show_flags_as_flags(super().get_params(ctx))

@@ -60,14 +60,21 @@ def list_envs(
     # distribution goes under the id, the entry point under the description.
     table = Table(title="agentsgym environments")
     table.add_column("id / distribution", no_wrap=True)
-    table.add_column("description / entry point", overflow="fold")
+    table.add_column("description / entry point")
     envs = [item for item in items if "error" not in item]
     broken = [item for item in items if "error" in item]
+    whos = []
     for item in envs:
         who = Text(item["id"], style="bold")
         who.append(f"\n{item['distribution']} {item['version'] or ''}".rstrip(), style="cyan")
+        whos.append(who)
+    widest = max((len(line) for who in whos for line in who.plain.splitlines()), default=0)
+    room = console.width - widest - 7  # the description column: the rest, less the borders
+    for who, item in zip(whos, envs):
         about = Text(item["description"] or "")
-        about.append(f"\n{item['entry_point']}", style="dim")
+        # An entry point too long for its column breaks after the module, never mid-word.
+        entry = item["entry_point"]
+        about.append("\n" + (entry.replace(":", ":\n", 1) if len(entry) > room else entry), "dim")
         table.add_row(who, about)
     console.print(table)
     if verbose:

@@ -68,6 +68,14 @@ class RunPlan:
     allow_class_paths: bool | None = None
     allow_remote: bool | None = None  # what rows may name; an id the user typed is allowed
 
+    def close(self) -> None:
+        """Close what the run built and holds open: its agents, its envs (clients of
+        model or env servers); an env that holds something defines ``close()``."""
+        self.agents.close()
+        for env in self.envs.values():
+            if callable(close := getattr(env, "close", None)):
+                close()
+
     @property
     def planned_trials(self) -> int:
         return len(self.rows) * self.num_rollouts
@@ -105,10 +113,10 @@ def plan_split(
     players = RunAgents.choose(agents, [env_id], agent_options, build=local)
     try:
         dataset = env.get_train_dataset() if split == "train" else env.get_eval_dataset()
-    except NotImplementedError:
+    except NotImplementedError as exc:  # the env's own reason, then what to do instead
         raise AgentsGymError(
-            f"{env_id} ships no {split} split; give your own tasks with --dataset FILE, rows "
-            "of {env_class_path, env_config, task_data}"
+            f"{str(exc) or f'{env_id} ships no {split} split'}; or give your own tasks with "
+            "--dataset FILE, rows of {env_class_path, env_config, task_data}"
         ) from None
     count = len(dataset) if num_tasks is None else min(num_tasks, len(dataset))
     tasks = [row["task_data"] for row in dataset.select(range(count))]
@@ -168,7 +176,7 @@ def run_into_output(
             output.close(interrupted=True)
             raise
         finally:
-            plan.agents.close()
+            plan.close()
         output.close()
     return result, output
 

@@ -70,6 +70,7 @@ class HookRuntime:
         self.pool = pool
         self.is_async = has_async_hooks(env)
         self.inline = not self.is_async and bool(getattr(env, "run_hooks_inline", False))
+        self.warm = False  # the first turn also compiles templates and fills caches
         self._callers = {name: getattr(env.hook, name) for name in EPISODE_HOOK_NAMES}
         self._firstresult = {name: is_firstresult(c) for name, c in self._callers.items()}
 
@@ -114,7 +115,7 @@ class HookRuntime:
             result = drive(make())
         finally:
             elapsed = time.perf_counter() - start
-            if elapsed > INLINE_TURN_LIMIT_SECONDS and self.inline:
+            if elapsed > INLINE_TURN_LIMIT_SECONDS and self.inline and self.warm:
                 self.inline = False
                 logger.warning(
                     "%s of %s took %.0f ms on the event loop, stalling every other episode; "
@@ -122,6 +123,7 @@ class HookRuntime:
                     "wait: its turns run in worker threads for the rest of this run",
                     describe(), self.env.env_id, elapsed * 1e3,
                 )
+        self.warm = True
         if elapsed > budget:
             raise EpisodeTimeoutError(
                 f"{describe()} of {self.env.env_id} took {elapsed:.3g} s, over "
