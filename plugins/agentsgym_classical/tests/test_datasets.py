@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -115,6 +116,69 @@ def test_files_per_split_and_num_tasks(rows_file: RowsFile, benchmark_rows: Rows
 def test_missing_file() -> None:
     with pytest.raises(DatasetLoadError, match="does not exist"):
         eval_tasks("classical/GSM8K-v0", dataset="/nonexistent/gsm8k.jsonl")
+
+
+@pytest.mark.parametrize("split", ["train", "eval"])
+def test_a_missing_file_is_said_to_be_missing_whatever_the_split(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, split: str
+) -> None:
+    from agentsgym.testing import run_cli
+
+    monkeypatch.chdir(tmp_path)  # a relative path: the message shows where it looked
+    result = run_cli(
+        "rollout", "classical/GSM8K-v0", "--env-config", "dataset=missing.jsonl",
+        "--split", split, "--tokenizer", "none", "--out", str(tmp_path / "out.jsonl"),
+    )  # fmt: skip
+    assert result.code == 2, result.output
+    assert "dataset file 'missing.jsonl' does not exist" in result.stderr
+    assert f"looked for {tmp_path / 'missing.jsonl'}" in result.stderr
+    assert "split" not in result.stderr  # nothing about splits: that is not the problem
+
+
+def test_one_file_without_the_split_suggests_the_split_it_has(
+    rows_file: RowsFile, benchmark_rows: Rows
+) -> None:
+    path = rows_file("g.jsonl", benchmark_rows["gsm8k"])
+    env = agentsgym.make("classical/GSM8K-v0", env_config={"dataset": path})
+    with pytest.raises(NoSuchSplitError, match="Play it with `--split eval`"):
+        env.get_train_dataset()
+    files = {"test": path}
+    env = agentsgym.make("classical/GSM8K-v0", env_config={"dataset": files})
+    with pytest.raises(NoSuchSplitError, match="play the eval split .* with `--split eval`"):
+        env.get_train_dataset()
+    files = {"train": path}
+    env = agentsgym.make("classical/GSM8K-v0", env_config={"dataset": files})
+    with pytest.raises(NoSuchSplitError, match="play the train split .* with `--split train`"):
+        env.get_eval_dataset()
+    config = {"dataset": path, "train_split": None}
+    with pytest.raises(NoSuchSplitError, match="`--split eval`"):
+        agentsgym.make("classical/GSM8K-v0", env_config=config).get_train_dataset()
+
+
+def test_the_suggested_split_plays(
+    tmp_path: Path, rows_file: RowsFile, benchmark_rows: Rows
+) -> None:
+    from agentsgym.testing import run_cli
+
+    path = rows_file("g.jsonl", benchmark_rows["gsm8k"])
+    result = run_cli(
+        "rollout", "classical/GSM8K-v0", "--env-config", f"dataset={path}", "--split", "eval",
+        "--tokenizer", "none", "--out", str(tmp_path / "out.jsonl"),
+    )  # fmt: skip
+    assert result.code == 0, result.output
+
+
+def test_the_command_line_suggests_the_split(
+    tmp_path: Path, rows_file: RowsFile, benchmark_rows: Rows
+) -> None:
+    from agentsgym.testing import run_cli
+
+    path = rows_file("g.jsonl", benchmark_rows["gsm8k"])
+    result = run_cli(
+        "rollout", "classical/GSM8K-v0", "--env-config", f"dataset={path}",
+        "--tokenizer", "none", "--out", str(tmp_path / "out.jsonl"),
+    )  # fmt: skip
+    assert result.code == 2 and "--split eval" in result.stderr, result.output
 
 
 def test_unreachable_hub_dataset_says_what_to_do(monkeypatch: pytest.MonkeyPatch) -> None:

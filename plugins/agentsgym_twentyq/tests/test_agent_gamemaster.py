@@ -56,21 +56,9 @@ def test_agent_sees_textarenas_gamemaster_prompt() -> None:
     assert "Options: 'Yes', 'No', 'I don't know'" in user["content"]
 
 
-def _raise(messages: Any, state: Any) -> Any:
-    raise ConnectionError("server down")
-
-
-@pytest.mark.parametrize(
-    ("agent", "error"),
-    [
-        (FunctionAgent(lambda m, s: ("Perhaps, it is a fruit", s)), "not clearly one of"),
-        (FunctionAgent(lambda m, s: (42, s)), "AgentError"),  # not a reply at all
-        (FunctionAgent(lambda m, s: "Yes"), "AgentError"),  # breaks the agent protocol
-        (FunctionAgent(_raise), "ConnectionError: server down"),
-    ],
-)
-def test_invalid_replies_fall_back_to_i_dont_know(agent: Any, error: str) -> None:
-    env = TwentyQuestionsEnv(gamemaster=agent)
+def test_an_unclear_reply_is_read_as_i_dont_know() -> None:
+    # The gamemaster answered, just not clearly: that is its answer, and the game goes on.
+    env = TwentyQuestionsEnv(gamemaster=FunctionAgent(lambda m, s: ("Perhaps, it is a fruit", s)))
     batch = env.run_trial([{"solution": "apple", "seed": 0}], ReferenceQuestioner(), 1)
     assert not batch.failed
     episode = batch.episodes[0]
@@ -78,7 +66,7 @@ def test_invalid_replies_fall_back_to_i_dont_know(agent: Any, error: str) -> Non
     assert questions and all(
         i["answer"] == DONT_KNOW and i["gamemaster_fallback"] for i in questions
     )
-    assert error in questions[0]["gamemaster_error"]
+    assert "not clearly one of" in questions[0]["gamemaster_error"]
     answers = [m["content"] for m in episode.messages[1:] if m["role"] == "user"]
     assert answers and all(a.startswith("Gamemaster: I don't know\n") for a in answers)
 

@@ -1,7 +1,8 @@
 """The gamemaster behind an OpenAI-compatible server (the core's loopback test server).
 
 Skipped when the core's ``openai`` agent, its test server or their extras (openai,
-fastapi, uvicorn) are not installed.
+fastapi, uvicorn) are not installed. An unreachable server is tested in
+``test_gamemaster_failures.py``, which needs no server.
 """
 
 from __future__ import annotations
@@ -60,23 +61,6 @@ def test_questioner_wins_against_a_served_gamemaster(server: Any) -> None:
     assert infos and not any(i["gamemaster_fallback"] for i in infos)
     sent = server.requests[-1]
     assert sent["model"] == MODEL and "target word:" in sent["messages"][0]["content"]
-
-
-def test_an_unreachable_server_degrades_to_i_dont_know() -> None:
-    config = {"base_url": "http://127.0.0.1:9/v1", "model": MODEL, "max_retries": 0, "timeout": 2}
-    env = agentsgym.make(
-        BASIC,
-        env_config={
-            "gamemaster": "openai",
-            "gamemaster_options": config,
-            "max_steps_per_episode": 2,
-        },
-    )
-    batch = env.run_trial([{"solution": "apple", "seed": 0}], ReferenceQuestioner(), 1)
-    assert not batch.failed
-    first = batch.episodes[0].steps[0].info
-    assert first["answer"] == "I don't know" and first["gamemaster_fallback"] is True
-    assert "cannot reach" in first["gamemaster_error"]
 
 
 def test_cli_rollout_with_a_gamemaster_url(server: Any, tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import Field, field_validator, model_validator
 
 from agentsgym import EnvConfig
+from agentsgym_classical.grading import DEFAULT_BUDGET_SECONDS
 
 MAX_REWARD = 1e6
 MAX_DATASET_NAME = 4096
@@ -51,7 +52,19 @@ class ClassicalConfig(EnvConfig):
         description="subtracted for every attempt after the first (reward term 'attempt_penalty')",
     )
     grading_timeout_seconds: float = Field(
-        default=5.0, gt=0.0, le=300.0, description="wall-clock limit to judge one reply"
+        default=5.0,
+        gt=0.0,
+        le=300.0,
+        description="wall-clock limit of the first try at judging one reply",
+    )
+    grading_budget_seconds: float = Field(
+        default=DEFAULT_BUDGET_SECONDS,
+        gt=0.0,
+        le=3600.0,
+        description="a reply that could not be judged in time is judged again, each try "
+        "with 4x the last one's limit, while the tries' limits add up to at most this "
+        "(a turn is also cut at hook_timeout_seconds); if none succeeds the episode fails "
+        "with a GradingError, never scored as wrong",
     )
     max_reply_chars: int = Field(
         default=100_000,

@@ -6,14 +6,20 @@ or unreadable one gets feedback and another attempt, up to
 ``max_steps_per_episode`` attempts. Rewards:
 
 * ``step_episode``: ``correct_reward`` for the correct attempt, ``wrong_reward`` for
-  a wrong one, ``unparsed_reward`` when no answer could be read or judged;
+  a wrong one, ``unparsed_reward`` when no answer could be read (none found, too long,
+  nested too deep);
 * ``reward_shaping``: the term ``attempt_penalty`` (``-attempt_penalty``) on every
   attempt after the first, so solving sooner earns more.
 
+A reply that could not be graded at all (every try within ``grading_budget_seconds``
+timed out or the grader broke) is never scored: a reward that depends on how loaded
+the machine was is wrong training data. The episode fails with a
+:class:`~agentsgym_classical.errors.GradingError` instead, which the runner records,
+``--max-failure-rate`` counts and trainers leave out.
+
 Step ``info`` carries ``correct`` and ``answer`` (the canonical parsed answer), the
-keys ``agentsgym eval`` reads for accuracy, pass@k and cons@k, and ``graded``: False
-when grading timed out even after its retry (or the grader broke), which ``eval``
-counts apart (``num_ungraded``) instead of as a wrong answer.
+keys ``agentsgym eval`` reads for accuracy, pass@k and cons@k, and ``graded`` (always
+true here, since an ungraded reply fails the episode instead of being recorded).
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from typing import Any, ClassVar, Literal
 from agentsgym import MultistepEnv, RewardTerm, StepResult, hookimpl
 from agentsgym_classical import prompts
 from agentsgym_classical.config import ClassicalConfig
+from agentsgym_classical.errors import GradingError
 from agentsgym_classical.grading import AnswerKind, Verdict, grade
 from agentsgym_classical.problem import Problem
 
@@ -94,18 +101,17 @@ class ClassicalEnv(MultistepEnv):
             kind=self.answer_kind,
             choices=problem.choices,
             timeout_seconds=self.config.grading_timeout_seconds,
+            budget_seconds=self.config.grading_budget_seconds,
             max_reply_chars=self.config.max_reply_chars,
         )
         attempts = state.attempts + 1
+        if not verdict.graded:
+            raise self._grading_error(verdict, problem, attempts)
         left = self.config.max_steps_per_episode - attempts
         if verdict.correct:
             next_state = AttemptState(problem, attempts, "", solved=True)
             return StepResult(
                 next_state, self.config.correct_reward, True, self._info(verdict, attempts)
-            )
-        if verdict.status in ("timeout", "error"):
-            logger.warning(
-                "attempt %d at %s: %s (%s)", attempts, problem.id, verdict.status, verdict.detail
             )
         reward = (
             self.config.wrong_reward if verdict.status == "wrong" else self.config.unparsed_reward
@@ -122,6 +128,22 @@ class ClassicalEnv(MultistepEnv):
         if state.attempts >= 1 and self.config.attempt_penalty:
             return RewardTerm("attempt_penalty", -self.config.attempt_penalty)
         return None
+
+    def _grading_error(self, verdict: Verdict, problem: Problem, attempt: int) -> GradingError:
+        # What to do comes early: run summaries show an error's first 300 characters.
+        budget = self.config.grading_budget_seconds
+        error = GradingError(
+            f"attempt {attempt} at problem {problem.id!r} could not be graded: "
+            f"{verdict.attempts} tr{'y' if verdict.attempts == 1 else 'ies'} within the "
+            f"{budget:g}s grading budget all failed (last: {verdict.status}, "
+            f"{verdict.detail or 'no detail'}). If the machine is overloaded, run fewer "
+            "episodes at once (--max-concurrency) or raise env_config grading_budget_seconds. "
+            "The reply was not scored: the episode fails rather than record a reward nobody "
+            "judged (a reply math-verify cannot finish at all, such as 9^9^9^9^9, fails the "
+            "same way)."
+        )
+        logger.warning("%s", error)
+        return error
 
     @staticmethod
     def _info(verdict: Verdict, attempt: int) -> dict[str, Any]:

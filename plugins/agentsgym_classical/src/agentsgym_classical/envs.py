@@ -68,10 +68,15 @@ class BenchmarkEnv(ClassicalEnv):
             if role == "train" and config.train_split is None:
                 raise NoSuchSplitError(
                     f"{describe(config.dataset, config.dataset_config)} has no train split "
-                    "(train_split is null): it is an eval-only benchmark"
+                    "(train_split is null): it is an eval-only benchmark. Play it with "
+                    "`--split eval`."
                 )
             rows = load_split(
-                config.dataset, split, role=role, dataset_config=config.dataset_config
+                config.dataset,
+                split,
+                role=role,
+                dataset_config=config.dataset_config,
+                other_split=config.eval_split if role == "train" else config.train_split,
             )
             source = describe(config.dataset, config.dataset_config)
         if config.num_tasks is not None:

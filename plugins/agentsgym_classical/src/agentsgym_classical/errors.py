@@ -5,7 +5,7 @@ Each message says what was wrong and what to do, as the core's errors do.
 
 from __future__ import annotations
 
-from agentsgym.errors import AgentsGymError, DatasetRowError
+from agentsgym.errors import AgentsGymError, DatasetRowError, EpisodeError
 
 
 class DatasetLoadError(AgentsGymError):
@@ -16,7 +16,16 @@ class DatasetColumnError(DatasetRowError):
     """A row of a benchmark dataset lacks a column, or holds a value of the wrong form."""
 
 
-class GradingUnavailableError(AgentsGymError):
+class GradingError(EpisodeError):
+    """A reply could not be graded (every try timed out or broke), so the episode fails.
+
+    Scoring such a reply as wrong or unparsed would make its reward depend on how busy
+    the machine was; a failed episode is recorded with this error, counted by
+    ``--max-failure-rate`` and kept out of training batches instead.
+    """
+
+
+class GradingUnavailableError(GradingError):
     """The grading worker process could not be started."""
 
 

@@ -27,7 +27,7 @@ def feedback(verdict: Verdict, instruction: str, left: int) -> str:
         head = f"I could not find a final answer in your reply. {instruction}"
     elif verdict.status == "too_long":
         head = f"Your reply is too long to grade ({verdict.detail}). Reply more briefly."
-    else:  # too_nested, timeout, error
+    else:  # too_nested (a reply that could not be graded fails the episode instead)
         head = (
             f"Your answer could not be checked ({verdict.detail or verdict.status}). "
             "Give the final answer in a simpler form."

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -51,34 +52,69 @@ def load_split(
     *,
     role: str,
     dataset_config: str | None = None,
+    other_split: str | None = None,
 ) -> list[dict[str, Any]]:
-    """The raw rows of ``split`` (``role`` is ``"train"`` or ``"eval"``, for local files)."""
+    """The raw rows of ``split`` (``role`` is ``"train"`` or ``"eval"``, for local files).
+
+    ``other_split`` is the split the other role reads (``None``: it has none): when this
+    one is missing but that one is there, the error says to play it with ``--split``.
+    """
     if isinstance(dataset, Mapping):
         if split not in dataset:
-            raise NoSuchSplitError(
-                f"no {split!r} split among the files {dict(dataset)}; add it to env_config "
-                f"dataset, or set {role}_split to one of {sorted(dataset)}"
-            )
+            raise NoSuchSplitError(_missing_file_split(dataset, split, role, other_split))
         return read_file(dataset[split])
     if is_local(dataset):
+        # A missing file is that, whatever split was asked for: say so before
+        # explaining splits, which would send the user after the wrong problem.
+        existing_file(dataset)
         if role != "eval":
             raise NoSuchSplitError(
-                f"{dataset} is one file, used as the eval split; to train, give the files per "
-                'split: dataset={"train": "train.jsonl", "test": "test.jsonl"}'
+                f"{dataset} is one file, served as the eval split only, so it has no {role} "
+                "split. Play it with `--split eval`, or to train give one file per split: "
+                'dataset={"train": "train.jsonl", "test": "test.jsonl"}'
             )
         return read_file(dataset)
     return load_hub_split(dataset, split, dataset_config)
 
 
-def read_file(path_text: str) -> list[dict[str, Any]]:
-    """Rows of a ``.json`` (a list, or JSON lines), ``.jsonl`` or ``.parquet`` file."""
+def _missing_file_split(
+    files: Mapping[str, str], split: str, role: str, other_split: str | None
+) -> str:
+    other_role = "eval" if role == "train" else "train"
+    fixes = []
+    if other_split is not None and other_split in files:
+        fixes.append(f"play the {other_role} split ({other_split!r}) with `--split {other_role}`")
+    fixes.append(f"add a {split!r} file to env_config dataset")
+    # the other role's split is taken: train and eval must stay disjoint
+    free = [name for name in sorted(files) if name != other_split]
+    if free:
+        fixes.append(f"set {role}_split to one of {free}")
+    return f"no {split!r} split among the files {dict(files)}; " + ", or ".join(fixes)
+
+
+def existing_file(path_text: str) -> Path:
+    """The path of a local dataset file, or a :class:`DatasetLoadError` saying where it
+    was looked for when there is no file there."""
     path = Path(path_text).expanduser()
     try:
         found = path.is_file()
     except (OSError, ValueError) as exc:  # e.g. a name longer than the OS takes
-        raise DatasetLoadError(f"dataset file {str(path)[:200]!r} cannot be a path: {exc}") from None
+        raise DatasetLoadError(
+            f"dataset file {str(path)[:200]!r} cannot be a path: {exc}"
+        ) from None
     if not found:
-        raise DatasetLoadError(f"dataset file {str(path)!r} does not exist")
+        what = "is a folder, not a file" if path.is_dir() else "does not exist"
+        raise DatasetLoadError(
+            f"dataset file {path_text!r} {what} (looked for {os.path.abspath(path)}). Check "
+            "env_config dataset (a relative path is read from the working directory), or "
+            "leave it unset to play the embedded generated problems."
+        )
+    return path
+
+
+def read_file(path_text: str) -> list[dict[str, Any]]:
+    """Rows of a ``.json`` (a list, or JSON lines), ``.jsonl`` or ``.parquet`` file."""
+    path = existing_file(path_text)
     try:
         if path.suffix == ".parquet":
             import pyarrow.parquet as pq

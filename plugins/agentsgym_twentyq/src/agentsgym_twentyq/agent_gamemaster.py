@@ -2,10 +2,19 @@
 
 The prompt is TextArena's gamemaster prompt (``TwentyQuestionsEnv.
 get_gamemaster_response``): the context naming the target word, the Q/A history, the
-question and the options. The reply must be clearly one of "Yes", "No" or "I don't
-know"; anything else, or an exception from the agent (server down, timeout), becomes
-"I don't know" with ``gamemaster_fallback`` set in the step info. A broken gamemaster
-degrades the game, it never crashes an episode.
+question and the options. Two ways a gamemaster can let the player down, treated
+differently because only one of them makes the episode's reward wrong:
+
+* **It answered, but not clearly** ("Yes and no", "banana"): the reply is read as
+  "I don't know" and the step info says ``gamemaster_fallback``. That is this
+  gamemaster's answer, as a model's wrong answer would be; the game played is the
+  game against this gamemaster, and its reward stands.
+* **It could not answer** (its agent raised: the server is unreachable, timed out
+  after the agent's own retries, refused the request, or the agent is broken): a
+  :class:`~agentsgym_twentyq.errors.GamemasterError` fails the episode. Going on with
+  an "I don't know" the gamemaster never gave would record a reward that says more
+  about the network than about the player, and a dead server would turn a whole run
+  into confident zeros.
 """
 
 from __future__ import annotations
@@ -17,6 +26,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from agentsgym.agents import call_agent
+from agentsgym_twentyq.errors import GamemasterError
 from agentsgym_twentyq.gamemaster import ANSWERS, DONT_KNOW, NO, YES, GamemasterReply
 from agentsgym_twentyq.parsing import strip_thinking
 from agentsgym_twentyq.words import Secret
@@ -73,30 +83,51 @@ def gamemaster_messages(
 
 
 class AgentGamemaster:
-    """Asks an agent (anything with ``get_action(messages, state)``) to answer."""
+    """Asks an agent (anything with ``get_action(messages, state)``) to answer.
 
-    def __init__(self, agent: Any, name: str | None = None) -> None:
+    :param name: how messages name the gamemaster (the agent's registered name).
+    :param check: what a user should check when the agent cannot answer, e.g. the
+        ``gamemaster_options`` it was built with; shown first in the episode's error.
+    """
+
+    def __init__(self, agent: Any, name: str | None = None, *, check: str | None = None) -> None:
         if not callable(getattr(agent, "get_action", None)):
             raise TypeError(f"a gamemaster agent needs get_action(messages, state); got {agent!r}")
         self.agent = agent
         self.name = name or type(agent).__name__
+        self.check = check or "the gamemaster agent"
         self._lock = threading.Lock()
         self.fallbacks = 0
 
     def answer(
         self, question: str, secret: Secret, history: Sequence[tuple[str, str]] = ()
     ) -> GamemasterReply:
+        """The agent's answer; "I don't know" (a fallback) when its reply is unclear.
+
+        :raises GamemasterError: the agent raised, so there is no answer at all.
+        """
         messages = gamemaster_messages(question, secret, history)
         try:
             action, _ = call_agent(self.agent, messages, None, None)  # type: ignore[arg-type]
-        except Exception as exc:  # any failure of the gamemaster must not end the episode
-            return self._fallback(f"{type(exc).__name__}: {exc}", None)
+        except Exception as exc:  # any failure: the question got no answer
+            raise self._unanswered(question, exc) from exc
         answer = read_answer(action.text)
         if answer is None:
             return self._fallback(
                 "the reply is not clearly one of 'Yes', 'No', \"I don't know\"", action.text
             )
         return GamemasterReply(answer, raw=action.text)
+
+    def _unanswered(self, question: str, exc: Exception) -> GamemasterError:
+        # What to check comes first: run summaries show only an error's first 300
+        # characters, and the agent's own message can be long.
+        error = GamemasterError(
+            f"gamemaster {self.name!r} could not answer (check {self.check}): "
+            f"{type(exc).__name__}: {str(exc).rstrip('.')}. The episode fails rather than "
+            "go on with an answer the gamemaster never gave."
+        )
+        logger.debug("%s (question %r)", error, question[:200])
+        return error
 
     def _fallback(self, error: str, raw: str | None) -> GamemasterReply:
         with self._lock:
@@ -105,10 +136,10 @@ class AgentGamemaster:
         level = logging.WARNING if count <= LOGGED_FALLBACKS else logging.DEBUG
         logger.log(
             level,
-            'gamemaster %s failed (%s; reply %r); answering "I don\'t know"%s',
+            'gamemaster %s gave no clear answer (%s; reply %r); answering "I don\'t know"%s',
             self.name,
             error,
             (raw or "")[:200],
-            " (further failures are logged at DEBUG)" if count == LOGGED_FALLBACKS else "",
+            " (further ones are logged at DEBUG)" if count == LOGGED_FALLBACKS else "",
         )
         return GamemasterReply(DONT_KNOW, fallback=True, error=error, raw=raw)

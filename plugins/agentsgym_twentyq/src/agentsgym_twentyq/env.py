@@ -56,6 +56,13 @@ class TwentyQuestionsEnv(MultistepEnv):
         """Swap the gamemaster (a Gamemaster, or an agent to wrap) for later episodes."""
         self.gamemaster = as_gamemaster(gamemaster)
 
+    def close(self) -> None:
+        """Close the gamemaster's model client, if it has one (commands call this when a
+        run ends; the openai agent's HTTP session would be left open otherwise)."""
+        agent = getattr(self.gamemaster, "agent", None)
+        if callable(close := getattr(agent, "close", None)):
+            close()
+
     @property
     def run_hooks_inline(self) -> bool:
         """Whether the runner may call this env's hooks on its event loop.

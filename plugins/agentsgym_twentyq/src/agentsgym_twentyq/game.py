@@ -6,7 +6,8 @@ differs, and why:
 
 * The gamemaster is pluggable (see :mod:`agentsgym_twentyq.gamemaster`); TextArena's
   constructor would build an OpenRouter model, so ``TwentyQuestionsEnv.__init__`` is
-  never called and nothing of that class is instantiated.
+  never called and nothing of that class is instantiated. A gamemaster that cannot
+  answer fails the episode (:class:`~agentsgym_twentyq.errors.GamemasterError`).
 * Guesses are parsed by :mod:`agentsgym_twentyq.parsing` (every listed word is
   guessable; a substring no longer wins).
 * The limit is checked after the turn counter moves, so ``max_turns`` is exactly the
@@ -35,7 +36,8 @@ from typing import Any
 import textarena as ta
 
 from agentsgym.errors import DatasetRowError
-from agentsgym_twentyq.gamemaster import ANSWERS, DONT_KNOW, Gamemaster, GamemasterReply
+from agentsgym_twentyq.errors import GamemasterError
+from agentsgym_twentyq.gamemaster import ANSWERS, Gamemaster, GamemasterReply
 from agentsgym_twentyq.parsing import extract_question, is_correct, is_guessable, parse_guess
 from agentsgym_twentyq.words import Level, Secret, lookup_category, word_list
 
@@ -191,12 +193,25 @@ def play_turn(
 
 
 def _ask(gamemaster: Gamemaster, question: str, state: GameState) -> GamemasterReply:
+    """The gamemaster's answer, or a :class:`GamemasterError` when there is none.
+
+    A gamemaster that raises, or returns something other than one of the answers, has
+    not answered; playing on with a made-up "I don't know" would record a reward the
+    real game never gave, so the episode fails instead.
+    """
+    name = getattr(gamemaster, "name", type(gamemaster).__name__)
     try:
         reply = gamemaster.answer(question, state.secret, state.history)
-    except Exception as exc:  # the protocol says never raise; a third-party one might
-        return GamemasterReply(DONT_KNOW, fallback=True, error=f"{type(exc).__name__}: {exc}")
+    except GamemasterError:
+        raise
+    except Exception as exc:  # a third-party gamemaster that does not raise our error
+        raise GamemasterError(
+            f"gamemaster {name!r} raised {type(exc).__name__}: {exc}; the episode fails "
+            "rather than go on with an answer the gamemaster never gave"
+        ) from exc
     if not isinstance(reply, GamemasterReply) or reply.answer not in ANSWERS:
-        return GamemasterReply(
-            DONT_KNOW, fallback=True, error=f"invalid gamemaster reply {reply!r:.200}"
+        raise GamemasterError(
+            f"gamemaster {name!r} returned {reply!r:.200}, not a GamemasterReply holding one "
+            f"of {list(ANSWERS)}; fix its answer() method"
         )
     return reply

@@ -24,9 +24,10 @@ ANSWERS = (YES, NO, DONT_KNOW)  # TextArena's gamemaster_options, in its order
 class GamemasterReply:
     """A gamemaster's answer, always one of :data:`ANSWERS`.
 
-    ``fallback`` is set when the gamemaster failed (raised, or replied with something
-    that is not clearly one of the answers) and "I don't know" was used instead;
-    ``error`` says why, ``raw`` keeps the raw reply for the step info.
+    ``fallback`` is set when the gamemaster replied with something that is not clearly
+    one of the answers and "I don't know" was used instead; ``error`` says why, ``raw``
+    keeps the raw reply for the step info. (A gamemaster that could not reply at all
+    raises :class:`~agentsgym_twentyq.errors.GamemasterError` instead.)
     """
 
     answer: str
@@ -53,8 +54,10 @@ class Gamemaster(Protocol):
 
     ``history`` holds the earlier ``(question, answer)`` pairs of the episode. It is
     called from the runner's worker threads, concurrently for different episodes, so
-    an implementation must be thread-safe. It must not raise; the env still guards
-    against it.
+    an implementation must be thread-safe. When it cannot answer at all (its model is
+    unreachable), it raises :class:`~agentsgym_twentyq.errors.GamemasterError`, which
+    fails the episode; any other exception, or a reply that is not one of
+    :data:`ANSWERS`, fails it the same way.
     """
 
     def answer(

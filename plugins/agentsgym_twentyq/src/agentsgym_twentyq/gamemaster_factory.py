@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import agentsgym
@@ -28,10 +29,27 @@ def build_gamemaster(config: TwentyQuestionsConfig) -> Gamemaster:
         return RulesGamemaster()
     try:
         agent = agentsgym.make_agent(config.gamemaster, **config.gamemaster_options)
-        return AgentGamemaster(agent, name=config.gamemaster)
+        return AgentGamemaster(
+            agent, name=config.gamemaster, check=what_to_check(config.gamemaster_options)
+        )
     except Exception as exc:  # any failure to build it is a problem of this env_config
         raise EnvConfigError(
             f"env_config gamemaster={config.gamemaster!r} with gamemaster_options "
             f"{sorted(config.gamemaster_options)}: {str(exc).rstrip('.')}. Use 'rules' for "
             "the offline gamemaster or a name from `agentsgym list-agents`."
         ) from exc
+
+
+SHOWN_OPTIONS = ("base_url", "model")  # where the gamemaster is; never a key or token
+_USERINFO = re.compile(r"(?<=://)[^/@\s]*@")
+
+
+def what_to_check(options: dict[str, Any]) -> str:
+    """What a user should look at when the gamemaster agent cannot answer: the server
+    its options point at (a URL's userinfo left out)."""
+    shown = [
+        f"{key}={_USERINFO.sub('', str(options[key]))!r}" for key in SHOWN_OPTIONS if key in options
+    ]
+    if not shown:
+        return "env_config gamemaster and gamemaster_options"
+    return f"env_config gamemaster_options {', '.join(shown)}: is the server up there?"

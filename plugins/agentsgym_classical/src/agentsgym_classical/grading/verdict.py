@@ -39,7 +39,9 @@ class Verdict(BaseModel):
     extracted: str | None = Field(default=None, description="the answer text as found in the reply")
     detail: str = ""
     seconds: float = 0.0
-    attempts: int = Field(default=1, description="2 when a timeout was retried")
+    attempts: int = Field(
+        default=1, description="tries it took: more than 1 when an ungraded try was retried"
+    )
 
     @property
     def correct(self) -> bool:
