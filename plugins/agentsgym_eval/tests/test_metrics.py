@@ -191,3 +191,10 @@ def test_an_ungraded_attempt_is_counted_apart_and_never_as_correct() -> None:
     assert graded == {0: True, 1: False}
     assert report.num_ungraded == 2 and report.num_failed == 0
     assert report.accuracy == 0.5  # the ungraded ones count as not correct
+
+
+def test_a_failed_sample_keeps_its_error_without_secrets() -> None:
+    s = sample_from_episode(
+        episode([{}], 0.0, error="AgentError: cannot reach http://sk-1@host/v1 (api_key=sk-2 ok)")
+    )
+    assert s.error == "AgentError: cannot reach http://<redacted>@host/v1 (api_key=<redacted> ok)"

@@ -31,7 +31,16 @@ from agentsgym_viewer import (
 from agentsgym_viewer.html import script_json
 from agentsgym_viewer.terminal import AGENT_STYLES, ENV_STYLES, token_view
 from agentsgym_viewer.tokens import visible
-from viewer_episodes import COUNTDOWN, GUESS, HOSTILE, PlayedFiles, play, with_step_columns, write
+from viewer_episodes import (
+    COUNTDOWN,
+    GUESS,
+    HOSTILE,
+    PlayedFiles,
+    listed,
+    play,
+    with_step_columns,
+    write,
+)
 
 pytestmark = pytest.mark.timeout(120)
 runner = CliRunner()
@@ -56,16 +65,6 @@ def view(*args: str) -> str:
     result = runner.invoke(build_app(), ["view", *args])
     assert result.exit_code == 0, (result.output, result.exception)
     return result.output
-
-
-def listed(output: str) -> list[int]:
-    """The episode numbers in the first column of ``view --list``."""
-    numbers = []
-    for line in output.splitlines():
-        cells = [c.strip() for c in line.strip("│┃ ").split("│")]
-        if cells and cells[0].isdigit():
-            numbers.append(int(cells[0]))
-    return numbers
 
 
 # ---------------------------------------------------------------------- loading
@@ -112,7 +111,9 @@ def test_an_eval_file_takes_its_env_from_the_summary(tmp_path: Path) -> None:
     from agentsgym.builtin import BisectAgent
 
     # eval files are written by agentsgym-eval
-    evaluate = pytest.importorskip("agentsgym_eval", reason="agentsgym-eval writes eval files").evaluate
+    evaluate = pytest.importorskip(
+        "agentsgym_eval", reason="agentsgym-eval writes eval files"
+    ).evaluate
 
     env = agentsgym.make(GUESS, env_config={"max_steps_per_episode": 2})
     samples, report = evaluate(env, BisectAgent(), [{"target": 50}, {"target": 1}], 1)

@@ -17,6 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 from agentsgym.cli import build_app
+from agentsgym.testing import run_cli
 from agentsgym_viewer import EpisodeFilter, TrajectoryFile, load_trajectories
 from viewer_episodes import COUNTDOWN, GUESS, HOSTILE, play, with_step_columns, write
 
@@ -217,3 +218,95 @@ def test_a_large_file_is_listed_in_chunks(
     assert len(view.listed()) == 220
     assert view.errors == []
     page.close()
+
+
+def test_wrong_only_selects_as_the_terminal_does(
+    browser: Any, rollouts: tuple[TrajectoryFile, Path]
+) -> None:
+    trajectories, path = rollouts
+    view = Page(browser, path)
+    page = view.page
+    page.check("#f-wrong")
+    assert view.listed() == indices(trajectories, wrong=True) == [1, 2, 5]
+    page.check("#f-failed")
+    assert view.listed() == indices(trajectories, wrong=True, failed=True) == [2, 5]
+    assert view.errors == []
+    page.close()
+
+
+@pytest.fixture(scope="module")
+def eval_page(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An `agentsgym eval` file (tasks 0 and 1 right, task 2 wrong, nothing failed)."""
+    pytest.importorskip("agentsgym_eval", reason="agentsgym-eval writes eval files")
+    folder = tmp_path_factory.mktemp("eval-html")
+    out, page = folder / "results.parquet", folder / "results.html"
+    result = run_cli(
+        "eval", GUESS, "-k", "2", "--num-tasks", "3", "--env-config", "max_steps_per_episode=1",
+        "--env-config", "high=4", "--out", str(out),
+    )  # fmt: skip
+    assert result.code == 0, result.output
+    result = run_cli("view", str(out), "--html", str(page))
+    assert result.code == 0, result.output
+    return page
+
+
+def test_failed_only_on_an_eval_page_points_to_wrong_only(browser: Any, eval_page: Path) -> None:
+    view = Page(browser, eval_page)
+    page = view.page
+    assert page.text_content("#run").startswith(f"run: agentsgym eval {GUESS} -k 2")
+    page.check("#f-failed")
+    assert view.listed() == []
+    hint = page.text_content("#list .none")
+    assert "None failed (ended with an error), but 2 have answers judged wrong" in hint
+    page.uncheck("#f-failed")
+    page.check("#f-wrong")
+    assert view.listed() == [4, 5]
+    page.fill("#f-min", "1")  # the wrong ones have reward 0: no hint that would not help
+    page.check("#f-failed")
+    assert "judged wrong" not in page.text_content("#list .none")
+    assert view.errors == []
+    page.close()
+
+
+def test_search_matches_are_marked_and_counted(
+    browser: Any, rollouts: tuple[TrajectoryFile, Path]
+) -> None:
+    trajectories, path = rollouts
+    view = Page(browser, path)
+    page = view.page
+    page.click('#list .item[data-i="1"]')
+    assert page.query_selector("#detail .search-count") is None  # no search, no line
+    page.fill("#f-search", "LOWER")
+    count = trajectories.episodes[1].search_matches("LOWER")
+    assert count == 2
+    assert page.text_content("#detail .search-count") == (
+        "search \u201cLOWER\u201d: 2 matches in this episode"
+    )
+    marks = page.eval_on_selector_all("#detail mark", "els => els.map(e => e.textContent)")
+    assert marks == ["lower"] * count
+    page.fill("#f-search", "exploded")  # #1 stays shown, with no match
+    assert "no match in this episode" in page.text_content("#detail .search-count")
+    assert page.query_selector_all("#detail mark") == []
+    assert view.errors == []
+    page.close()
+
+
+def test_an_episode_page_with_a_search_shows_the_episode_and_its_count(
+    browser: Any, rollouts: tuple[TrajectoryFile, Path], tmp_path: Path
+) -> None:
+    trajectories, _ = rollouts
+    source = trajectories.path
+    for search, line in (("lower", "2 matches in this episode"), ("exploded", "no match")):
+        path = tmp_path / f"{search}.html"
+        result = run_cli(
+            "view", str(source), "--episode", "1", "--search", search, "--html", str(path)
+        )
+        assert result.code == 0 and "wrote 1 episodes" in result.stdout, result.output
+        view = Page(browser, path)
+        page = view.page
+        assert page.input_value("#f-search") == search  # the page opens with the search
+        assert "#1  " in page.text_content("#detail h2")
+        assert line in page.text_content("#detail .search-count")
+        assert view.listed() == ([1] if search == "lower" else [])
+        assert view.errors == []
+        page.close()

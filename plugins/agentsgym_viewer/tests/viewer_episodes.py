@@ -82,3 +82,13 @@ def with_step_columns(played: PlayedFiles) -> list[dict[str, Any]]:
 
 def write(records: list[dict[str, Any]], path: Path) -> Path:
     return write_records(records, path)
+
+
+def listed(output: str) -> list[int]:
+    """The episode numbers in the first column of ``view --list``."""
+    numbers = []
+    for line in output.splitlines():
+        cells = [c.strip() for c in line.strip("│┃ ").split("│")]
+        if cells and cells[0].isdigit():
+            numbers.append(int(cells[0]))
+    return numbers

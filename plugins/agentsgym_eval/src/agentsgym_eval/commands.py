@@ -3,6 +3,11 @@
 Per-sample results stream to ``--out`` as trials finish (see :mod:`agentsgym.output`);
 the summary (``FILE.summary.json``) is computed when the run ends, over every sample
 in the output, those of a resumed run included.
+
+Secrets given in ``--env-config`` or ``--agent-option`` (an ``api_key`` at any depth, a
+``base_url`` with userinfo) reach no file eval writes: the run record and the lock are
+redacted by :mod:`agentsgym.output`, sample errors by :mod:`.samples`, and the summary
+is redacted as it is written, whatever a future field of it holds.
 """
 
 from __future__ import annotations
@@ -47,6 +52,7 @@ from agentsgym.output import (
     check_output_path,
     choose_mode,
     failure_report,
+    redact,
 )
 from agentsgym.trajectory import Episode
 from agentsgym_eval.samples import EvalReport, samples_from_rows, summarize, trial_sample
@@ -133,7 +139,8 @@ def write_summary(result: FinishResult) -> EvalReport:
         raise AgentsGymError(f"cannot summarize {result.path}: {exc}") from None
     summary = OutputPaths(result.path).summary
     tmp = summary.with_name(summary.name + ".tmp")
-    tmp.write_text(json.dumps({"split": arguments.split, **report.model_dump()}, indent=2) + "\n")
+    record = redact({"split": arguments.split, **report.model_dump()})
+    tmp.write_text(json.dumps(record, indent=2) + "\n")
     tmp.replace(summary)
     return report
 

@@ -19,7 +19,10 @@ a sample (one rollout of one task) is scored:
   grader is never mistaken for a wrong model.
 
 A failed episode (an exception in the env or the agent) is a wrong sample with no
-answer, so a crash never inflates the scores.
+answer, so a crash never inflates the scores. Its error text is kept redacted
+(:func:`agentsgym.redaction.redact_text`): an exception can quote the configuration
+it failed with (a server URL with a key in it), and samples are written, logged and
+shared.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, Field
 
 from agentsgym.engine import DEFAULT_MAX_CONCURRENCY
+from agentsgym.redaction import redact_text
 from agentsgym_eval import metrics
 
 if TYPE_CHECKING:
@@ -107,7 +111,7 @@ def sample_from_episode(episode: Episode) -> Sample:
         final_reward=episode.final_reward,
         num_turns=episode.num_turns,
         truncated=episode.truncated,
-        error=episode.error,
+        error=None if episode.error is None else redact_text(episode.error),
         messages=[dict(m) for m in episode.messages],
         step_infos=infos,
     )

@@ -18,7 +18,13 @@ from agentsgym_viewer.errors import (
 from agentsgym_viewer.filtering import EpisodeFilter
 from agentsgym_viewer.html import render_page, write_html
 from agentsgym_viewer.loading import TrajectoryFile, load_trajectories
-from agentsgym_viewer.model import TokenFields, ViewedEpisode, ViewedMessage, ViewedStep
+from agentsgym_viewer.model import (
+    RunRecord,
+    TokenFields,
+    ViewedEpisode,
+    ViewedMessage,
+    ViewedStep,
+)
 from agentsgym_viewer.pager import Pager
 from agentsgym_viewer.terminal import episode_table, render_episode
 from agentsgym_viewer.tokens import TokenDecoder, check_tokenizer, load_decoder
@@ -26,6 +32,7 @@ from agentsgym_viewer.tokens import TokenDecoder, check_tokenizer, load_decoder
 __all__ = [
     "EpisodeFilter",
     "Pager",
+    "RunRecord",
     "TokenDecoder",
     "TokenFields",
     "TrajectoryFile",

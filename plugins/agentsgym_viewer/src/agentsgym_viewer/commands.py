@@ -13,6 +13,7 @@ from pathlib import Path
 
 import typer
 from rich.rule import Rule
+from rich.table import Table
 from rich.text import Text
 
 from agentsgym import DEFAULT_TOKENIZER
@@ -37,14 +38,32 @@ logger = logging.getLogger(__name__)
 def view(
     file: Path = typer.Argument(..., help="a rollout or eval file (.parquet or .jsonl)"),
     episode: int | None = typer.Option(
-        None, "--episode", "-e", min=0, help="show episode #N (row N of the file) only"
+        None,
+        "--episode",
+        "-e",
+        min=0,
+        help="show episode #N (row N of the file) only, whatever the filters; --search "
+        "then highlights and counts its matches (or says it has none)",
     ),
     env: str | None = typer.Option(None, "--env", help="only episodes of this env id"),
     min_reward: float | None = typer.Option(None, "--min-reward", help="final reward >= this"),
     max_reward: float | None = typer.Option(None, "--max-reward", help="final reward <= this"),
-    failed: bool = typer.Option(False, "--failed", help="only episodes that ended with an error"),
+    failed: bool = typer.Option(
+        False,
+        "--failed",
+        help="only episodes that ended with an error: an exception or a timeout in the env or "
+        "the agent (a wrong answer is not a failure: see --wrong)",
+    ),
+    wrong: bool = typer.Option(
+        False,
+        "--wrong",
+        help="only episodes whose answer was not judged correct (failed ones included; "
+        "the rule is above)",
+    ),
     search: str | None = typer.Option(
-        None, "--search", help="text in the messages, error, task data or ids (any case)"
+        None,
+        "--search",
+        help="text in the messages, error, task data or ids (any case); matches are highlighted",
     ),
     tokenizer: str = typer.Option(
         DEFAULT_TOKENIZER,
@@ -69,26 +88,42 @@ def view(
 ) -> None:
     """Show the episodes of a rollout or eval file: messages, rewards, coloured tokens.
 
-    Filters (--env, --min-reward, --max-reward, --failed, --search) select the
-    episodes shown, and the episodes written to the --html page.
+    Filters (--env, --min-reward, --max-reward, --failed, --wrong, --search)
+    select the episodes shown and the episodes written to the --html page.
+    --episode N shows #N whatever they say (a note says when #N does not pass
+    them); paging, it starts at #N among the selection.
+
+    --wrong judges an answer as `agentsgym eval` scores it. Eval file: the row
+    has correct=false (failed and ungraded samples too, as in the accuracy).
+    Rollout file: the episode failed, or its steps report info "correct" but
+    never true, or none reports it and its final reward is not above 0.
     """
+    if list_only and episode is not None:
+        raise typer.BadParameter(
+            "--list lists the selected episodes and --episode shows one: give one of them",
+            param_hint="--episode",
+        )
     trajectories = load_trajectories(file)
-    selection = _select(
-        trajectories,
-        EpisodeFilter(
-            env=env, min_reward=min_reward, max_reward=max_reward, failed=failed, search=search
-        ),
-        env,
+    filters = EpisodeFilter(
+        env=env,
+        min_reward=min_reward,
+        max_reward=max_reward,
+        failed=failed,
+        wrong=wrong,
+        search=search,
     )
+    selection = _select(trajectories, filters, env)
     chosen = _chosen(trajectories, episode)
+    if chosen is not None:
+        _note_unselected(chosen, filters)
     needs_text = (tokens or html is not None) and not list_only
     decoder = _decoder(tokenizer, trajectories) if needs_text and trajectories.has_tokens else None
 
     if html is not None:
         pages = [chosen] if chosen is not None else selection
         if not pages:
-            _no_match(trajectories)
-        path = write_html(trajectories, html, pages, decoder)
+            _no_match(trajectories, filters)
+        path = write_html(trajectories, html, pages, decoder, search=search)
         console.print(f"wrote {len(pages)} episodes to {path}", highlight=False)
         return
 
@@ -96,27 +131,27 @@ def view(
         interactive = console.is_terminal and sys.stdin.isatty()
     if list_only:
         if not selection:
-            _no_match(trajectories)
-        console.print(episode_table(selection, _list_title(trajectories, selection)))
+            _no_match(trajectories, filters)
+        console.print(_table(trajectories, selection))
         return
     if interactive:
         if chosen is not None and chosen not in selection:
             selection = [chosen]
         if not selection:
-            _no_match(trajectories)
-        Pager(selection, console, decoder=decoder, show_tokens=tokens).run(
+            _no_match(trajectories, filters)
+        Pager(selection, console, decoder=decoder, show_tokens=tokens, search=search).run(
             chosen.index if chosen is not None else None
         )
         return
     if chosen is not None:
-        _print_episode(chosen, decoder, tokens)
+        _print_episode(chosen, decoder, tokens, search)
         return
     if not selection:
-        _no_match(trajectories)
-    console.print(episode_table(selection, _list_title(trajectories, selection)))
+        _no_match(trajectories, filters)
+    console.print(_table(trajectories, selection))
     for item in selection:
         console.print(Rule())
-        _print_episode(item, decoder, tokens)
+        _print_episode(item, decoder, tokens, search)
 
 
 def _select(
@@ -145,6 +180,22 @@ def _chosen(trajectories: TrajectoryFile, index: int | None) -> ViewedEpisode | 
     return chosen
 
 
+def _note_unselected(chosen: ViewedEpisode, filters: EpisodeFilter) -> None:
+    """Say so when --episode shows an episode the selecting filters leave out.
+
+    --search is left aside: the episode view itself says how many matches it has.
+    """
+    selecting = filters.model_copy(update={"search": None})
+    if selecting.active and not selecting.matches(chosen):
+        err_console.print(
+            Text(
+                f"episode #{chosen.index} does not pass the filters given; it is shown because "
+                "--episode names it",
+                "yellow",
+            )
+        )
+
+
 def _decoder(tokenizer: str, trajectories: TrajectoryFile) -> TokenDecoder | None:
     """The decoder for token text, or None (ids) when it does not fit the file."""
     decoder = load_decoder(tokenizer)
@@ -161,25 +212,45 @@ def _decoder(tokenizer: str, trajectories: TrajectoryFile) -> TokenDecoder | Non
     return decoder
 
 
-def _print_episode(episode: ViewedEpisode, decoder: TokenDecoder | None, tokens: bool) -> None:
+def _print_episode(
+    episode: ViewedEpisode, decoder: TokenDecoder | None, tokens: bool, search: str | None
+) -> None:
     console.print(
-        render_episode(episode, decoder, show_tokens=tokens, color=console.color_system is not None)
-    )
-
-
-def _list_title(trajectories: TrajectoryFile, selection: list[ViewedEpisode]) -> str:
-    total = len(trajectories.episodes)
-    return (
-        f"{trajectories.path.name}: {len(selection)} of {total} episodes ({trajectories.kind} file)"
-    )
-
-
-def _no_match(trajectories: TrajectoryFile) -> None:
-    err_console.print(
-        Text(
-            f"no episode of {trajectories.path.name} ({len(trajectories.episodes)} episodes) "
-            "matches these filters",
-            "yellow",
+        render_episode(
+            episode,
+            decoder,
+            show_tokens=tokens,
+            color=console.color_system is not None,
+            search=search,
         )
     )
+
+
+def _table(trajectories: TrajectoryFile, selection: list[ViewedEpisode]) -> Table:
+    """The list of the selection, titled with the file and captioned with its run."""
+    total = len(trajectories.episodes)
+    title = (
+        f"{trajectories.path.name}: {len(selection)} of {total} episodes ({trajectories.kind} file)"
+    )
+    run = trajectories.run
+    return episode_table(selection, title, f"run: {run.describe()}" if run is not None else None)
+
+
+def _no_match(trajectories: TrajectoryFile, filters: EpisodeFilter) -> None:
+    message = (
+        f"no episode of {trajectories.path.name} ({len(trajectories.episodes)} episodes) "
+        "matches these filters"
+    )
+    if filters.failed:
+        # Wrong answers are not failures; a user looking for the bad episodes of an eval
+        # run usually means those.
+        wrong = filters.model_copy(update={"failed": False, "wrong": True})
+        count = len(wrong.apply(trajectories.episodes))
+        if count:
+            message += (
+                f"; none failed (ended with an error), but {count} "
+                f"{'has an answer' if count == 1 else 'have answers'} judged wrong: "
+                "--wrong shows them"
+            )
+    err_console.print(Text(message, "yellow"))
     raise typer.Exit(1)

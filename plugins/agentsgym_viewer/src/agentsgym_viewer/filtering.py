@@ -22,7 +22,15 @@ class EpisodeFilter(BaseModel):
     env: str | None = Field(default=None, description="exact env id")
     min_reward: float | None = Field(default=None, description="final reward >= this")
     max_reward: float | None = Field(default=None, description="final reward <= this")
-    failed: bool = Field(default=False, description="only episodes that ended with an error")
+    failed: bool = Field(
+        default=False,
+        description="only episodes that ended with an error (an exception or a timeout in the "
+        "env or the agent); a wrong answer is not a failure",
+    )
+    wrong: bool = Field(
+        default=False,
+        description="only episodes whose answer was not judged correct (ViewedEpisode.wrong)",
+    )
     search: str | None = Field(
         default=None,
         description="case-insensitive text in the messages, error, task data, env or session id",
@@ -49,6 +57,7 @@ class EpisodeFilter(BaseModel):
                 self.min_reward is not None,
                 self.max_reward is not None,
                 self.failed,
+                self.wrong,
                 self.search,
             )
         )
@@ -62,9 +71,9 @@ class EpisodeFilter(BaseModel):
             return False
         if self.failed and not episode.failed:
             return False
-        if self.search and self.search.lower() not in episode.search_text():
+        if self.wrong and not episode.wrong:
             return False
-        return True
+        return not self.search or self.search.lower() in episode.search_text()
 
     def apply(self, episodes: Iterable[ViewedEpisode]) -> list[ViewedEpisode]:
         """The episodes that match, in file order."""

@@ -11,6 +11,11 @@ Token ids are embedded once per episode, with the text of every distinct id in o
 shared vocabulary; agent masks as ``"0011..."`` strings and per-token rewards as
 ``[position, value]`` pairs of the non-zero ones, which keeps large files small. The
 page draws only the selected episode, the list and the token view in chunks.
+
+Whether an episode is wrong (``--wrong``) is judged here, by
+:attr:`ViewedEpisode.wrong`, and embedded, so the page applies the very same rule.
+The page opens with the command's ``--search`` in its search box; the matches of the
+search box are highlighted in the episode shown, with a line counting them.
 """
 
 from __future__ import annotations
@@ -67,6 +72,7 @@ def episode_data(episode: ViewedEpisode) -> dict[str, Any]:
         "free": episode.free_shot,
         "err": episode.error,
         "correct": episode.correct,
+        "wrong": episode.wrong,
         "answer": episode.answer,
         "graded": episode.graded,
         "terms": {k: _finite(v) for k, v in episode.episode_reward_terms().items()},
@@ -102,11 +108,14 @@ def page_data(
     trajectories: TrajectoryFile,
     episodes: Sequence[ViewedEpisode],
     decoder: TokenDecoder | None,
+    search: str | None = None,
 ) -> dict[str, Any]:
     """Everything the page shows: file facts, the token vocabulary and the episodes."""
     return {
         "file": trajectories.path.name,
         "kind": trajectories.kind,
+        "run": trajectories.run.describe() if trajectories.run is not None else None,
+        "search": search or "",
         "num_rows": trajectories.num_rows,
         "warnings": list(trajectories.warnings),
         "decoded": decoder is not None,
@@ -121,15 +130,18 @@ def render_page(
     trajectories: TrajectoryFile,
     episodes: Sequence[ViewedEpisode] | None = None,
     decoder: TokenDecoder | None = None,
+    *,
+    search: str | None = None,
 ) -> str:
-    """The page's HTML for ``episodes`` (default: every episode of the file)."""
+    """The page's HTML for ``episodes`` (default: every episode of the file), opened
+    with ``search`` in its search box."""
     chosen = trajectories.episodes if episodes is None else episodes
     static = resources.files("agentsgym_viewer") / "static"
     parts = {
         "TITLE": html.escape(f"agentsgym view \u2014 {trajectories.path.name}"),
         "CSS": (static / "viewer.css").read_text(encoding="utf-8"),
         "JS": (static / "viewer.js").read_text(encoding="utf-8"),
-        "DATA": script_json(page_data(trajectories, chosen, decoder)),
+        "DATA": script_json(page_data(trajectories, chosen, decoder, search)),
     }
     template = (static / "page.html").read_text(encoding="utf-8")
     # One pass, so that no inserted text is searched for placeholders again.
@@ -141,6 +153,8 @@ def write_html(
     out: str | Path,
     episodes: Sequence[ViewedEpisode] | None = None,
     decoder: TokenDecoder | None = None,
+    *,
+    search: str | None = None,
 ) -> Path:
     """Write the page to ``out`` (a ``.html`` file); returns its path."""
     path = Path(out)
@@ -148,7 +162,7 @@ def write_html(
         raise ViewOutputError(f"--html {str(path)!r} must end in .html")
     if path.is_dir():
         raise ViewOutputError(f"--html {str(path)!r} is a folder; give a file name ending in .html")
-    page = render_page(trajectories, episodes, decoder)
+    page = render_page(trajectories, episodes, decoder, search=search)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(page, encoding="utf-8")

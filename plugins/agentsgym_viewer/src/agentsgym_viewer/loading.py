@@ -11,6 +11,10 @@ user may point the viewer at the wrong parquet. So:
 * a cut or broken JSON line, a row whose fields have the wrong types, and columns
   the viewer does not know are skipped with a warning (logged, and kept on
   :attr:`TrajectoryFile.warnings`), and every other row is shown.
+
+The run record beside the file (``FILE.run.json``), when there is a readable one,
+says which command made it (:class:`RunRecord`, secrets redacted); it is context, so
+a missing or damaged one is no problem.
 """
 
 from __future__ import annotations
@@ -24,8 +28,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from agentsgym.output import OutputPaths
 from agentsgym_viewer.errors import TrajectoryFileError
-from agentsgym_viewer.model import FileKind, TokenFields, ViewedEpisode
+from agentsgym_viewer.model import FileKind, RunRecord, TokenFields, ViewedEpisode
 
 logger = logging.getLogger(__name__)
 
@@ -54,6 +59,8 @@ class TrajectoryFile:
     warnings: list[str] = field(default_factory=list)
     num_rows: int = 0
     """Rows in the file, including the ones skipped with a warning."""
+    run: RunRecord | None = None
+    """The run that wrote the file, from its run record (None: no readable record)."""
 
     @property
     def env_ids(self) -> list[str]:
@@ -126,7 +133,10 @@ def load_trajectories(path: str | Path) -> TrajectoryFile:
             f"{path.name}: ignoring columns the viewer does not know: {', '.join(unknown)} "
             "(a newer agentsgym, or columns added by hand)"
         )
-    default_env = _eval_env_id(path) if kind == "eval" else None
+    run = _run_record(path)
+    default_env = None
+    if kind == "eval":  # eval rows have no env id: the summary or the run record has it
+        default_env = _eval_env_id(path) or (run.env_id if run is not None else None)
     episodes: list[ViewedEpisode] = []
     num_rows = 0
     for index, row in rows:
@@ -141,7 +151,7 @@ def load_trajectories(path: str | Path) -> TrajectoryFile:
             + (f", {warnings.line_problems} skipped" if warnings.line_problems else "")
             + "); write it again with `agentsgym rollout --out` or `agentsgym eval --out`"
         )
-    return TrajectoryFile(path, kind, episodes, warnings.messages, num_rows)
+    return TrajectoryFile(path, kind, episodes, warnings.messages, num_rows, run)
 
 
 # ---------------------------------------------------------------------- formats
@@ -283,12 +293,25 @@ def _file_kind(path: Path, columns: list[str]) -> FileKind:
 
 def _eval_env_id(path: Path) -> str | None:
     """An eval file's env id, from the summary JSON `agentsgym eval` writes next to it."""
-    summary = path.with_name(path.stem + ".summary.json")
+    summary = OutputPaths(path).summary
     try:
         env_id = json.loads(summary.read_text(encoding="utf-8")).get("env_id")
     except (OSError, ValueError, AttributeError):
         return None
     return env_id if isinstance(env_id, str) else None
+
+
+def _run_record(path: Path) -> RunRecord | None:
+    """The run record beside ``path``, or None when there is no readable one."""
+    record = OutputPaths(path).manifest
+    try:
+        data = json.loads(record.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        logger.info("not showing the run record %s: %s", record, exc)
+        return None
+    return RunRecord.from_json(data)
 
 
 def _episode(

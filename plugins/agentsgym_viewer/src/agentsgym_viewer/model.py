@@ -6,18 +6,29 @@ Rollout files (``agentsgym rollout --out``, rows of ``Episode.to_record`` /
 with ``None`` where a file kind has no value (eval rows have no tokens, rollout rows
 no ``correct``). Rows are validated here, at the boundary, so that the terminal view
 and the HTML page can trust every field.
+
+An episode's ``error`` is shown redacted (:func:`agentsgym.redaction.redact_text`): an
+error text is where a secret of the run's configuration can surface (a server URL
+with userinfo in a connection error), and files written before agentsgym redacted
+them still hold it. Messages, task data and step infos are shown as recorded: they
+are the episode itself, and the token view shows the same text from the ids.
 """
 
 from __future__ import annotations
 
 import json
+import shlex
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from agentsgym.redaction import redact, redact_argv, redact_text
+
 FileKind = Literal["rollout", "eval"]
+CORRECT_KEY = "correct"
+"""The step info key an env reports a judged answer with (docs/plugin-authors.md, 7)."""
 
 
 class ViewedMessage(BaseModel):
@@ -34,6 +45,53 @@ class ViewedMessage(BaseModel):
         if value is None:
             return ""
         return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """What the run record beside a file (``FILE.run.json``) says about the run that
+    wrote it, as the views show it."""
+
+    command_line: str
+    """The command that made the file, secrets redacted."""
+    status: str | None = None
+    done_trials: int | None = None
+    planned_trials: int | None = None
+    env_id: str | None = None
+
+    @classmethod
+    def from_json(cls, data: Any) -> RunRecord | None:
+        """The record of a run record's JSON, or None when it is not one.
+
+        Redacted again here: a record written before agentsgym redacted secrets at any
+        depth (or edited by hand) may still hold one, and the views never show it.
+        """
+        if not isinstance(data, dict):
+            return None
+        data = redact(data)
+        argv = data.get("command_line")
+        if not isinstance(argv, list) or not argv:
+            return None
+        arguments = data.get("arguments")
+        env_id = arguments.get("env_id") if isinstance(arguments, dict) else None
+        return cls(
+            command_line=shlex.join(redact_argv([str(a) for a in argv])),
+            status=_typed(data.get("status"), str),
+            done_trials=_typed(data.get("done_trials"), int),
+            planned_trials=_typed(data.get("planned_trials"), int),
+            env_id=_typed(env_id, str),
+        )
+
+    def describe(self) -> str:
+        """``agentsgym eval ... (complete: 8 of 8 trials)``: one line for the views."""
+        state = [self.status] if self.status else []
+        if self.done_trials is not None and self.planned_trials is not None:
+            state.append(f"{self.done_trials} of {self.planned_trials} trials")
+        return self.command_line + (f" ({': '.join(state)})" if state else "")
+
+
+def _typed(value: Any, kind: type) -> Any:
+    return value if isinstance(value, kind) and not isinstance(value, bool) else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,6 +196,11 @@ class ViewedEpisode(BaseModel):
     def _none_as_empty_list(cls, value: Any) -> Any:
         return [] if value is None else value
 
+    @field_validator("error")
+    @classmethod
+    def _error_redacted(cls, value: str | None) -> str | None:
+        return None if value is None else redact_text(value)
+
     @field_validator("answer", mode="before")
     @classmethod
     def _answer_as_text(cls, value: Any) -> Any:
@@ -149,6 +212,27 @@ class ViewedEpisode(BaseModel):
     def failed(self) -> bool:
         """The episode ended with an error (an exception in the env or the agent)."""
         return self.error is not None
+
+    @property
+    def wrong(self) -> bool:
+        """The episode's answer was not judged correct (``--wrong``).
+
+        The rule ``agentsgym eval`` scores a sample by, so that an episode is judged the
+        same in a rollout file and in an eval file: an eval row is wrong when its
+        ``correct`` is false (failed and ungraded samples included, as in the
+        accuracy); a rollout row when it failed, when its steps report
+        ``info["correct"]`` but never ``True``, or, when no step reports it, when its
+        final reward is not above 0. (A file does not record an env's best possible
+        reward, so "below the maximum" cannot be judged from it.)
+        """
+        if self.correct is not None:
+            return not self.correct
+        if self.failed:
+            return True
+        reported = [info[CORRECT_KEY] for info in self.step_infos if CORRECT_KEY in info]
+        if reported:
+            return not any(value is True for value in reported)
+        return not self.final_reward > 0
 
     @property
     def task_json(self) -> str:
@@ -203,3 +287,10 @@ class ViewedEpisode(BaseModel):
         parts = [self.env_id or "", self.session_id or "", self.error or "", self.task_json]
         parts += [m.content for m in self.messages]
         return "\n".join(parts).lower()
+
+    def search_matches(self, text: str) -> int:
+        """How many times ``text`` occurs in :meth:`search_text`, any case (0: no match).
+
+        Counted like ``str.count`` (non-overlapping, left to right), as the page does.
+        """
+        return self.search_text().count(text.lower()) if text else 0

@@ -4,6 +4,7 @@ One episode fills the screen; a prompt at the bottom reads a command:
 ``n`` or Enter (next), ``p`` (previous), ``N`` or ``j N`` (jump to episode #N),
 ``f``/``l`` (first/last), ``t`` (tokens on/off), ``?`` (the list), ``q`` (quit).
 Input comes from a function so that tests (and other front ends) can drive it.
+A search text is highlighted and counted in every episode shown (``--search``).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ class Pager:
         show_tokens: bool = True,
         read: Callable[[str], str] | None = None,
         clear: bool = True,
+        search: str | None = None,
     ) -> None:
         if not episodes:
             raise ValueError("nothing to page through")
@@ -41,6 +43,7 @@ class Pager:
         self.show_tokens = show_tokens
         self.read = read or (lambda prompt: console.input(prompt))
         self.clear = clear
+        self.search = search
         self.position = 0
         self._positions = {e.index: i for i, e in enumerate(self.episodes)}
 
@@ -106,6 +109,7 @@ class Pager:
                     self.decoder,
                     show_tokens=self.show_tokens,
                     color=self.console.color_system is not None,
+                    search=self.search,
                 )
             )
         status = Text(

@@ -6,12 +6,18 @@ reward terms, and a token view: every token on a background coloured by who wrot
 it (grey: the env and the chat template; blue/green/red: the agent, by the sign of
 the reward on that token), alternating shades so token boundaries show. Without a
 colour terminal (a pipe) agent tokens are bracketed ``⟦...⟧`` instead.
+
+With a search text, its matches are highlighted in the text ``--search`` looks in
+(env id, session, error, task data, messages; ``⟪...⟫`` without colour) and a line
+under the header says how many there are, or that the episode has none.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from rich.console import Group, RenderableType
@@ -30,7 +36,31 @@ AGENT_STYLES = {
     -1: ("on dark_red", "on red3"),
 }
 AGENT_OPEN, AGENT_CLOSE = "\u27e6", "\u27e7"  # ⟦ ⟧
+MATCH_STYLE = "bold black on yellow"
+MATCH_OPEN, MATCH_CLOSE = "\u27ea", "\u27eb"  # ⟪ ⟫
 MAX_INFO_CHARS = 160
+
+
+@dataclass(frozen=True)
+class Highlight:
+    """Marks the matches of a search text, any case, in the text it draws."""
+
+    search: str | None = None
+    color: bool = True
+
+    def text(self, plain: str, style: str = "") -> Text:
+        text = Text(style=style)
+        start = 0
+        if self.search:
+            for match in re.finditer(re.escape(self.search), plain, re.IGNORECASE):
+                text.append(plain[start : match.start()])
+                if self.color:
+                    text.append(match.group(), MATCH_STYLE)
+                else:  # a pipe drops styles: brackets keep the matches visible
+                    text.append(MATCH_OPEN + match.group() + MATCH_CLOSE)
+                start = match.end()
+        text.append(plain[start:])
+        return text
 
 
 def fmt_reward(value: float) -> str:
@@ -38,8 +68,9 @@ def fmt_reward(value: float) -> str:
     return f"{value:+.4g}"
 
 
-def episode_title(episode: ViewedEpisode) -> Text:
+def episode_title(episode: ViewedEpisode, mark: Highlight | None = None) -> Text:
     """``#3  env-id  task 1 · rollout 0`` (plus episode and segment when they matter)."""
+    mark = mark or Highlight()
     parts = []
     if episode.task_index is not None:
         parts.append(f"task {episode.task_index}")
@@ -49,13 +80,8 @@ def episode_title(episode: ViewedEpisode) -> Text:
         parts.append(f"episode {episode.episode_index}")
     if (episode.num_segments or 1) > 1:
         parts.append(f"segment {(episode.segment_index or 0) + 1}/{episode.num_segments}")
-    return Text.assemble(
-        (f"#{episode.index}", "bold"),
-        "  ",
-        (episode.env_id or "(env unknown)", "bold cyan"),
-        "  ",
-        " \u00b7 ".join(parts),
-    )
+    env = mark.text(episode.env_id, "bold cyan") if episode.env_id else "(env unknown)"
+    return Text.assemble((f"#{episode.index}", "bold"), "  ", env, "  ", " \u00b7 ".join(parts))
 
 
 def status_text(episode: ViewedEpisode) -> Text:
@@ -76,7 +102,8 @@ def status_text(episode: ViewedEpisode) -> Text:
     return text
 
 
-def header(episode: ViewedEpisode) -> Panel:
+def header(episode: ViewedEpisode, mark: Highlight | None = None) -> Panel:
+    mark = mark or Highlight()
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="bold")
     grid.add_column()
@@ -87,7 +114,7 @@ def header(episode: ViewedEpisode) -> Panel:
     grid.add_row("status", status_text(episode))
     grid.add_row("truncated", "yes" if episode.truncated else "no")
     if episode.error is not None:
-        grid.add_row("error", Text(episode.error, "red"))
+        grid.add_row("error", mark.text(episode.error, "red"))
     terms = episode.episode_reward_terms()
     if terms:
         grid.add_row("reward by source", _terms_text(terms))
@@ -96,10 +123,22 @@ def header(episode: ViewedEpisode) -> Panel:
         if episode.graded is False:
             grid.add_row("graded", Text("no (a grader could not judge it)", "yellow"))
     if episode.session_id:
-        grid.add_row("session", Text(episode.session_id, "dim"))
-    grid.add_row("task", Text(_clip(episode.task_json), "dim"))
+        grid.add_row("session", mark.text(episode.session_id, "dim"))
+    grid.add_row("task", mark.text(_clip(episode.task_json), "dim"))
     border = "red" if episode.failed else "green" if episode.final_reward > 0 else "blue"
-    return Panel(grid, title=episode_title(episode), title_align="left", border_style=border)
+    title = episode_title(episode, mark)
+    return Panel(grid, title=title, title_align="left", border_style=border)
+
+
+def search_line(episode: ViewedEpisode, search: str) -> Text:
+    """How many matches of ``search`` the episode has, or that it has none."""
+    count = episode.search_matches(search)
+    line = Text(f"search {search!r}: ", "bold")
+    if count:
+        line.append(f"{count} match{'es' if count > 1 else ''} in this episode", "yellow")
+    else:
+        line.append("no match in this episode (env id, session, error, task data, messages)", "red")
+    return line
 
 
 def step_line(step: ViewedStep | None, token_reward: float | None, token_count: int | None) -> Text:
@@ -124,8 +163,9 @@ def step_line(step: ViewedStep | None, token_reward: float | None, token_count: 
     return line
 
 
-def messages(episode: ViewedEpisode) -> list[RenderableType]:
+def messages(episode: ViewedEpisode, mark: Highlight | None = None) -> list[RenderableType]:
     """Each message in a panel titled by role; assistant turns end with their step."""
+    mark = mark or Highlight()
     steps = episode.steps()
     spans = episode.turn_token_spans()
     token_rewards = episode.turn_token_rewards()
@@ -133,12 +173,12 @@ def messages(episode: ViewedEpisode) -> list[RenderableType]:
     turn = 0
     for message in episode.messages:
         style = ROLE_STYLES.get(message.role, "white")
-        body: RenderableType = Text(message.content)
+        body: RenderableType = mark.text(message.content)
         if message.role == "assistant":
             step = steps[turn] if turn < len(steps) else None
             reward = token_rewards[turn] if token_rewards is not None else None
             count = spans[turn][1] - spans[turn][0] if spans is not None else None
-            body = Group(Text(message.content), Text(), step_line(step, reward, count))
+            body = Group(mark.text(message.content), Text(), step_line(step, reward, count))
             turn += 1
         rendered.append(
             Panel(body, title=Text(message.role, style), title_align="left", border_style=style)
@@ -204,9 +244,15 @@ def render_episode(
     *,
     show_tokens: bool = True,
     color: bool = True,
+    search: str | None = None,
 ) -> Group:
-    """The whole terminal view of one episode."""
-    parts: list[RenderableType] = [header(episode), *messages(episode)]
+    """The whole terminal view of one episode; ``search``: its matches highlighted and
+    counted."""
+    mark = Highlight(search, color)
+    parts: list[RenderableType] = [header(episode, mark)]
+    if search:
+        parts.append(search_line(episode, search))
+    parts += messages(episode, mark)
     if show_tokens:
         tokens = token_view(episode, decoder, color=color)
         if tokens is not None:
@@ -214,9 +260,11 @@ def render_episode(
     return Group(*parts)
 
 
-def episode_table(episodes: Sequence[ViewedEpisode], title: str) -> Table:
+def episode_table(
+    episodes: Sequence[ViewedEpisode], title: str, caption: str | None = None
+) -> Table:
     """One line per episode: the list the pager and ``--list`` show."""
-    table = Table(title=title, title_justify="left")
+    table = Table(title=title, title_justify="left", caption=caption, caption_justify="left")
     for name, justify in (
         ("#", "right"),
         ("env", "left"),

@@ -3,8 +3,9 @@
  * The data is the JSON in <script id="agentsgym-data">. Only the selected episode is
  * drawn, and the list and the token view are drawn in chunks, so that a file of
  * thousands of episodes stays responsive. Episode text is always inserted with
- * textContent, never parsed as HTML.
- * The filter rules mirror agentsgym/viewer/filtering.py (EpisodeFilter.matches). */
+ * textContent, never parsed as HTML (search matches are <mark> elements made here).
+ * The filter rules mirror agentsgym_viewer/filtering.py (EpisodeFilter.matches);
+ * whether an episode is wrong is judged in Python (ViewedEpisode.wrong) and embedded. */
 (function () {
   "use strict";
   var DATA = JSON.parse(document.getElementById("agentsgym-data").textContent);
@@ -44,6 +45,34 @@
     return e._hay;
   }
 
+  // Non-overlapping matches of the lower-cased needle, as Python's str.count counts.
+  function countMatches(e, needle) {
+    var hay = haystack(e), count = 0, at = 0;
+    if (!needle) return 0;
+    while ((at = hay.indexOf(needle, at)) >= 0) { count++; at += needle.length; }
+    return count;
+  }
+
+  // Episode text with the matches of the search box in <mark>s, all as text nodes.
+  function marked(tag, cls, text) {
+    var node = el(tag, cls);
+    var needle = $("f-search").value.toLowerCase();
+    text = String(text);
+    var lower = text.toLowerCase();
+    if (!needle || lower.length !== text.length) {  // lower-casing moved offsets: no marks
+      node.textContent = text;
+      return node;
+    }
+    var at = 0, next;
+    while ((next = lower.indexOf(needle, at)) >= 0) {
+      node.appendChild(document.createTextNode(text.slice(at, next)));
+      node.appendChild(el("mark", null, text.slice(next, next + needle.length)));
+      at = next + needle.length;
+    }
+    node.appendChild(document.createTextNode(text.slice(at)));
+    return node;
+  }
+
   function readFilters() {
     var min = $("f-min").value.trim(), max = $("f-max").value.trim();
     return {
@@ -51,6 +80,7 @@
       min: min === "" || isNaN(Number(min)) ? null : Number(min),
       max: max === "" || isNaN(Number(max)) ? null : Number(max),
       failed: $("f-failed").checked,
+      wrong: $("f-wrong").checked,
       search: $("f-search").value
     };
   }
@@ -60,6 +90,7 @@
     if (f.min !== null && e.r < f.min) return false;
     if (f.max !== null && e.r > f.max) return false;
     if (f.failed && e.err === null) return false;
+    if (f.wrong && !e.wrong) return false;
     if (f.search && haystack(e).indexOf(f.search.toLowerCase()) < 0) return false;
     return true;
   }
@@ -91,11 +122,27 @@
     drawList();
   }
 
+  // When "failed only" finds nothing but answers are wrong: wrong answers are not failures.
+  function wrongHint() {
+    var f = readFilters();
+    if (!f.failed) return "";
+    f.failed = false;
+    f.wrong = true;
+    var count = 0;
+    for (var k = 0; k < EPISODES.length; k++) if (matches(EPISODES[k], f)) count++;
+    if (!count) return "";
+    return "None failed (ended with an error), but " + count + (count === 1 ? " has an answer" :
+      " have answers") + " judged wrong: check \u201cwrong only\u201d to see them.";
+  }
+
   function drawList() {
     var list = $("list");
     list.textContent = "";
     if (!state.shown.length) {
-      list.appendChild(el("div", "none", "No episode matches these filters."));
+      var none = el("div", "none", "No episode matches these filters.");
+      var hint = wrongHint();
+      if (hint) none.appendChild(el("span", "hint", hint));
+      list.appendChild(none);
       return;
     }
     var frag = document.createDocumentFragment();
@@ -142,10 +189,14 @@
     var detail = $("detail");
     detail.textContent = "";
     detail.scrollTop = 0;
-    var title = el("h2", null, "#" + e.i + "  " + (e.env || "(env unknown)") + "  ");
+    var title = el("h2", null, "#" + e.i + "  ");
+    title.appendChild(e.env ? marked("span", null, e.env) : el("span", null, "(env unknown)"));
+    title.appendChild(document.createTextNode("  "));
     title.appendChild(el("span", "muted", place(e)));
     tags(e, title);
     detail.appendChild(title);
+    var search = $("f-search").value;
+    if (search) detail.appendChild(searchCount(e, search));
 
     var meta = el("dl", "meta");
     function row(name, value, cls) {
@@ -157,13 +208,13 @@
     row("final reward", rewardSpan(e.r));
     row("turns", e.turns);
     row("truncated", e.trunc ? "yes" : "no");
-    if (e.err !== null) row("error", e.err, "error");
+    if (e.err !== null) row("error", marked("span", null, e.err), "error");
     var terms = Object.keys(e.terms);
     if (terms.length) row("reward by source", termsNode(e.terms));
     if (DATA.kind === "eval") row("answer", e.answer === null ? "none" : e.answer);
     if (e.graded === false) row("graded", "no (a grader could not judge it)");
-    if (e.sid) row("session", e.sid);
-    row("task", e.tj);
+    if (e.sid) row("session", marked("span", null, e.sid));
+    row("task", marked("span", null, e.tj));
     detail.appendChild(meta);
 
     var turn = 0;
@@ -171,7 +222,7 @@
       var role = m[0];
       var box = el("div", "msg " + role);
       box.appendChild(el("div", "role", role));
-      box.appendChild(el("div", "content", m[1]));
+      box.appendChild(marked("div", "content", m[1]));
       if (role === "assistant") {
         box.appendChild(stepNode(e, turn));
         turn += 1;
@@ -182,6 +233,15 @@
       detail.appendChild(el("p", "muted", "No messages: the episode failed before its first prompt."));
     }
     if (e.tok) detail.appendChild(tokenSection(e));
+  }
+
+  // The terminal's line: how many matches of the search box the episode has, or none.
+  function searchCount(e, search) {
+    var count = countMatches(e, search.toLowerCase());
+    var text = "search \u201c" + search + "\u201d: " + (count ? count + (count > 1 ? " matches" :
+      " match") + " in this episode" : "no match in this episode (env id, session, error, " +
+      "task data, messages)");
+    return el("p", "search-count" + (count ? "" : " none"), text);
   }
 
   function termsNode(terms) {
@@ -288,6 +348,11 @@
     file.textContent = DATA.file + "  ";
     file.appendChild(el("span", "muted", DATA.kind + " file \u00b7 " + EPISODES.length + " episodes" +
       (DATA.num_rows !== EPISODES.length ? " (of " + DATA.num_rows + " rows)" : "")));
+    if (DATA.run) {
+      $("run").hidden = false;
+      $("run").textContent = "run: " + DATA.run;
+    }
+    $("f-search").value = DATA.search;
     DATA.envs.forEach(function (env) {
       var option = el("option", null, env);
       option.value = env;
@@ -300,9 +365,16 @@
       DATA.warnings.forEach(function (text) { ul.appendChild(el("li", null, text)); });
       w.appendChild(ul);
     }
-    ["f-env", "f-failed"].forEach(function (id) { $(id).addEventListener("change", applyFilters); });
-    ["f-min", "f-max", "f-search"].forEach(function (id) { $(id).addEventListener("input", applyFilters); });
-    $("f-reset").onclick = function () { $("filters").reset(); applyFilters(); };
+    ["f-env", "f-failed", "f-wrong"].forEach(function (id) {
+      $(id).addEventListener("change", applyFilters);
+    });
+    ["f-min", "f-max"].forEach(function (id) { $(id).addEventListener("input", applyFilters); });
+    $("f-search").addEventListener("input", function () { applyFilters(); redrawSelected(); });
+    $("f-reset").onclick = function () {
+      $("filters").reset();
+      applyFilters();
+      redrawSelected();
+    };
     document.addEventListener("keydown", function (ev) {
       var typing = /INPUT|SELECT|TEXTAREA/.test(document.activeElement.tagName);
       if (ev.key === "/" && !typing) { ev.preventDefault(); $("f-search").focus(); return; }
@@ -312,9 +384,14 @@
     });
     applyFilters();
     var fromHash = /^#ep=(\d+)$/.exec(location.hash);
+    // A page of one episode (--episode N) shows it even when its search has no match.
     var start = fromHash && byIndex[Number(fromHash[1])] !== undefined ? Number(fromHash[1])
-      : state.shown.length ? EPISODES[state.shown[0]].i : null;
+      : state.shown.length ? EPISODES[state.shown[0]].i : EPISODES.length === 1 ? EPISODES[0].i : null;
     if (start !== null) select(start);
+  }
+
+  function redrawSelected() {
+    if (state.selected !== null) drawEpisode(EPISODES[byIndex[state.selected]]);
   }
 
   function move(delta) {
