@@ -3,12 +3,11 @@ register like a trainer, produce, pull /batch, and compare with the runner."""
 
 from __future__ import annotations
 
-import shutil
-import socket
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -25,65 +24,14 @@ GUESS = "agentsgym/GuessTheNumber-v0"
 pytestmark = pytest.mark.timeout(180)
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-@pytest.fixture
-def api() -> Any:
-    run_api = shutil.which("run-api")
-    if run_api is None:
-        pytest.skip("atroposlib's run-api is not installed (pip install atroposlib)")
-    port = free_port()
-    process = subprocess.Popen(
-        [run_api, "--host", "127.0.0.1", "--port", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            requests.get(url + "/", timeout=1)
-            break
-        except requests.ConnectionError:
-            if process.poll() is not None or time.monotonic() > deadline:
-                process.kill()
-                pytest.fail("run-api did not start")
-            time.sleep(0.1)
-    yield url
-    process.kill()
-    process.wait()
-
-
-def register_trainer(url: str, batch_size: int) -> None:
-    """What an Atropos trainer does first: register, then pull once (which starts it)."""
-    answer = requests.post(
-        url + "/register",
-        json={
-            "wandb_group": "g",
-            "wandb_project": "p",
-            "batch_size": batch_size,
-            "max_token_len": 4096,
-            "checkpoint_dir": "",
-            "save_checkpoint_interval": -1,
-            "starting_step": 0,
-            "num_steps": 100,
-        },
-        timeout=10,
-    ).json()
-    assert "uuid" in answer
-    assert requests.get(url + "/batch", timeout=10).json()["batch"] is None
-
-
 def env() -> Any:
     return agentsgym.make(GUESS, tokenizer=TINY, env_config={"high": 40})
 
 
-def test_pushed_groups_reach_the_trainer_exactly_as_the_runner_played_them(api: str) -> None:
-    register_trainer(api, batch_size=8)
+def test_pushed_groups_reach_the_trainer_exactly_as_the_runner_played_them(
+    api: str, register_trainer: Callable[[str, int], None]
+) -> None:
+    register_trainer(api, 8)
     pushed: list[tuple[Any, dict[str, Any]]] = []
     producer = AtroposProducer(
         env(),
@@ -117,7 +65,9 @@ def test_pushed_groups_reach_the_trainer_exactly_as_the_runner_played_them(api: 
         assert served["tokens"] == [e.full_token_ids for e in again.episodes]
 
 
-def test_the_producer_waits_for_the_trainer_and_pauses_on_a_full_queue(api: str) -> None:
+def test_the_producer_waits_for_the_trainer_and_pauses_on_a_full_queue(
+    api: str, register_trainer: Callable[[str, int], None]
+) -> None:
     producer = AtroposProducer(
         env(),
         agentsgym.make_agent("agentsgym/bisect"),
@@ -136,7 +86,7 @@ def test_the_producer_waits_for_the_trainer_and_pauses_on_a_full_queue(api: str)
     thread.start()
     time.sleep(0.3)
     assert producer.env_id is None  # no trainer yet: the server says wait
-    register_trainer(api, batch_size=4)
+    register_trainer(api, 4)
     deadline = time.monotonic() + 60
     while producer.stats.pauses < 3 and thread.is_alive() and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -150,22 +100,26 @@ def test_the_producer_waits_for_the_trainer_and_pauses_on_a_full_queue(api: str)
     assert second is not None and len(second) == 1
 
 
-def test_an_unreachable_api_is_a_clear_error() -> None:
-    from agentsgym_atropos.producer import AtroposError
+def test_an_unreachable_api_is_a_clear_error(unreachable_url: str) -> None:
+    from agentsgym_atropos.producer import AtroposOutageError
 
     producer = AtroposProducer(
         env(),
         agentsgym.make_agent("agentsgym/bisect"),
-        f"http://127.0.0.1:{free_port()}",
+        unreachable_url,
         group_size=2,
         max_groups=1,
+        outage_window=0,  # give up at the first failure (retries: test_outage.py)
     )
-    with pytest.raises(AtroposError, match="cannot reach the Atropos API server"):
+    with pytest.raises(AtroposOutageError, match="cannot reach the Atropos API server"):
         agentsgym.aio.run_sync(producer.run())
+    assert producer.stats.retries == 0 and producer.stats.groups_started == 0
 
 
-def test_the_cli_produces_for_a_registered_trainer(api: str) -> None:
-    register_trainer(api, batch_size=4)
+def test_the_cli_produces_for_a_registered_trainer(
+    api: str, register_trainer: Callable[[str, int], None]
+) -> None:
+    register_trainer(api, 4)
     result = subprocess.run(
         [
             sys.executable,

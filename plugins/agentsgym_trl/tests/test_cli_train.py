@@ -80,6 +80,10 @@ def test_train_with_trl_grpo_runs_end_to_end(model_dir: Path, tmp_path: Path) ->
     assert [s["step"] for s in log] == [1, 2]
     assert all(math.isfinite(s["loss"]) for s in log)
     assert all(s["num_rollouts"] == 8 and s["num_failed"] == 0 for s in log)
+    # the summary sums what the step log says about the groups (2 tasks per step)
+    assert [s["groups"] for s in log] == [2.0, 2.0]
+    with_signal = int(sum(s["groups_with_signal"] for s in log))
+    assert "groups with" in result.output and f"{with_signal} of 4 (in" in result.output
     before, after = weights(model_dir), weights(out)
     assert before.keys() == after.keys()
     changed = [k for k in before if not torch.equal(before[k], after[k])]
@@ -256,3 +260,78 @@ def test_a_trainer_from_a_plugin_runs_through_the_train_command(
     counts = [s["agent_tokens_so_far"] for s in log]
     assert len(counts) == 3 and counts[0] > 0 and counts == sorted(counts)
     assert all(s["num_rollouts"] == 4 for s in log)  # 2 tasks x 2 rollouts, bisect agent
+    # bisection wins every game: no group had differing rewards, and the run says so
+    assert [s["groups_with_signal"] for s in log] == [0.0, 0.0, 0.0]
+    assert "no learning signal" in result.output and "smoke run" in result.output
+
+
+SECRETS = {
+    "env": "sk-ENV-SECRET-1",
+    "agent": "sk-AGENT-SECRET-2",
+    "url": "sk-URL-SECRET-3",
+    "top": "sk-TOP-SECRET-4",
+    "trainer_url": "sk-TRAINER-URL-SECRET-5",
+    "hub": "sk-HUB-SECRET-6",
+}
+# Secrets at every depth of every option train records: inside a JSON env_config
+# value, inside a JSON agent option, a URL's userinfo, a secret-named option.
+PLANTED = [
+    "--env-config",
+    "chat_template_kwargs=" + json.dumps({"api_key": SECRETS["env"]}),
+    "--agent-option",
+    "extra_body=" + json.dumps({"api_key": SECRETS["agent"]}),
+    "--agent-option",
+    f"base_url=http://{SECRETS['url']}@127.0.0.1:9/v1",
+    "--agent-option",
+    f"api_key={SECRETS['top']}",
+]
+TRAINER_SECRETS = {
+    # unused without use_vllm, but TRL pickles every field into training_args.bin
+    "trl-grpo": [
+        "--trainer-option",
+        f"vllm_server_base_url=http://{SECRETS['trainer_url']}@127.0.0.1:9",
+        "--trainer-option",
+        f"hub_token={SECRETS['hub']}",
+    ],
+    "per-token-grpo": [],
+    # the sink ignores options it has no use for (and logs their names only)
+    "dataset-sink": ["--trainer-option", f"hub_token={SECRETS['hub']}"],
+}
+
+
+@pytest.mark.parametrize("trainer", sorted(TRAINER_SECRETS))
+def test_no_secret_reaches_any_file_train_writes(
+    trainer: str, model_dir: Path, tmp_path: Path
+) -> None:
+    """Every file under --output-dir (model, step log, checkpoints with the run's
+    record, TRL's pickled arguments, the sink's rows) is searched for each secret."""
+    out = tmp_path / trainer
+    result = run(
+        "train",
+        GUESS,
+        "--trainer",
+        trainer,
+        "--model",
+        str(model_dir),
+        "--max-steps",
+        "1",
+        "--save-steps",
+        "1",
+        "--output-dir",
+        str(out),
+        *SMALL,
+        *PLANTED,
+        *TRAINER_SECRETS[trainer],
+    )
+    assert result.exit_code == 0, result.output
+    files = [path for path in out.rglob("*") if path.is_file()]
+    assert any(path.name == "agentsgym_run_state.json" for path in files)
+    for path in files:
+        data = path.read_bytes()
+        leaked = [name for name, secret in SECRETS.items() if secret.encode() in data]
+        assert not leaked, f"{path.relative_to(out)} holds the {leaked} secret(s)"
+    assert not [name for name, secret in SECRETS.items() if secret in result.output]
+    state = json.loads(next(p for p in files if p.name == "agentsgym_run_state.json").read_text())
+    # what the record keeps instead: the structure, with the secrets redacted
+    assert state["arguments"]["env_config"]["chat_template_kwargs"] == {"api_key": "<redacted>"}
+    assert state["arguments"]["agent_options"] == {"extra_body": {"api_key": "<redacted>"}}

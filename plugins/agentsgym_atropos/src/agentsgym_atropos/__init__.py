@@ -6,6 +6,11 @@ runs it. See :mod:`agentsgym_atropos.producer` for the field mapping and
 docs/scaling.md.
 """
 
-from agentsgym_atropos.producer import AtroposError, AtroposProducer, ProducerStats
+from agentsgym_atropos.producer import (
+    AtroposError,
+    AtroposOutageError,
+    AtroposProducer,
+    ProducerStats,
+)
 
-__all__ = ["AtroposError", "AtroposProducer", "ProducerStats"]
+__all__ = ["AtroposError", "AtroposOutageError", "AtroposProducer", "ProducerStats"]

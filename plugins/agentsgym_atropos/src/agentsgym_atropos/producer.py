@@ -38,6 +38,21 @@ score), so that group holds more than ``group_size`` sequences; the API server t
 holds it back until groups add up to the registered size, so use a prefix-preserving
 (training) chat template with Atropos. A group with a failed episode is not pushed
 (GRPO needs whole groups); it is counted in :attr:`AtroposProducer.stats` and logged.
+
+The API server going away for a while (a restart, a network blip) does not end the
+producer: a request that gets no connection, times out or answers HTTP 5xx (or 408,
+429) is retried with exponential backoff and jitter for up to ``outage_window``
+seconds; groups that finished meanwhile wait in memory and are pushed when the
+server answers again. An outage longer than that raises :class:`AtroposOutageError`;
+:attr:`AtroposProducer.stats` then says what was pushed and what was left. Other
+4xx answers are not retried (resending what the server refused changes nothing).
+A push is resent only when no answer came back, so it reaches the server once,
+unless the server stored it and the answer itself was lost: Atropos has no
+idempotency key to tell such a resend apart.
+
+Everything the producer logs or raises, and the trace it adds to each group
+(``group_overrides["agentsgym"]``), passes through :func:`agentsgym.output.redact`:
+a key in the API URL's userinfo or in task data stays out of logs and trainers.
 """
 
 from __future__ import annotations
@@ -46,7 +61,7 @@ import asyncio
 import logging
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -54,6 +69,7 @@ import numpy as np
 
 from agentsgym.engine import DEFAULT_MAX_CONCURRENCY, arun_trial
 from agentsgym.errors import AgentsGymError
+from agentsgym.output import redact, redact_text
 
 if TYPE_CHECKING:
     from agentsgym import MultistepEnv
@@ -65,22 +81,64 @@ IGNORE_INDEX = -100
 MASKED_LOGPROB = 1.0
 """atroposlib's placeholder logprob on tokens the model did not generate."""
 Advantages = Literal["none", "per_token"]
+DEFAULT_OUTAGE_WINDOW = 300.0
+"""Seconds a request is retried while the API server is unreachable or failing."""
+RETRY_INITIAL = 0.5
+RETRY_MAX = 10.0
+"""The backoff between retries: from ``RETRY_INITIAL`` seconds, doubling, at most
+``RETRY_MAX`` (before jitter); small enough that the producer is back at work within
+seconds of the server, however long the outage was."""
+DISCONNECT_WINDOW = 10.0
+"""How long the goodbye (``/disconnect-env``) is retried: everything was pushed by
+then, so it is not worth holding the run up."""
+RETRIED_STATUSES = frozenset({408, 429})
+"""HTTP answers below 500 that still mean "try again later"."""
 
 
 class AtroposError(AgentsGymError):
     """The Atropos API server could not be reached, or refused what was sent."""
 
 
+class AtroposOutageError(AtroposError):
+    """The API server stayed unreachable (or failing) for longer than the outage window."""
+
+
+class _TransientError(AtroposError):
+    """One attempt failed in a way worth retrying (no connection, a timeout, HTTP 5xx)."""
+
+
 @dataclass
 class ProducerStats:
-    """What a producer did (also logged)."""
+    """What a producer did (also logged). Every group started ends up in exactly one
+    of pushed, dropped, discarded or :attr:`groups_unfinished`."""
 
+    groups_started: int = 0
     groups_pushed: int = 0
     sequences_pushed: int = 0
     groups_dropped: int = 0
+    """Not pushed: an episode failed (GRPO needs whole groups)."""
+    groups_discarded: int = 0
+    """Played to the end but not pushed: the producer stopped (an outage longer than
+    the window, the trainer's last step) before the push went through."""
     pauses: int = 0
+    retries: int = 0
+    """Requests sent again after a connection error, a timeout or HTTP 5xx."""
     episodes_failed: int = 0
     errors: list[str] = field(default_factory=list)
+
+    @property
+    def groups_unfinished(self) -> int:
+        """Groups still being played when the producer stopped."""
+        done = self.groups_pushed + self.groups_dropped + self.groups_discarded
+        return max(0, self.groups_started - done)
+
+
+def backoff_delay(attempt: int, rng: random.Random) -> float:
+    """The wait before retry ``attempt`` (0, 1, ...): exponential, with "equal jitter"
+    (half fixed, half random) so that producers that lost the same server do not all
+    come back at the same instant."""
+    ceiling = min(RETRY_MAX, RETRY_INITIAL * 2**attempt)
+    return ceiling / 2 + rng.uniform(0, ceiling / 2)
 
 
 def to_scored_data_group(
@@ -117,13 +175,16 @@ def to_scored_data_group(
         "messages": messages,
         "advantages": group_advantages(rewards, agent_masks) if advantages == "per_token" else None,
         "inference_logprobs": logprobs if all_logprobs and logprobs else None,
+        # A trace for the trainer's records: secrets in task data stay out of them.
         "group_overrides": {
-            "agentsgym": {
-                "env_id": group.env_id,
-                "task_index": group.task_index,
-                "task_data": group.task_data,
-                "session_ids": [e.session_id for e, _ in group.rows],
-            }
+            "agentsgym": redact(
+                {
+                    "env_id": group.env_id,
+                    "task_index": group.task_index,
+                    "task_data": group.task_data,
+                    "session_ids": [e.session_id for e, _ in group.rows],
+                }
+            )
         },
     }
     if env_id is not None:
@@ -131,9 +192,13 @@ def to_scored_data_group(
     return data
 
 
-def group_advantages(rewards: Sequence[np.ndarray], agent_masks: Sequence[np.ndarray]) -> list[list[float]]:
+def group_advantages(
+    rewards: Sequence[np.ndarray], agent_masks: Sequence[np.ndarray]
+) -> list[list[float]]:
     """Per-token rewards minus the mean over the group's agent tokens, over their std."""
-    values = np.concatenate([r[m] for r, m in zip(rewards, agent_masks)]) if rewards else np.zeros(0)
+    values = (
+        np.concatenate([r[m] for r, m in zip(rewards, agent_masks)]) if rewards else np.zeros(0)
+    )
     mean = float(values.mean()) if values.size else 0.0
     std = float(values.std()) if values.size > 1 else 0.0
     return [
@@ -158,10 +223,16 @@ class AtroposProducer:
     :param name: the name the env registers under (``desired_name``).
     :param weight: the env's sampling weight on the server.
     :param max_token_length: the longest sequence this env produces (registration).
-    :param advantages: ``"none"`` (scores only) or ``"per_token"``.
+    :param advantages: ``"none"`` or ``"per_token"``.
     :param seed: shuffles the tasks and seeds the agents' rollout seeds.
     :param poll_seconds: how often to ask the server while waiting or paused.
     :param register_timeout: how long to wait for the trainer to start.
+    :param request_timeout: seconds one attempt of a request may take.
+    :param outage_window: how long a failing request is retried (connection errors,
+        timeouts, HTTP 5xx) before the producer gives up with
+        :class:`AtroposOutageError`; ``0`` gives up at the first failure.
+    :param clock, sleep: the monotonic clock and the sleep of the retry loop; a test
+        passes a fake pair to play an outage without waiting for it.
     """
 
     def __init__(
@@ -183,7 +254,10 @@ class AtroposProducer:
         poll_seconds: float = 1.0,
         register_timeout: float = 600.0,
         request_timeout: float = 60.0,
+        outage_window: float = DEFAULT_OUTAGE_WINDOW,
         on_group: Callable[[TrajectoryGroup, dict[str, Any]], None] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
     ) -> None:
         if env.chat is None:
             raise AtroposError(
@@ -193,10 +267,16 @@ class AtroposProducer:
             raise ValueError("group_size and max_groups must be at least 1")
         if advantages not in ("none", "per_token"):
             raise ValueError(f"advantages must be 'none' or 'per_token', got {advantages!r}")
+        if outage_window < 0:
+            raise ValueError(f"outage_window must be >= 0 seconds, got {outage_window}")
         self.env = env
         self.agent = agent
         self.api_url = api_url.rstrip("/")
-        self.tasks = list(tasks) if tasks is not None else list(env.get_train_dataset()["task_data"])
+        self.shown_url = redact_text(self.api_url)
+        """The API URL as logs and messages show it (userinfo redacted)."""
+        self.tasks = (
+            list(tasks) if tasks is not None else list(env.get_train_dataset()["task_data"])
+        )
         if not self.tasks:
             raise AtroposError(f"{env.env_id} has no tasks to play")
         self.group_size = group_size
@@ -211,40 +291,89 @@ class AtroposProducer:
         self.poll_seconds = poll_seconds
         self.register_timeout = register_timeout
         self.request_timeout = request_timeout
+        self.outage_window = outage_window
         self.on_group = on_group
         self.stats = ProducerStats()
         self.env_id: int | None = None
         self.batch_size = -1
         self.num_steps: int | None = None
         self._rng = random.Random(seed)
+        # Its own generator: how often the server failed must not change the tasks.
+        self._jitter = random.Random(seed)
+        self._clock = clock
+        self._sleep = sleep
         self._order: list[int] = []
         self._session: Any = None
 
     # ------------------------------------------------------------------ http
-    async def _request(self, method: str, path: str, payload: Any = None) -> Any:
+    async def _attempt(self, method: str, path: str, payload: Any) -> Any:
+        """One try of a request; :class:`_TransientError` for what is worth retrying."""
         import aiohttp
 
+        where = f"{method} {self.shown_url}{path}"
         try:
-            async with self._session.request(
-                method, self.api_url + path, json=payload
-            ) as response:
+            async with self._session.request(method, self.api_url + path, json=payload) as response:
                 text = await response.text()
+                answered = f"{where} answered HTTP {response.status}: {redact_text(text[:300])}"
+                if response.status >= 500 or response.status in RETRIED_STATUSES:
+                    raise _TransientError(answered)
                 if response.status >= 400:
-                    raise AtroposError(
-                        f"{method} {self.api_url}{path} answered HTTP {response.status}: {text[:300]}"
-                    )
+                    raise AtroposError(answered)
                 return await response.json(content_type=None)
-        except aiohttp.ClientError as exc:
-            raise AtroposError(
-                f"cannot reach the Atropos API server at {self.api_url} ({type(exc).__name__}: "
-                f"{exc}); start it with `run-api --port N` and pass --api-url"
+        except aiohttp.ClientConnectionError as exc:
+            raise _TransientError(
+                f"cannot reach the Atropos API server at {self.shown_url} "
+                f"({type(exc).__name__}: {redact_text(str(exc))}); start it with "
+                "`run-api --port N` and pass --api-url"
             ) from exc
         except asyncio.TimeoutError as exc:
-            raise AtroposError(f"{self.api_url}{path} did not answer in time") from exc
+            raise _TransientError(
+                f"{where} did not answer within {self.request_timeout:g}s"
+            ) from exc
+        except aiohttp.ClientError as exc:
+            raise AtroposError(
+                f"{where} failed ({type(exc).__name__}: {redact_text(str(exc))})"
+            ) from exc
+        except ValueError as exc:  # an answer that is not JSON
+            raise AtroposError(f"{where} answered something that is not JSON: {exc}") from exc
+
+    async def _request(
+        self, method: str, path: str, payload: Any = None, *, window: float | None = None
+    ) -> Any:
+        """A request, retried with backoff while it fails transiently, for up to
+        ``window`` seconds (default: the outage window) from its first failure."""
+        window = self.outage_window if window is None else window
+        first_failure: float | None = None
+        attempt = 0
+        while True:
+            try:
+                return await self._attempt(method, path, payload)
+            except _TransientError as exc:
+                now = self._clock()
+                first_failure = now if first_failure is None else first_failure
+                failing = now - first_failure
+                if failing >= window:
+                    raise AtroposOutageError(
+                        f"{exc}; still failing after {attempt + 1} attempt(s) over "
+                        f"{failing:.0f}s, beyond the outage window of {window:g}s "
+                        "(outage_window, --outage-window)"
+                    ) from exc
+                # The last wait ends at the window's edge, for one attempt right there.
+                delay = min(backoff_delay(attempt, self._jitter), window - failing)
+                attempt += 1
+                self.stats.retries += 1
+                logger.warning(
+                    "%s; retry %d in %.1fs (giving up %.0fs after the first failure)",
+                    exc,
+                    attempt,
+                    delay,
+                    window,
+                )
+                await self._sleep(delay)
 
     async def register(self) -> None:
         """Register as an env, waiting for the trainer to start; read the batch size."""
-        deadline = time.monotonic() + self.register_timeout
+        deadline = self._clock() + self.register_timeout
         while True:
             answer = await self._request(
                 "POST",
@@ -262,9 +391,9 @@ class AtroposProducer:
                 steps = answer.get("num_steps")
                 self.num_steps = int(steps) if isinstance(steps, int) and steps > 0 else None
                 break
-            if time.monotonic() > deadline:
+            if self._clock() > deadline:
                 raise AtroposError(
-                    f"the Atropos API server at {self.api_url} kept answering "
+                    f"the Atropos API server at {self.shown_url} kept answering "
                     f"{answer.get('status')!r} for {self.register_timeout:g}s: start the "
                     "trainer (it registers with POST /register and pulls GET /batch) first"
                 )
@@ -279,11 +408,28 @@ class AtroposProducer:
             )
         logger.info(
             "registered with %s as env %d (%s); trainer batch size %d",
-            self.api_url, self.env_id, self.name, self.batch_size,
+            self.shown_url,
+            self.env_id,
+            self.name,
+            self.batch_size,
         )
 
     async def status(self) -> dict[str, Any]:
         return await self._request("GET", "/status-env", {"env_id": self.env_id})  # type: ignore[no-any-return]
+
+    async def disconnect(self) -> None:
+        """Say goodbye to the server; best effort (every group was pushed by then)."""
+        if self.env_id is None:
+            return
+        try:
+            await self._request(
+                "POST",
+                "/disconnect-env",
+                {"env_id": self.env_id},
+                window=min(self.outage_window, DISCONNECT_WINDOW),
+            )
+        except AtroposError as exc:
+            logger.warning("could not disconnect from %s: %s", self.shown_url, exc)
 
     def _should_pause(self, status: dict[str, Any]) -> bool:
         if self.batch_size <= 0 or self.max_batches_offpolicy <= 0:
@@ -320,70 +466,104 @@ class AtroposProducer:
             self.stats.groups_dropped += 1
             self.stats.episodes_failed += len(group.failed)
             first = group.failed[0].error if group.failed else "missing rollouts"
-            logger.warning("group of task %d not pushed: %s", task_index, first)
+            logger.warning("group of task %d not pushed: %s", task_index, redact_text(str(first)))
             return
         if self.max_groups is not None and self.stats.groups_pushed >= self.max_groups:
+            self.stats.groups_discarded += 1
             return
         data = to_scored_data_group(group, advantages=self.advantages, env_id=self.env_id)
-        await self._request("POST", "/scored_data", data)
+        try:
+            await self._request("POST", "/scored_data", data)
+        except BaseException:  # cancelled, or the server stayed away too long
+            self.stats.groups_discarded += 1
+            raise
         self.stats.groups_pushed += 1
         self.stats.sequences_pushed += len(data["tokens"])
         if self.on_group is not None:
             self.on_group(group, data)
 
+    def _start_groups(self, running: set[asyncio.Task[None]]) -> None:
+        groups_in_flight = max(1, self.max_concurrency // self.group_size)
+        wanted = groups_in_flight - len(running)
+        if self.max_groups is not None:
+            wanted = min(wanted, self.max_groups - self.stats.groups_pushed - len(running))
+        for _ in range(max(0, wanted)):
+            running.add(asyncio.ensure_future(self._play_group(*self._next_task())))
+            self.stats.groups_started += 1
+
+    async def _produce(self, running: set[asyncio.Task[None]]) -> None:
+        """The main loop: ask for status, pause or start groups, collect finished ones."""
+        while True:
+            status = await self.status()
+            if self._finished(status):
+                return
+            if self._should_pause(status):
+                self.stats.pauses += 1
+                logger.info("the trainer's queue is full (%s); pausing", status.get("queue_size"))
+            else:
+                self._start_groups(running)
+            if not running:
+                await asyncio.sleep(self.poll_seconds)
+                continue
+            done, _ = await asyncio.wait(
+                running, timeout=self.poll_seconds, return_when=asyncio.FIRST_COMPLETED
+            )
+            for task in done:
+                running.discard(task)
+                task.result()  # a push that failed for good stops the producer, loudly
+
     async def run(self) -> ProducerStats:
-        """Register, produce until done, disconnect; returns what was done."""
+        """Register, produce until done, disconnect; returns what was done.
+
+        Raises :class:`AtroposOutageError` when the server stayed away longer than
+        the outage window (and :class:`AtroposError` when it refused a request);
+        :attr:`stats` then holds what was pushed before, and what was left.
+        """
         import aiohttp
 
         self._session = aiohttp.ClientSession(
             timeout=aiohttp.ClientTimeout(total=self.request_timeout)
         )
-        groups_in_flight = max(1, self.max_concurrency // self.group_size)
         running: set[asyncio.Task[None]] = set()
         try:
             await self.register()
-            while True:
-                status = await self.status()
-                if self._finished(status):
-                    break
-                if self._should_pause(status):
-                    self.stats.pauses += 1
-                    logger.info("the trainer's queue is full (%s); pausing", status.get("queue_size"))
-                else:
-                    wanted = groups_in_flight - len(running)
-                    if self.max_groups is not None:
-                        wanted = min(wanted, self.max_groups - self.stats.groups_pushed - len(running))
-                    for _ in range(max(0, wanted)):
-                        running.add(asyncio.ensure_future(self._play_group(*self._next_task())))
-                if not running:
-                    await asyncio.sleep(self.poll_seconds)
-                    continue
-                done, _ = await asyncio.wait(
-                    running, timeout=self.poll_seconds, return_when=asyncio.FIRST_COMPLETED
-                )
-                for task in done:
-                    running.discard(task)
-                    task.result()  # a push that failed stops the producer, loudly
-            for task in running:
-                task.cancel()
-            await asyncio.gather(*running, return_exceptions=True)
-            if self.env_id is not None:
-                await self._request("POST", "/disconnect-env", {"env_id": self.env_id})
+            await self._produce(running)
+            await self._stop(running)
+            await self.disconnect()
+        except BaseException as exc:
+            if isinstance(exc, Exception):
+                self.stats.errors.append(redact_text(str(exc)))
+            raise
         finally:
-            for task in running:
-                task.cancel()
+            await self._stop(running)
             await self._session.close()
-        logger.info(
-            "pushed %d groups (%d sequences) to %s; %d groups dropped, %d pauses",
-            self.stats.groups_pushed, self.stats.sequences_pushed, self.api_url,
-            self.stats.groups_dropped, self.stats.pauses,
-        )
+            self._log_summary()
         return self.stats
 
+    async def _stop(self, running: set[asyncio.Task[None]]) -> None:
+        """Cancel the groups still in flight and wait for them to wind down."""
+        for task in running:
+            task.cancel()
+        await asyncio.gather(*running, return_exceptions=True)
+        running.clear()
 
-def produce(
-    env: MultistepEnv, agent: Any, api_url: str, **options: Any
-) -> ProducerStats:
+    def _log_summary(self) -> None:
+        stats = self.stats
+        logger.info(
+            "pushed %d groups (%d sequences) to %s; %d dropped (a failed episode), %d "
+            "discarded and %d unfinished when it stopped; %d retries, %d pauses",
+            stats.groups_pushed,
+            stats.sequences_pushed,
+            self.shown_url,
+            stats.groups_dropped,
+            stats.groups_discarded,
+            stats.groups_unfinished,
+            stats.retries,
+            stats.pauses,
+        )
+
+
+def produce(env: MultistepEnv, agent: Any, api_url: str, **options: Any) -> ProducerStats:
     """:class:`AtroposProducer` as a plain call (see its options)."""
     from agentsgym.aio import run_sync
 

@@ -43,6 +43,7 @@ from agentsgym_trl.checkpoints import (
     read_run_state,
     write_run_state,
 )
+from agentsgym_trl.screening import reward_signal
 
 if TYPE_CHECKING:
     from agentsgym.agents import Agent
@@ -119,6 +120,9 @@ class BatchTrainer(ABC):
             batch = source.play(source.next_rows(), player)
             metrics = dict(self.consume(batch))
             step_metrics = StepMetrics.of_batch(batch, step)
+            step_metrics.extra.update(
+                reward_signal([e.final_reward for e in g.episodes] for g in batch.groups)
+            )
             loss = metrics.pop("loss", None)
             step_metrics.loss = None if loss is None else float(loss)
             step_metrics.extra.update(metrics)

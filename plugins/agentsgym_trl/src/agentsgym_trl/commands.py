@@ -7,6 +7,7 @@ import math
 import shutil
 import statistics
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,7 @@ from agentsgym.output import (
     RUN_LIMIT_ENV_KEYS,
     failure_report,
     is_secret,
+    redact,
 )
 from agentsgym.registry import get_registry
 from agentsgym.trainers import RolloutSource, StepMetrics, TrainResult
@@ -170,33 +172,38 @@ def train(
     options.update(trainer_options)
     adapter = get_registry().trainer(trainer).build(**options)
     checkpointing = _checkpointing(adapter, trainer, save_steps, save_total_limit, resume_from)
-    arguments = {
-        "env_id": env_id,
-        "trainer": trainer,
-        "model": model,
-        "split": split,
-        "num_tasks": len(rows),
-        "num_rollouts": num_rollouts,
-        "tasks_per_step": tasks_per_step,
-        "tokenizer": tokenizer,
-        "chat_template": chat_template,
-        "learning_rate": learning_rate,
-        "temperature": temperature,
-        "max_new_tokens": max_new_tokens,
-        "seed": seed,
-        "agent": agent,
-        "agent_options": {
-            k: v
-            for k, v in parse_key_values(agent_option, "--agent-option").items()
-            if k not in OPERATIONAL_AGENT_OPTIONS and not is_secret(k)
-        },
-        "env_config": {
-            k: v
-            for k, v in parse_key_values(env_config, "--env-config").items()
-            if k not in RUN_LIMIT_ENV_KEYS
-        },
-        "trainer_options": {k: v for k, v in trainer_options.items() if not is_secret(k)},
-    }
+    # The run's record goes into every checkpoint (and into --resume's error
+    # messages): secrets at any depth are redacted (a JSON option's api_key, a URL's
+    # userinfo), and top-level secret options left out, so that they may change.
+    arguments: dict[str, Any] = redact(
+        {
+            "env_id": env_id,
+            "trainer": trainer,
+            "model": model,
+            "split": split,
+            "num_tasks": len(rows),
+            "num_rollouts": num_rollouts,
+            "tasks_per_step": tasks_per_step,
+            "tokenizer": tokenizer,
+            "chat_template": chat_template,
+            "learning_rate": learning_rate,
+            "temperature": temperature,
+            "max_new_tokens": max_new_tokens,
+            "seed": seed,
+            "agent": agent,
+            "agent_options": {
+                k: v
+                for k, v in parse_key_values(agent_option, "--agent-option").items()
+                if k not in OPERATIONAL_AGENT_OPTIONS and not is_secret(k)
+            },
+            "env_config": {
+                k: v
+                for k, v in parse_key_values(env_config, "--env-config").items()
+                if k not in RUN_LIMIT_ENV_KEYS
+            },
+            "trainer_options": {k: v for k, v in trainer_options.items() if not is_secret(k)},
+        }
+    )
     if resume_from is not None:
         differences = changed_arguments(read_run_state(resume_from).arguments, arguments)
         if differences:
@@ -359,6 +366,7 @@ def print_summary(result: TrainResult, seconds: float, log_path: Path) -> None:
     table.add_column("", justify="left")
     table.add_column("value", justify="right")
     rewards = [s.mean_reward for s in result.steps if s.mean_reward is not None]
+    signal = RewardSignal.of(result)
     rows: list[tuple[str, str]] = [("steps", str(result.num_steps))]
     if result.final_loss is not None:
         rows.append(("final loss", f"{result.final_loss:.6g}"))
@@ -368,13 +376,86 @@ def print_summary(result: TrainResult, seconds: float, log_path: Path) -> None:
     rows.append(("rollouts", str(sum(s.num_rollouts for s in result.steps))))
     failed = sum(s.num_failed for s in result.steps)
     rows.append(("failed episodes", str(failed)))
+    rows.extend(signal.rows())
     for name, path in sorted(result.artifacts.items()):
         rows.append((name, path))
     rows.append(("step log", str(log_path)))
     for name, value in rows:
         table.add_row(name, value)
     console.print(table)
+    if result.final_loss is not None:  # a trainer that learns, not a sink
+        verdict = signal.verdict()
+        if verdict:
+            console.print(verdict, soft_wrap=True)
     loss = result.final_loss
     if loss is not None and not math.isfinite(loss):
         console.print("[bold red]the loss is not finite[/]; lower --learning-rate")
         raise typer.Exit(1)
+
+
+@dataclass
+class RewardSignal:
+    """Whether a run had anything to learn from, summed over the steps that report it
+    (``groups`` and ``groups_with_signal`` in the step log, see
+    :func:`agentsgym_trl.screening.reward_signal`). A loss of 0 and an unchanged
+    reward say nothing by themselves; this says why."""
+
+    reported_steps: int = 0
+    groups: int = 0
+    groups_with_signal: int = 0
+    steps_with_signal: int = 0
+    rollouts: int = 0
+    masked_rollouts: int | None = None
+
+    @classmethod
+    def of(cls, result: TrainResult) -> RewardSignal:
+        signal = cls()
+        for step in result.steps:
+            if "masked_rollouts" in step.extra:
+                masked = int(step.extra["masked_rollouts"])
+                signal.masked_rollouts = (signal.masked_rollouts or 0) + masked
+            if "groups" not in step.extra:
+                continue
+            with_signal = int(step.extra.get("groups_with_signal", 0))
+            signal.reported_steps += 1
+            signal.groups += int(step.extra["groups"])
+            signal.groups_with_signal += with_signal
+            signal.steps_with_signal += int(with_signal > 0)
+            signal.rollouts += step.num_rollouts
+        return signal
+
+    def rows(self) -> list[tuple[str, str]]:
+        if not self.reported_steps:
+            return [("groups with differing rewards", "not reported by this trainer")]
+        counts = (
+            f"{self.groups_with_signal} of {self.groups} "
+            f"(in {self.steps_with_signal} of {self.reported_steps} steps)"
+        )
+        rows = [("groups with differing rewards", counts)]
+        if self.masked_rollouts is not None:
+            rows.append(
+                ("rollouts masked (a reply cut)", f"{self.masked_rollouts} of {self.rollouts}")
+            )
+        return rows
+
+    def verdict(self) -> str | None:
+        """One line when no step could learn anything, saying why and what to change."""
+        if not self.reported_steps:
+            return None
+        if self.groups_with_signal == 0:
+            return (
+                "[bold yellow]no learning signal[/]: in every group all rollouts got the "
+                "same reward, so every advantage was 0 and no step moved the policy (a "
+                "smoke run of the plumbing). To learn, the model must win some rollouts of "
+                "a task and lose others: start from a model that sometimes wins (e.g. "
+                "`python -m agentsgym_trl.tiny_model tiny-model --warm-start guess-number`, "
+                "see docs/training.md), an easier --env-config, more --num-rollouts or a "
+                "higher --temperature."
+            )
+        if self.masked_rollouts is not None and self.masked_rollouts >= self.rollouts > 0:
+            return (
+                "[bold yellow]no learning signal[/]: every rollout held a reply cut at "
+                "--max-new-tokens, and such rollouts are masked out of the loss; raise "
+                "--max-new-tokens (or pass --trainer-option mask_truncated_completions=false)."
+            )
+        return None

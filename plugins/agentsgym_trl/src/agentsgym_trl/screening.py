@@ -38,6 +38,11 @@ The lowest score of the run rather than of the batch: once a policy wins every g
 a batch holds no failure to compare with, and cut replies would go on unchecked.
 ``None`` (default) masks for multi-turn envs (``max_steps_per_episode > 1``) and not
 for single-turn ones, where TRL's default (no masking) applies.
+
+:func:`reward_signal` counts the groups a step can learn from at all: GRPO's
+advantages are rewards relative to the group, so a group whose rollouts all scored
+the same gives every token advantage 0, and a step made only of such groups leaves
+the policy where it was (whatever else it logs).
 """
 
 from __future__ import annotations
@@ -63,6 +68,19 @@ def retokenized_steps(episode: Episode) -> int:
 def has_truncated_reply(episode: Episode) -> bool:
     """Whether any reply of the episode was cut at the generation length limit."""
     return any(step.reply_truncated for step in episode.steps)
+
+
+def reward_signal(groups: Iterable[Iterable[float]]) -> dict[str, float]:
+    """Step-log counts of a step's groups (each given as its rollouts' final rewards):
+    ``groups`` (groups with at least one scored rollout) and ``groups_with_signal``
+    (those whose rollouts got different rewards, the only ones with a nonzero
+    advantage; see the module docstring)."""
+    scored = [set(rewards) for rewards in groups]
+    scored = [rewards for rewards in scored if rewards]
+    return {
+        "groups": float(len(scored)),
+        "groups_with_signal": float(sum(len(rewards) > 1 for rewards in scored)),
+    }
 
 
 class RolloutScreen:

@@ -71,7 +71,7 @@ from agentsgym.trainers import RolloutSource, StepCallback, StepMetrics, TrainRe
 from agentsgym.trajectory import Episode, TrajectoryBatch
 from agentsgym_trl.batch_trainer import policy_sampling
 from agentsgym_trl.chat_templates import apply_chat_template_choice, check_source_template
-from agentsgym_trl.screening import RetokenizedPolicy, RolloutScreen
+from agentsgym_trl.screening import RetokenizedPolicy, RolloutScreen, reward_signal
 from agentsgym_trl.trl_trainer import ExtraView, grpo_trainer_class
 
 if TYPE_CHECKING:
@@ -223,6 +223,17 @@ TRL_METRICS = {
     "completion_length": "completions/mean_length",
 }
 """Step-log names (shared with per-token-grpo) of the TRL log entries kept."""
+
+
+def rewards_by_prompt(prompts: list[Any], batch: TrajectoryBatch) -> dict[str, list[float]]:
+    """The final rewards of each prompt's rollouts: TRL's GRPO groups. (TRL repeats a
+    prompt once per generation and each entry is played as a group of one, so the
+    batch's own groups are not GRPO's.)"""
+    rewards: dict[str, list[float]] = {}
+    for prompt, group in zip(prompts, batch.groups):
+        key = prompt if isinstance(prompt, str) else json.dumps(prompt, sort_keys=True)
+        rewards.setdefault(key, []).extend(e.final_reward for e in group.episodes)
+    return rewards
 
 
 def pad_token_id(tokenizer: Any) -> int:
@@ -465,6 +476,7 @@ class TRLGRPOAdapter:
             )
             trainer.pending_views = views
             metrics = StepMetrics.of_batch(batch, step=trainer.state.global_step + 1)
+            metrics.extra.update(reward_signal(rewards_by_prompt(prompts, batch).values()))
             metrics.extra["extra_views"] = float(len(views))
             metrics.extra["masked_rollouts"] = float(
                 sum(

@@ -20,14 +20,23 @@ TRL's machinery overridden as possible (checked against TRL 1.16):
   ``sampling/importance_sampling_ratio/*`` and ``sampling/sampling_logp_difference/*``),
   and false everywhere else (no weight sync to a server that does not exist). A
   token whose sampled logprob is unknown (``NaN``) gets ratio 1, as TRL does.
+
+And one thing a run must not do: transformers pickles the trainer's arguments into
+``training_args.bin`` beside every saved model and checkpoint, secrets included
+(``hub_token``, a ``vllm_server_base_url`` with credentials); the subclass saves a
+redacted copy (:func:`redacted_args`) instead.
 """
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import functools
 import math
 from dataclasses import dataclass
 from typing import Any
+
+from agentsgym.output import redact
 
 
 @dataclass
@@ -39,6 +48,23 @@ class ExtraView:
     completion_ids: list[int]
     env_mask: list[int]
     logprobs: list[float | None] | None
+
+
+def redacted_args(args: Any) -> Any:
+    """A shallow copy of a ``TrainingArguments`` dataclass with every secret redacted
+    (fields with secret-looking names, secrets inside values, URL userinfo); ``args``
+    itself is left as it is, since training needs the real values."""
+    copied = copy.copy(args)
+    for field in dataclasses.fields(args):
+        value = getattr(args, field.name, None)
+        if not isinstance(value, (str, dict, list, tuple)):
+            continue
+        clean = redact({field.name: value})[field.name]
+        if isinstance(value, tuple) and isinstance(clean, list):
+            clean = tuple(clean)
+        if clean != value:
+            setattr(copied, field.name, clean)
+    return copied
 
 
 @functools.cache
@@ -108,6 +134,16 @@ def grpo_trainer_class() -> type:
                     advantage_max=float(advantages.max()),
                 )
             self.scored_stats = stats
+
+        def _save(self, output_dir: str | None = None, state_dict: Any = None) -> None:
+            # transformers' _save (final model and every checkpoint) pickles self.args
+            # into training_args.bin: let it pickle a redacted copy.
+            args = self.args
+            self.args = redacted_args(args)
+            try:
+                super()._save(output_dir, state_dict=state_dict)
+            finally:
+                self.args = args
 
         def _compute_loss(self, model: Any, inputs: dict[str, Any]) -> Any:
             if not self._use_vllm:
