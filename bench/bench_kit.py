@@ -7,7 +7,8 @@
 * check_env: wall time on the built-in GuessTheNumber (with the bundled tokenizer)
   and the share of its concurrent determinism check.
 * scaffold: ``agentsgym new-env`` plus ``pip install`` into a fresh venv, and the
-  scaffolded package's ``check-env`` and own tests, as tests/test_scaffold.py runs them.
+  scaffolded package's ``check-env`` and own tests, as
+  plugins/agentsgym_scaffold/tests/test_scaffold.py runs them (agentsgym-scaffold installed).
 
 Figures go in bench/README.md; they are never asserted in tests.
 """

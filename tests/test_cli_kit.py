@@ -1,5 +1,5 @@
 """The plugin author's CLI: --version, flags in help, completion, one tokenizer default,
-config keys in list-envs, describe, new-env."""
+config keys in list-envs, describe (new-env: agentsgym-scaffold's tests)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ import sys
 from importlib.metadata import version
 from pathlib import Path
 
-import pytest
 import typer
 from typer.testing import CliRunner
 
@@ -53,6 +52,7 @@ def test_version_names_agentsgym_and_every_installed_plugin() -> None:
         ("agentsgym-ray", "ray"),
         ("agentsgym-atropos", "atropos"),
         ("agentsgym-viewer", "viewer"),
+        ("agentsgym-scaffold", "scaffold"),
     ):
         assert f"{dist} {version(dist)} (plugin {plugin})" in lines
 
@@ -95,8 +95,8 @@ def test_completion_script_and_env_id_completion() -> None:
     ids = cli(COMP_WORDS="agentsgym describe twentyq/Tw", COMP_CWORD="2",
               _AGENTSGYM_COMPLETE="complete_bash")
     assert ids.stdout.split() == ["twentyq/TwentyQuestions-v0", "twentyq/TwentyQuestions-v0-hardcore"]
-    names = cli(COMP_WORDS="agentsgym new", COMP_CWORD="1", _AGENTSGYM_COMPLETE="complete_bash")
-    assert names.stdout.split() == ["new-env"]
+    names = cli(COMP_WORDS="agentsgym check", COMP_CWORD="1", _AGENTSGYM_COMPLETE="complete_bash")
+    assert names.stdout.split() == ["check-env"]
 
 
 def test_every_command_that_takes_an_env_id_completes_it() -> None:
@@ -189,41 +189,6 @@ def test_describe_of_an_unknown_env_is_one_readable_error() -> None:
     result = cli("describe", "agentsgym/GuessNumber-v0")
     assert result.returncode == 2 and "Did you mean: agentsgym/GuessTheNumber-v0" in result.stderr
     assert "Traceback" not in result.stderr
-
-
-# ------------------------------------------------------------------ new-env
-def test_new_env_writes_the_package_and_says_what_next(tmp_path: Path) -> None:
-    target = tmp_path / "pkg"
-    text = invoke("new-env", "acme/Maze", "--dir", str(target))
-    assert "env acme/Maze-v0" in text and "agentsgym check-env acme/Maze-v0" in text
-    # the install line keeps its [test] extra (rich markup must not eat it)
-    assert f"pip install -e '{target}[test]'" in text
-    assert (target / "pyproject.toml").is_file()
-    assert (target / "src" / "agentsgym_acme" / "env.py").is_file()
-
-
-@pytest.mark.parametrize(
-    ("name", "message"),
-    [
-        ("Maze", "is not NAMESPACE/Name"),
-        ("acme/Ma ze", "is not of the form 'namespace/Name-vN'"),
-        ("acme/Maze-v0-hard", "names a variant"),
-        ("agentsgym/Maze", "belongs to agentsgym's own envs"),
-    ],
-)
-def test_new_env_refuses_bad_names_with_a_clear_error(tmp_path: Path, name: str, message: str) -> None:
-    result = cli("new-env", name, "--dir", str(tmp_path / "pkg"))
-    assert result.returncode == 2, result.stdout
-    assert message in result.stderr and "Traceback" not in result.stderr
-    assert not (tmp_path / "pkg").exists()
-
-
-def test_new_env_never_overwrites(tmp_path: Path) -> None:
-    (tmp_path / "pkg").mkdir()
-    (tmp_path / "pkg" / "mine.txt").write_text("keep")
-    result = cli("new-env", "acme/Maze", "--dir", str(tmp_path / "pkg"))
-    assert result.returncode == 2 and "not an empty folder; nothing was written" in result.stderr
-    assert sorted(p.name for p in (tmp_path / "pkg").iterdir()) == ["mine.txt"]
 
 
 def test_describe_of_an_env_whose_class_does_not_import_says_so() -> None:

@@ -127,7 +127,7 @@ def test_the_core_commands_register_through_the_same_hook() -> None:
             return lambda function: function
 
     plugin.register_commands(cli=Recorder())
-    assert {"rollout", "list-envs", "describe", "check-env", "new-env"} <= set(registered)
+    assert {"rollout", "list-envs", "describe", "check-env"} <= set(registered)
 
 
 @pytest.mark.parametrize(
@@ -137,6 +137,7 @@ def test_the_core_commands_register_through_the_same_hook() -> None:
         ("serve", "serve", "agentsgym-serve"),
         ("atropos", "atropos", "agentsgym-atropos"),
         ("view", "viewer", "agentsgym-viewer"),
+        ("new-env", "scaffold", "agentsgym-scaffold"),
     ],
 )
 def test_a_command_of_a_missing_plugin_names_the_package(

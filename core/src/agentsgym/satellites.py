@@ -25,9 +25,13 @@ RAY = "agentsgym-ray"
 ATROPOS = "agentsgym-atropos"
 VIEWER = "agentsgym-viewer"
 EVAL = "agentsgym-eval"
+SCAFFOLD = "agentsgym-scaffold"
 
 PROVIDERS: dict[str, dict[str, str]] = {
-    "command": {"eval": EVAL, "train": TRL, "serve": SERVE, "atropos": ATROPOS, "view": VIEWER},
+    "command": {
+        "eval": EVAL, "train": TRL, "serve": SERVE, "atropos": ATROPOS, "view": VIEWER,
+        "new-env": SCAFFOLD,
+    },
     "executor": {"ray": RAY},
     "env source": {s: SERVE for s in ("http", "https", "agentgym+http", "agentgym+https")},
     "agent": {"transformers": TRL},
@@ -50,6 +54,7 @@ MOVED_MODULES: dict[str, tuple[str, str]] = {
     "agentsgym.viewer": ("agentsgym_viewer", VIEWER),
     "agentsgym.evaluation": ("agentsgym_eval.samples", EVAL),
     "agentsgym.metrics": ("agentsgym_eval.metrics", EVAL),
+    "agentsgym.scaffold": ("agentsgym_scaffold", SCAFFOLD),
 }
 """Old module path -> (module it moved to, distribution that provides it)."""
 

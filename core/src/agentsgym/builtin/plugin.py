@@ -55,7 +55,7 @@ def register_executors(register: RegisterExecutor) -> None:
 
 @hookimpl
 def register_commands(cli: typer.Typer) -> None:
-    from agentsgym.cli import describe, finish_output, listing, new_env, rollout
+    from agentsgym.cli import describe, finish_output, listing, rollout
     from agentsgym.testing import command as check
 
     play, look, author = "Play", "Look around", "Write an env"
@@ -67,4 +67,3 @@ def register_commands(cli: typer.Typer) -> None:
     cli.command("list-trainers", rich_help_panel=look)(listing.list_trainers)
     cli.command("list-executors", rich_help_panel=look)(listing.list_executors)
     cli.command("check-env", rich_help_panel=author)(check.check_env_command)
-    cli.command("new-env", rich_help_panel=author)(new_env.new_env)

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from agentsgym.errors import ScaffoldError
-from agentsgym.scaffold import FILES, package_names, render_package
-from venvs import ChildVenv
+from agentsgym_scaffold import FILES, package_names, render_package
+from scaffold_venvs import ChildVenv
 
 ENV_ID = "acme/Word-Guess-v0"
 

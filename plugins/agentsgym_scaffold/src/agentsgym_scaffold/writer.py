@@ -1,8 +1,9 @@
-"""``agentsgym new-env``: write a complete, installable env package from templates.
+"""What ``agentsgym new-env`` writes: a complete, installable env package, from templates.
 
 The package passes ``agentsgym check-env`` and its own tests as written; its env module
 stubs every hook with a working example game, for the author to replace. The templates
-(``templates/*.tmpl``) are :class:`string.Template` text (``$$`` is a literal ``$``).
+(``templates/*.tmpl``, package data of this distribution) are :class:`string.Template`
+text (``$$`` is a literal ``$``).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from agentsgym.registry import ENV_ID_PATTERN, validate_env_id
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["PackageNames", "package_names", "render_package", "write_package"]
+__all__ = ["FILES", "PackageNames", "package_names", "render_package", "write_package"]
 
 RESERVED_NAMESPACES = frozenset({"agentsgym"})
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 from rich.markup import escape
 
-from agentsgym.cli.terminal import console
+from agentsgym.cli import console
 
 
 def new_env(
@@ -24,7 +24,7 @@ def new_env(
     It passes `agentsgym check-env` and its own tests as written; replace the example
     game in its env.py and keep the shapes.
     """
-    from agentsgym.scaffold import write_package
+    from agentsgym_scaffold.writer import write_package
 
     names, root, written = write_package(name, directory)
     console.print(

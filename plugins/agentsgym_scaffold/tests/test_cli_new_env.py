@@ -1,0 +1,92 @@
+"""``agentsgym new-env`` on the command line: what it writes and says, and its errors;
+the old ``agentsgym.scaffold`` import path."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from agentsgym.cli import build_app
+
+runner = CliRunner()
+
+
+def cli(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "agentsgym", *args], check=False, capture_output=True, text=True,
+        env={**os.environ, "COLUMNS": "200", **env},
+    )
+
+
+def invoke(*args: str) -> str:
+    result = runner.invoke(build_app(), list(args), env={"COLUMNS": "200"}, prog_name="agentsgym")
+    assert result.exit_code == 0, (result.output, result.exception)
+    return result.output
+
+
+def test_new_env_writes_the_package_and_says_what_next(tmp_path: Path) -> None:
+    target = tmp_path / "pkg"
+    text = invoke("new-env", "acme/Maze", "--dir", str(target))
+    assert "env acme/Maze-v0" in text and "agentsgym check-env acme/Maze-v0" in text
+    # the install line keeps its [test] extra (rich markup must not eat it)
+    assert f"pip install -e '{target}[test]'" in text
+    assert (target / "pyproject.toml").is_file()
+    assert (target / "src" / "agentsgym_acme" / "env.py").is_file()
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("Maze", "is not NAMESPACE/Name"),
+        ("acme/Ma ze", "is not of the form 'namespace/Name-vN'"),
+        ("acme/Maze-v0-hard", "names a variant"),
+        ("agentsgym/Maze", "belongs to agentsgym's own envs"),
+    ],
+)
+def test_new_env_refuses_bad_names_with_a_clear_error(tmp_path: Path, name: str, message: str) -> None:
+    result = cli("new-env", name, "--dir", str(tmp_path / "pkg"))
+    assert result.returncode == 2, result.stdout
+    assert message in result.stderr and "Traceback" not in result.stderr
+    assert not (tmp_path / "pkg").exists()
+
+
+def test_new_env_never_overwrites(tmp_path: Path) -> None:
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "mine.txt").write_text("keep")
+    result = cli("new-env", "acme/Maze", "--dir", str(tmp_path / "pkg"))
+    assert result.returncode == 2 and "not an empty folder; nothing was written" in result.stderr
+    assert sorted(p.name for p in (tmp_path / "pkg").iterdir()) == ["mine.txt"]
+
+
+def test_new_env_is_listed_with_the_authors_commands_and_completes() -> None:
+    group = typer.main.get_command(build_app())
+    command = group.commands["new-env"]  # type: ignore[attr-defined]
+    assert command.rich_help_panel == "Write an env"
+    names = cli(COMP_WORDS="agentsgym new", COMP_CWORD="1", _AGENTSGYM_COMPLETE="complete_bash")
+    assert names.stdout.split() == ["new-env"]
+
+
+def test_the_old_module_path_still_imports_with_a_deprecation_warning(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import agentsgym  # noqa: F401  (installs the finder of moved modules)
+    import agentsgym_scaffold
+
+    monkeypatch.delitem(sys.modules, "agentsgym.scaffold", raising=False)  # forgotten after
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        old = importlib.import_module("agentsgym.scaffold")
+    assert old.write_package is agentsgym_scaffold.write_package
+    assert old.FILES is agentsgym_scaffold.FILES
+    assert any(
+        issubclass(w.category, DeprecationWarning) and "moved to agentsgym_scaffold" in str(w.message)
+        for w in caught
+    ), [str(w.message) for w in caught]
