@@ -15,7 +15,10 @@ A reply that could not be graded at all (every try within ``grading_budget_secon
 timed out or the grader broke) is never scored: a reward that depends on how loaded
 the machine was is wrong training data. The episode fails with a
 :class:`~agentsgym_classical.errors.GradingError` instead, which the runner records,
-``--max-failure-rate`` counts and trainers leave out.
+``--max-failure-rate`` counts and trainers leave out. A long rambling or repeating
+reply is not such a reply: the grader reads only its answer region (its last
+``\\boxed{}`` on, else its last 2,000 characters), so it is judged, by its text alone,
+and scored ``wrong_reward`` or ``unparsed_reward`` like any other.
 
 Step ``info`` carries ``correct`` and ``answer`` (the canonical parsed answer), the
 keys ``agentsgym eval`` reads for accuracy, pass@k and cons@k, and ``graded`` (always

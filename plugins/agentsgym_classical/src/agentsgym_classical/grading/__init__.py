@@ -8,6 +8,15 @@ A reply first meets cheap guards (:mod:`.guards`: length, bracket nesting), then
 worker process that runs math-verify (:mod:`.judge`) under a hard deadline
 (:mod:`.pool`). Every path returns a :class:`Verdict`; none raises or hangs.
 
+What a reply costs to judge is bounded by its text, not measured by a clock:
+math-verify reads only the reply's answer region, from shortly before its last
+``\\boxed{`` on, else its last 2,000 characters
+(:func:`~agentsgym_classical.grading.normalize.answer_region`). A long degenerate
+reply (``"1 " * 50000``, which math-verify could not read whole in any budget) is
+judged by its region in milliseconds: ``wrong`` or ``unparsed``, the same verdict on
+any machine under any load. So a timeout means the machine was too busy, or an
+answer whose value explodes (``9^9^9^9^9``) that no budget judges.
+
 "The machine was slow" is never "wrong": when math-verify's own timeout or the hard
 deadline expires (or the worker dies), the verdict is ungraded (``timeout`` or
 ``error``), and the reply is graded again, each try with :data:`RETRY_FACTOR` times
@@ -81,7 +90,8 @@ def grade(
     :param budget_seconds: a reply that could not be graded (``timeout``, ``error``)
         is graded again with :data:`RETRY_FACTOR` times the last try's budgets, while
         the tries' deadlines add up to at most this (:func:`try_deadlines`).
-    :param max_reply_chars: longer replies are judged wrong (``too_long``) unread.
+    :param max_reply_chars: longer replies are judged wrong (``too_long``) unread;
+        of the others math-verify reads the answer region only (see above).
     :returns: the verdict; ungraded (``verdict.graded`` false) only when every try
         failed, with ``attempts`` the number of tries and ``seconds`` their total.
     """

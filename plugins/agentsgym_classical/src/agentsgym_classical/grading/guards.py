@@ -3,8 +3,11 @@
 They turn replies no grader should spend time on into a wrong verdict at once: a
 reply longer than the configured limit (a 1 MB reply is judged wrong, not searched
 for an answer), or one whose brackets nest deeper than any real answer does (parsing
-deep nesting is what makes LaTeX parsers slow). Everything else is bounded by the
-worker's deadline (see :mod:`agentsgym_classical.grading.pool`).
+deep nesting is what makes LaTeX parsers slow). Of the rest math-verify reads only
+the answer region (:func:`agentsgym_classical.grading.normalize.answer_region`), so
+what a reply costs to judge is bounded by its text; the worker's deadline (see
+:mod:`agentsgym_classical.grading.pool`) is for a busy machine and for answers whose
+value explodes.
 """
 
 from __future__ import annotations

@@ -11,6 +11,15 @@ machine turns a correct answer into ``wrong``. Here both are called with
 ``raise_on_error=True``, a timeout becomes a ``timeout`` verdict (the caller retries
 it with a larger budget, see :func:`agentsgym_classical.grading.grade`), and any
 other error keeps math-verify's own meaning (no match, nothing parsed).
+
+math-verify reads a reply's answer region only, never more than about 3,000
+characters (:func:`~agentsgym_classical.grading.normalize.answer_region`): the cost of
+its regexes grows with the square (and worse) of what it reads, so a whole 100 kB
+reply of repeated numbers could not be judged in any budget, while its region is
+judged in milliseconds, the same on any machine. What it costs to judge a reply is
+thereby bounded by the reply's text, not measured by a clock, and a timeout is left to
+mean what it should: the machine was too busy (or an answer's value explodes, such as
+``9^9^9^9^9``, which no budget judges).
 """
 
 from __future__ import annotations
@@ -30,7 +39,12 @@ from math_verify import (
 )
 from math_verify.errors import TimeoutException
 
-from agentsgym_classical.grading.normalize import normalize_choice_reply, rewrite_hash_answer
+from agentsgym_classical.grading.normalize import (
+    answer_region,
+    answer_tail,
+    normalize_choice_reply,
+    rewrite_hash_answer,
+)
 from agentsgym_classical.grading.verdict import GradeRequest, Verdict
 
 MAX_ANSWER_CHARS = 200
@@ -101,7 +115,9 @@ def _parse_gold(gold: str, timeout: int) -> list[Any]:
 
 
 def _parse_math(text: str, timeout: int) -> list[Any]:
-    return _parse(text, MATH_TARGETS, timeout)
+    """A math answer, read from the text's answer region only (see
+    :func:`~agentsgym_classical.grading.normalize.answer_region`)."""
+    return _parse(answer_region(text), MATH_TARGETS, timeout)
 
 
 def canonical(parsed: list[Any], timeout: int) -> str | None:
@@ -159,7 +175,7 @@ def judge_choice(request: GradeRequest) -> Verdict:
     letters = "".join(sorted(choices)) or "ABCDE"
     timeout = request.timeout_seconds
     found = _parse(
-        normalize_choice_reply(request.reply, letters),
+        answer_tail(normalize_choice_reply(request.reply, letters)),
         [StringExtractionConfig(strings=tuple(letters), lowercase=False)],
         timeout,
     )
