@@ -7,7 +7,7 @@ import time
 from typing import Any, ClassVar
 
 from agentsgym import RewardTerm, StepResult, hookimpl
-from agentsgym.builtin import GuessState, GuessTheNumberEnv
+from agentsgym.builtin import GuessState, GuessTheNumberConfig, GuessTheNumberEnv
 
 
 class TermsEnv(GuessTheNumberEnv):
@@ -75,3 +75,15 @@ class TrackingEnv(GuessTheNumberEnv):
         finally:
             with TrackingEnv.lock:
                 TrackingEnv.in_flight -= 1
+
+
+class JudgedConfig(GuessTheNumberConfig):
+    judge_api_key: str = ""
+    judge_url: str = ""
+
+
+class SecretEnv(GuessTheNumberEnv):
+    """GuessTheNumber whose config holds secrets and keeps them in its rows (as an env
+    should not: the server must not hand them out anyway)."""
+
+    config_class = JudgedConfig

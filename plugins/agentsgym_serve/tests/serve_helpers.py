@@ -18,12 +18,12 @@ TINY = "agentsgym/tiny-chatml"
 
 @contextlib.contextmanager
 def served(
-    env_id: str = GUESS, env_config: dict[str, Any] | None = None, **options: Any
+    env_id: str = GUESS, env_config: dict[str, Any] | None = None, port: int = 0, **options: Any
 ) -> Iterator[Any]:
-    """A real uvicorn server of ``env_id`` on 127.0.0.1 (free port), stopped afterwards;
-    yields the BackgroundServer, with ``.service`` (the session table and host)."""
+    """A real uvicorn server of ``env_id`` on 127.0.0.1 (``port``, 0: a free one), stopped
+    afterwards; yields the BackgroundServer, with ``.service`` (the session table and host)."""
     app = create_app(env_id, env_config, **options)
-    with BackgroundServer(app) as server:
+    with BackgroundServer(app, port=port) as server:
         server.service = app.state.service
         yield server
 

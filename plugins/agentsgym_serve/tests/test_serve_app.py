@@ -130,7 +130,33 @@ def test_past_max_sessions_the_server_answers_503_with_a_clear_body() -> None:
         assert v1_full.status_code == 503
         assert http.get("/health").json()["sessions"] == 2  # still serving
         http.post("/close", json={"id": ids[0]})
-        assert http.post("/create").json()["id"] == 2  # a new id, never a reused one
+        new = http.post("/create").json()["id"]
+        assert new not in ids and new > max(ids)  # a new id, never a reused one
+
+
+def test_an_id_from_before_a_restart_is_unknown_to_the_new_server() -> None:
+    # AgentGym's protocol has no tokens: an id is all a client holds. Two app instances
+    # on one port are a server and its restart.
+    port = 0
+    ids: dict[str, list[int]] = {}
+    for run in ("before", "after"):
+        with (
+            served(GUESS, port=port) as server,
+            httpx.Client(base_url=server.url) as http,
+        ):
+            port = server.port
+            ids[run] = [http.post("/create").json()["id"] for _ in range(20)]
+            if run == "after":
+                stale = ids["before"][-1]
+                step = http.post("/step", json={"id": stale, "action": "[50]"})
+                observed = http.get("/observation", params={"id": stale})
+                closed = http.post("/close", json={"id": stale}).json()
+    assert not set(ids["before"]) & set(ids["after"])
+    assert step.status_code == 404 and step.json()["error"] == "unknown_session"
+    assert "never created it" in step.json()["detail"]
+    assert "before a server restart" in step.json()["detail"]
+    assert observed.status_code == 404 and observed.json()["error"] == "unknown_session"
+    assert closed["closed"] is False and "never created it" in closed["error"]
 
 
 def test_unknown_ids_and_other_protocols_sessions_are_refused(http: httpx.Client) -> None:

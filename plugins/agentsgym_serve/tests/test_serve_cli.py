@@ -37,6 +37,18 @@ def first_line(process: subprocess.Popen[str], seconds: float = 90.0) -> str:
     raise AssertionError(f"agentsgym serve printed nothing (exit code {process.poll()})")
 
 
+def too_large(url: str, length: int) -> bytes:
+    """The reply to a request that declares a body of ``length`` bytes and sends none."""
+    host, port = url.removeprefix("http://").split(":")
+    head = f"POST /reset HTTP/1.1\r\nhost: x\r\ncontent-length: {length}\r\n\r\n"
+    with socket.create_connection((host, int(port)), timeout=30) as sock:
+        sock.sendall(head.encode("ascii"))
+        reply = b""
+        while chunk := sock.recv(65536):
+            reply += chunk
+    return reply
+
+
 def test_serve_runs_a_server_that_plays_and_stops_on_sigterm(tmp_path: Path) -> None:
     log = tmp_path / "serve.log"
     with open(log, "w") as errors:
@@ -53,6 +65,8 @@ def test_serve_runs_a_server_that_plays_and_stops_on_sigterm(tmp_path: Path) -> 
                 "8",
                 "--env-config",
                 "high=20",
+                "--max-body-bytes",
+                "4096",
             ],
             stdout=subprocess.PIPE,
             stderr=errors,
@@ -67,9 +81,12 @@ def test_serve_runs_a_server_that_plays_and_stops_on_sigterm(tmp_path: Path) -> 
             batch = env.run_trial([{"seed": 1}, {"seed": 2}], BisectAgent(high=20))
             assert batch.final_rewards == [1.0, 1.0]
             env.close()
+            assert too_large(url, 4097).startswith(b"HTTP/1.1 413")  # --max-body-bytes
         finally:
             process.send_signal(signal.SIGTERM)
             code = process.wait(timeout=60)
+            assert process.stdout is not None
+            process.stdout.close()
     # uvicorn shuts down gracefully, then re-raises the signal: the exit status says
     # "terminated by SIGTERM", as for any server process.
     assert code in (0, -signal.SIGTERM)

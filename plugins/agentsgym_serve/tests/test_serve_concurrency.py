@@ -26,8 +26,10 @@ def test_256_concurrent_remote_episodes_match_their_local_twins() -> None:
         env = agentsgym.make(server.url)
         batch = env.run_trial(tasks, BisectAgent(), max_concurrency=SESSIONS)
         table = server.service.table
-        assert (table.created_total, len(table), table.next_id) == (SESSIONS, 0, SESSIONS)
-        assert sorted(table.tombstones) == list(range(SESSIONS))  # one id each, none reused
+        first = table.id_base
+        assert (table.created_total, len(table), table.next_id) == (SESSIONS, 0, first + SESSIONS)
+        # one id each, none reused
+        assert sorted(table.tombstones) == list(range(first, first + SESSIONS))
         assert server.service.steps_applied == sum(
             len(e.steps) for g in batch.groups for e in g.episodes
         )
@@ -77,5 +79,5 @@ def test_256_concurrent_agentgym_clients_each_get_their_own_replies() -> None:
         table = server.service.table
         assert len(table) == 0 and table.created_total == SESSIONS
     ids = [env_id for env_id, _, _ in results]
-    assert sorted(ids) == list(range(SESSIONS))  # 256 distinct ids
+    assert sorted(ids) == list(range(table.id_base, table.id_base + SESSIONS))  # 256 distinct
     assert [found for _, found, _ in results] == targets  # each found its own number

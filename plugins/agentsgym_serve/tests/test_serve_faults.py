@@ -4,7 +4,8 @@ failures recorded on the episode within bounded time, never a hang."""
 
 from __future__ import annotations
 
-import threading
+import contextlib
+import logging
 from collections.abc import Iterator
 from typing import Any
 
@@ -13,7 +14,7 @@ import pytest
 import agentsgym
 from agentgym_style_server import build_app
 from agentsgym.builtin import BisectAgent
-from agentsgym.errors import RemoteEnvError
+from agentsgym.errors import EnvConfigError, RemoteEnvError
 from agentsgym_serve import AgentGymEnv, BackgroundServer, RemoteEnv, RetryPolicy
 from serve_helpers import GUESS, TINY, FaultProxy, fingerprint, served
 
@@ -93,19 +94,93 @@ def test_slow_replies_time_out_and_are_retried(
     assert server.service.steps_applied == steps_played(batch)
 
 
+class ResumeAfter(logging.Handler):
+    """Brings the proxy back once the client has logged ``retries`` retries: an outage
+    measured in refused attempts, not in seconds, so no machine is too fast or slow."""
+
+    def __init__(self, proxy: FaultProxy, retries: int) -> None:
+        super().__init__(logging.INFO)
+        self.proxy = proxy
+        self.left = retries
+
+    def emit(self, record: logging.LogRecord) -> None:  # called under the handler's lock
+        if record.getMessage().startswith("retrying"):
+            self.left -= 1
+            if self.left == 0:
+                self.proxy.resume()
+
+
+@contextlib.contextmanager
+def outage(proxy: FaultProxy, retries: int) -> Iterator[ResumeAfter]:
+    """Connections to the proxy are refused until the client has retried ``retries`` times."""
+    client_log = logging.getLogger("agentsgym_serve.client")
+    handler = ResumeAfter(proxy, retries)
+    level = client_log.level
+    client_log.setLevel(logging.INFO)
+    client_log.addHandler(handler)
+    proxy.pause()
+    try:
+        yield handler
+    finally:
+        client_log.removeHandler(handler)
+        client_log.setLevel(level)
+        if handler.left > 0:
+            proxy.resume()
+
+
 def test_refused_connections_are_retried_until_the_server_is_back(
     proxied: tuple[Any, FaultProxy], local_batch: Any
 ) -> None:
-    _, proxy = proxied
-    env = remote(proxy.url, RetryPolicy(max_attempts=12, backoff=0.05, max_backoff=1.0))
-    proxy.pause()  # connections are refused
-    timer = threading.Timer(0.5, proxy.resume)
-    timer.start()
-    try:
-        batch = env.run_trial(TASKS, BisectAgent())
-    finally:
-        timer.join()
+    server, proxy = proxied
+    env = remote(proxy.url)  # no attempt limit: the retry window (60 s) bounds the calls
+    # one episode at a time: the first call alone meets all 20 refusals
+    with outage(proxy, retries=20) as handler:
+        batch = env.run_trial(TASKS, BisectAgent(), max_concurrency=1)
+    assert handler.left == 0
     assert fingerprint(batch) == fingerprint(local_batch)
+    assert server.service.table.created_total == len(TASKS)
+
+
+def test_agentgym_creates_ride_out_refused_connections(proxied: tuple[Any, FaultProxy]) -> None:
+    # A /create is never repeated once it may have reached the server, but a refused
+    # connection never did: it is retried for the whole window like any other call.
+    server, proxy = proxied
+    env = agentsgym.make(f"agentgym+{proxy.url}", tokenizer=TINY)
+    assert env.transport.policy.retry_window == 60.0  # the default: a server restart
+    env.transport.policy = FAST
+    with outage(proxy, retries=12):
+        batch = env.run_trial([{"data_idx": i} for i in range(6)], BisectAgent(), max_concurrency=1)
+    assert batch.final_rewards == [1.0] * 6 and not any(g.failed for g in batch.groups)
+    assert server.service.table.created_total == 6
+
+
+def test_a_short_retry_window_fails_the_episodes_saying_so(
+    proxied: tuple[Any, FaultProxy],
+) -> None:
+    _, proxy = proxied
+    env = agentsgym.make(proxy.url, tokenizer=TINY, env_config={"retry_window_seconds": 0.3})
+    assert isinstance(env, RemoteEnv) and env.transport.policy.retry_window == 0.3
+    proxy.pause()  # and never back
+    batch = env.run_trial(TASKS[:3], BisectAgent())
+    errors = [e.error for g in batch.groups for e in g.failed]
+    assert len(errors) == 3
+    assert all("its retry window of 0.3 s" in e and "retry_window_seconds" in e for e in errors)
+    assert all("ClientConnectorError" in e for e in errors)
+
+
+def test_the_retry_window_is_a_client_key_of_env_config(proxied: tuple[Any, FaultProxy]) -> None:
+    server, _ = proxied
+    config = {"retry_window_seconds": 5, "high": 50}
+    env = agentsgym.make(server.url, tokenizer=TINY, env_config=config)  # the server has no
+    assert env.transport.policy.retry_window == 5.0 and env.config.high == 50  # such key
+    assert env.get_train_dataset()[0]["env_config"] == config  # rows keep it
+    gym = agentsgym.make(f"agentgym+{server.url}", env_config={"retry_window_seconds": 0})
+    assert gym.transport.policy.retry_window == 0.0
+    for bad in (-1, "soon", True):
+        with pytest.raises(EnvConfigError, match="retry_window_seconds"):
+            agentsgym.make(server.url, env_config={"retry_window_seconds": bad})
+    with pytest.raises(EnvConfigError, match="retry_window_seconds"):
+        AgentGymEnv(server.url, env_config={"retry_window_seconds": -1})
 
 
 def test_past_max_sessions_creates_wait_their_turn() -> None:

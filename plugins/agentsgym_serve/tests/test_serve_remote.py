@@ -90,7 +90,9 @@ def test_every_kind_of_hook_result_survives_the_round_trip() -> None:
 
 def test_twenty_questions_through_the_server_is_byte_identical() -> None:
     # an env with its own dependencies (TextArena), as served envs usually have
-    questioner = pytest.importorskip("agentsgym_twentyq.questioner", reason="needs agentsgym-twentyq")
+    questioner = pytest.importorskip(
+        "agentsgym_twentyq.questioner", reason="needs agentsgym-twentyq"
+    )
     ReferenceQuestioner = questioner.ReferenceQuestioner
 
     with served(TWENTYQ) as server:

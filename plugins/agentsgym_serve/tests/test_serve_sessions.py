@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from agentsgym_serve.errors import ServerFull, SessionClosed, UnknownSession, WrongProtocol
-from agentsgym_serve.sessions import SessionTable
+from agentsgym_serve.sessions import ID_CEILING, ID_FLOOR, IDS_PER_TABLE, SessionTable
 from agentsgym_serve.urls import is_remote_url, normalise_url, split_protocol
 
 
@@ -32,12 +32,37 @@ def test_ids_are_never_reused_across_twenty_thousand_sessions() -> None:
             for old in live:
                 assert table.close(old, "done")
             live.clear()
-    assert len(seen) == 20_000 and max(seen) == 19_999
+    first = table.id_base
+    assert seen == set(range(first, first + 20_000))
     # an id closed long ago (its tombstone evicted) is still "closed", never unknown or live
     with pytest.raises(SessionClosed, match="closed long ago"):
-        table.get(5)
+        table.get(first + 5)
     with pytest.raises(UnknownSession, match="never created"):
-        table.get(20_000)
+        table.get(first + 20_000)
+    with pytest.raises(UnknownSession, match="never created"):
+        table.get(first - 1)
+
+
+def test_tables_never_share_an_id_and_know_nothing_of_each_others() -> None:
+    # A server and its restart: AgentGym's servers both counted from 0, so a client still
+    # holding an id of the first reached whoever got that id from the second.
+    before, after = SessionTable(max_sessions=1000), SessionTable(max_sessions=1000)
+    old_ids = {before.create("agentgym", "k")[0].id for _ in range(1000)}
+    new_ids = {after.create("agentgym", "k")[0].id for _ in range(1000)}
+    assert len(old_ids) == len(new_ids) == 1000 and not old_ids & new_ids
+    for stale in sorted(old_ids)[:10]:
+        with pytest.raises(UnknownSession, match="before a server restart"):
+            after.get(stale)
+    # large (far from a count from 0), and integers every JSON client reads exactly
+    assert all(ID_FLOOR <= i < ID_CEILING for i in old_ids | new_ids)
+    assert before.id_base != after.id_base
+
+
+def test_the_id_base_is_drawn_at_random_for_each_table() -> None:
+    bases = {SessionTable().id_base for _ in range(50)}
+    assert len(bases) == 50  # distinct by construction within a process
+    assert all(ID_FLOOR <= b and b + IDS_PER_TABLE <= ID_CEILING for b in bases)
+    assert all(abs(a - b) >= IDS_PER_TABLE for a in bases for b in bases if a != b)
 
 
 def test_past_max_sessions_create_raises_server_full_and_frees_up_after_a_close() -> None:
@@ -50,7 +75,7 @@ def test_past_max_sessions_create_raises_server_full_and_frees_up_after_a_close(
     assert "maximum of 2 sessions" in info.value.detail and "--max-sessions" in info.value.detail
     table.close(first, "done")
     third, _ = table.create("agentgym", "k")
-    assert third.id == 2
+    assert third.id == table.id_base + 2
 
 
 def test_tokens_guard_v1_sessions_and_agentgym_calls_cannot_reach_them() -> None:

@@ -44,6 +44,8 @@ _LAZY = {
     "connect": "agentsgym_serve.client",
     "create_app": "agentsgym_serve.app",
 }
+
+
 def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:

@@ -21,8 +21,9 @@ These servers cannot recognise a repeated call, so only calls that are safe to
 repeat are retried after a fault that may have reached the server: ``/reset``
 (starting a task again is the same start) and ``/close``. ``/create`` and
 ``/step`` are retried only when the request never left; otherwise the episode fails
-rather than risk a step applied twice. Servers that answer an error as a 200 with
-an ``error`` field (as AgentGym's do) fail the episode with that error.
+rather than risk a step applied twice. Retries go on for ``retry_window_seconds``
+(60 s by default: a server restart). Servers that answer an error as a 200 with an
+``error`` field (as AgentGym's do) fail the episode with that error.
 """
 
 from __future__ import annotations
@@ -38,10 +39,17 @@ from pydantic import Field, field_validator
 
 from agentsgym import EnvConfig, MultistepEnv, hookimpl
 from agentsgym.errors import RemoteEnvError
+from agentsgym.redaction import redact_text
 from agentsgym.types import Messages, StepResult
 from agentsgym_serve.schemas import ChatMessage
-from agentsgym_serve.transport import RemoteCallError, Retry, RetryPolicy, Transport
-from agentsgym_serve.urls import is_remote_url, redact_url, split_protocol
+from agentsgym_serve.transport import (
+    RemoteCallError,
+    Retry,
+    RetryPolicy,
+    Transport,
+    client_policy,
+)
+from agentsgym_serve.urls import is_remote_url, split_protocol
 
 if TYPE_CHECKING:
     import datasets
@@ -91,6 +99,12 @@ class AgentGymConfig(EnvConfig):
     )
     dataset_size: int | None = Field(
         None, ge=0, description="tasks on the server: get_train_dataset() gives data_idx 0..n-1"
+    )
+    retry_window_seconds: float | None = Field(
+        None,
+        ge=0,
+        description="how long a failed call that may be retried is retried (default: the "
+        "retry policy's, 60 s, enough for a server restart); 0 never retries",
     )
 
     @field_validator("conversation_start", mode="before")
@@ -148,7 +162,8 @@ class AgentGymEnv(MultistepEnv):
     ) -> None:
         super().__init__(tokenizer, env_config, plugins=plugins)
         _, self.url = split_protocol(url)
-        self.transport = Transport(self.url, retry)
+        policy = client_policy(retry, self.config.retry_window_seconds)
+        self.transport = Transport(self.url, policy)
         self._action = re.compile(self.config.action_regex) if self.config.action_regex else None
         self._start: Messages = (
             [{"role": "system", "content": self.config.system_prompt}]
@@ -166,7 +181,8 @@ class AgentGymEnv(MultistepEnv):
 
     @property
     def env_id(self) -> str:
-        return self.location
+        """What episodes record and logs name: :attr:`location`, without URL credentials."""
+        return redact_text(self.location)
 
     def close(self) -> None:
         """Close this env's connections (the runner's event loop's included)."""
@@ -183,7 +199,7 @@ class AgentGymEnv(MultistepEnv):
         )
         if isinstance(reply, dict) and "error" in reply and "observation" not in reply:
             raise RemoteEnvError(
-                f"{redact_url(self.url)}{path} answered an error: {str(reply['error'])[:1000]}"
+                f"{redact_text(self.url)}{path} answered an error: {str(reply['error'])[:1000]}"
             )
         return reply
 
@@ -265,7 +281,9 @@ class AgentGymEnv(MultistepEnv):
         try:
             await self._post("/close", {"id": session}, Retry.IDEMPOTENT)
         except (RemoteEnvError, RemoteCallError) as exc:  # the episode's outcome stands
-            logger.warning("closing instance %s on %s failed: %s", session, self.url, exc)
+            logger.warning(
+                "closing instance %s on %s failed: %s", session, redact_text(self.url), exc
+            )
 
     def _extract(self, action: str) -> str:
         if self._action is None:

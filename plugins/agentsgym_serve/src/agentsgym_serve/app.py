@@ -2,9 +2,9 @@
 
 One app serves one env id (any registered id, or an allowed ``module:Class`` path)
 over AgentGym's protocol and agentsgym's own ``/agentsgym/v1`` endpoints, with an
-OpenAPI schema at ``/openapi.json``, a health check at ``/health``, an access log
-and a background task that reaps idle sessions. Run it with ``agentsgym serve``, or
-with any ASGI server::
+OpenAPI schema at ``/openapi.json``, a health check at ``/health``, an access log,
+a limit on request bodies (:class:`BodyLimitMiddleware`) and a background task that
+reaps idle sessions. Run it with ``agentsgym serve``, or with any ASGI server::
 
     from agentsgym_serve import create_app
     app = create_app("agentsgym/GuessTheNumber-v0", max_sessions=256)
@@ -25,17 +25,20 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from starlette.responses import Response
 
-from agentsgym_serve.errors import ServeError
+from agentsgym_serve.errors import BodyTooLarge, ServeError
 from agentsgym_serve.host import DEFAULT_MAX_ENV_CONFIGS, DEFAULT_THREADS, EnvHost
 from agentsgym_serve.logs import AccessLogMiddleware
 from agentsgym_serve.responses import SafeJSONResponse
 from agentsgym_serve.routes_agentgym import router as agentgym_router
 from agentsgym_serve.routes_v1 import router as v1_router
-from agentsgym_serve.schemas import PROTOCOL, Health
+from agentsgym_serve.schemas import PROTOCOL, ErrorReply, Health
 from agentsgym_serve.service import EnvService
 from agentsgym_serve.sessions import DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_SESSIONS, SessionTable
 
 logger = logging.getLogger("agentsgym_serve")
+
+DEFAULT_MAX_BODY_BYTES = 1 << 20
+"""1 MiB: a step's action with its token ids, or a large task_data, with room to spare."""
 
 DESCRIPTION = """\
 An agentsgym env server. AgentGym's protocol (`/create`, `/reset`, `/step`,
@@ -64,6 +67,7 @@ def create_app(
     agentgym_split: str = "train",
     threads: int = DEFAULT_THREADS,
     plugins: Sequence[object] = (),
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
 ) -> FastAPI:
     """The server of one env (see the module docstring).
 
@@ -76,9 +80,13 @@ def create_app(
     :param agentgym_split: the dataset split AgentGym's ``data_idx`` indexes.
     :param threads: worker threads for plain env hooks.
     :param plugins: extra plugins in every env instance's hook relay.
+    :param max_body_bytes: the largest request body taken, on every route; a larger
+        one is answered 413 ``body_too_large`` before it is read whole.
     """
     if agentgym_split not in ("train", "eval"):
         raise ValueError(f"agentgym_split must be train or eval, got {agentgym_split!r}")
+    if max_body_bytes < 1:
+        raise ValueError(f"max_body_bytes must be at least 1, got {max_body_bytes}")
     host = EnvHost(
         env_id,
         env_config,
@@ -135,11 +143,14 @@ def create_app(
         version=_version(),
         description=DESCRIPTION,
         lifespan=lifespan,
+        responses={413: {"model": ErrorReply, "description": "The request body is too large"}},
     )
     app.state.service = service
     app.state.env_info = env_info
     app.add_exception_handler(ServeError, _serve_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
+    # Added first, so inside the access log: a refused body is logged with its 413.
+    app.add_middleware(BodyLimitMiddleware, max_body_bytes=max_body_bytes)
     app.add_middleware(AccessLogMiddleware)
     app.include_router(v1_router)
     app.include_router(agentgym_router)
@@ -175,3 +186,83 @@ async def _validation_error(request: Request, exc: Exception) -> Response:
     # undecodable bytes in the echoed input; this one writes the same body safely.
     assert isinstance(exc, RequestValidationError)
     return SafeJSONResponse({"detail": list(exc.errors())}, status_code=422)
+
+
+class _Overflow(Exception):
+    """Raised into the app by a read that took the body past the limit."""
+
+
+class BodyLimitMiddleware:
+    """A pure ASGI middleware that refuses request bodies over ``max_body_bytes``.
+
+    A declared ``Content-Length`` over the limit is answered at once, unread. Any
+    other body (chunked, or one that would run past what it declared) is counted as
+    the app reads it: the read that crosses the limit raises in the app, and the
+    client gets the 413 instead of whatever the app made of that failure (FastAPI
+    answers a failed body read with a 400). At most the limit is ever read, and a
+    route that never reads its body never holds it. The 413 closes the connection,
+    so that the server does not drain the rest of an oversized upload.
+    """
+
+    def __init__(self, app: Any, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> None:
+        self.app = app
+        self.max_body_bytes = max_body_bytes
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = _content_length(scope)
+        if declared is not None and declared > self.max_body_bytes:
+            await self._refuse(scope, receive, send, declared)
+            return
+        received = 0
+        over = started = False
+
+        async def counted_receive() -> dict[str, Any]:
+            nonlocal received, over
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > self.max_body_bytes:
+                    over = True
+                    raise _Overflow
+            return message
+
+        async def guarded_send(message: dict[str, Any]) -> None:
+            nonlocal started
+            if over and not started:
+                return  # the app's answer to the failed read: the 413 replaces it
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, counted_receive, guarded_send)
+        except Exception:
+            if not over or started:
+                raise
+            # whatever the app raised is the overflow's doing: answer the overflow
+        if over and not started:
+            await self._refuse(scope, receive, send, None)
+
+    async def _refuse(self, scope: Any, receive: Any, send: Any, declared: int | None) -> None:
+        size = f"of {declared} bytes " if declared is not None else ""
+        error = BodyTooLarge(
+            f"the request body {size}is over this server's limit of {self.max_body_bytes} "
+            "bytes (agentsgym serve --max-body-bytes); send a smaller one",
+            max_body_bytes=self.max_body_bytes,
+        )
+        response = SafeJSONResponse(
+            error.body(), status_code=error.status, headers={"connection": "close"}
+        )
+        await response(scope, receive, send)
+
+
+def _content_length(scope: dict[str, Any]) -> int | None:
+    for name, value in scope.get("headers", ()):
+        if name.lower() == b"content-length":
+            try:
+                return int(value)
+            except ValueError:
+                return None  # the server refuses a malformed length before the app sees it
+    return None

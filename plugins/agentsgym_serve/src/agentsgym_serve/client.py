@@ -15,7 +15,14 @@ from typing import Any
 
 from agentsgym import MultistepEnv
 from agentsgym_serve.schemas import PROTOCOL, V1_PREFIX
-from agentsgym_serve.transport import RemoteCallError, Retry, RetryPolicy, Transport
+from agentsgym_serve.transport import (
+    RETRY_WINDOW_KEY,
+    RemoteCallError,
+    Retry,
+    RetryPolicy,
+    Transport,
+    client_policy,
+)
 from agentsgym_serve.urls import Protocol, split_protocol
 
 DETECT_TIMEOUT_SECONDS = 30.0
@@ -40,7 +47,9 @@ def connect(
         protocol = named
     info = None
     if protocol == "auto":
-        protocol, info = detect(base, retry)
+        # the env_config's retry window holds for this first call too
+        window = (env_config or {}).get(RETRY_WINDOW_KEY)
+        protocol, info = detect(base, client_policy(retry, window))
     if protocol == "agentgym":
         from agentsgym_serve.agentgym_env import AgentGymEnv
 

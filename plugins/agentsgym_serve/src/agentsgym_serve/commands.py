@@ -51,6 +51,13 @@ def serve_command(
     threads: int = typer.Option(
         32, "--threads", min=1, max=4096, help="worker threads for env hooks"
     ),
+    max_body_bytes: int = typer.Option(
+        1 << 20,
+        "--max-body-bytes",
+        min=1,
+        metavar="BYTES",
+        help="the largest request body taken (1 MiB); a larger one is answered 413",
+    ),
     allow_class_paths: bool = typer.Option(
         False, "--allow-class-paths", help="let ENV_ID be a module:Class path (imports code)"
     ),
@@ -79,6 +86,7 @@ def serve_command(
         allow_class_paths=True if allow_class_paths else None,
         agentgym_split=split,
         threads=threads,
+        max_body_bytes=max_body_bytes,
     )
     try:
         sock = bind_socket(host, port)

@@ -83,6 +83,20 @@ class NoTask(ServeError):
     code = "no_such_task"
 
 
+class IdsExhausted(ServeError):
+    """The server handed out every session id of its range (2**40 of them)."""
+
+    status = 503
+    code = "ids_exhausted"
+
+
+class BodyTooLarge(ServeError):
+    """A request body over the server's ``max_body_bytes``."""
+
+    status = 413
+    code = "body_too_large"
+
+
 class ServerFull(ServeError):
     status = 503
     code = "server_full"

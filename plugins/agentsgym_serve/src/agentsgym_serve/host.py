@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from agentsgym import MultistepEnv
 from agentsgym.engine import HookRuntime, WorkerPool, as_messages, as_step_result, collect_terms
 from agentsgym.errors import EnvConfigError
+from agentsgym.redaction import redact
 from agentsgym.types import AgentAction, Messages
 from agentsgym_serve.errors import BadEnvConfig, ConfigLocked, EnvFailure, NoTask, ServerFull
 
@@ -123,13 +124,17 @@ class EnvHost:
         return self.envs[self.default_key]
 
     def _hosted(self, key: str, env: MultistepEnv) -> HostedEnv:
-        return HostedEnv(key, env, HookRuntime(env, self.pool), env.row_env_config())
+        # What every client is shown: an env that kept a secret in its row config (an
+        # api_key, a URL with credentials) must not hand it to whoever asks.
+        public = redact(env.row_env_config())
+        return HostedEnv(key, env, HookRuntime(env, self.pool), public)
 
     def config_key(self, client_config: dict[str, Any]) -> str:
         """The key of the effective config for a client's ``env_config`` (validated)."""
         layered = {**self.spec.default_env_config, **self.served_config, **client_config}
         try:
-            config = self.env_class.config_class.parse(layered, env_name=self.env_class.__name__)
+            # named by its id, as make() names it: a client sees the local message
+            config = self.env_class.config_class.parse(layered, env_name=self.spec.id)
         except EnvConfigError as exc:
             raise BadEnvConfig(str(exc)) from None
         key = json.dumps(config.model_dump(mode="json"), sort_keys=True, default=str)

@@ -6,6 +6,11 @@ Library code logs events with their fields in ``extra={"fields": {...}}``
 path, status, milliseconds) on ``agentsgym_serve.access``. ``agentsgym serve``
 writes them as JSON lines on stderr (:func:`configure_json_logging`); in a program
 of your own they are ordinary log records.
+
+Secrets never reach the log lines: :class:`JsonFormatter` redacts the message, the
+fields (values of secret-looking keys, URL userinfo, ``key=value`` secrets in text;
+see :mod:`agentsgym.redaction`) and the exception text of every record, uvicorn's
+included.
 """
 
 from __future__ import annotations
@@ -16,24 +21,26 @@ import sys
 import time
 from typing import IO, Any
 
+from agentsgym.redaction import redact, redact_text
+
 access_logger = logging.getLogger("agentsgym_serve.access")
 
 
 class JsonFormatter(logging.Formatter):
-    """``{"ts", "level", "logger", "message", **fields}`` on one line."""
+    """``{"ts", "level", "logger", "message", **fields}`` on one line, secrets redacted."""
 
     def format(self, record: logging.LogRecord) -> str:
         data: dict[str, Any] = {
             "ts": round(record.created, 3),
             "level": record.levelname.lower(),
             "logger": record.name,
-            "message": record.getMessage(),
+            "message": redact_text(record.getMessage()),
         }
         fields = getattr(record, "fields", None)
         if isinstance(fields, dict):
-            data.update(fields)
+            data.update(redact(fields))
         if record.exc_info:
-            data["exception"] = self.formatException(record.exc_info)
+            data["exception"] = redact_text(self.formatException(record.exc_info))
         return json.dumps(data, ensure_ascii=True, default=str)
 
 

@@ -19,7 +19,9 @@ recorded with the error like any failed episode.
 The config is the server's: the constructor asks the server to validate the
 ``env_config`` it is given (a bad key is refused there, with the same message as
 locally) and takes the effective config from its answer, so ``max_steps_per_episode``
-and the reward strategy are the served env's.
+and the reward strategy are the served env's. One key is the client's own and is
+not sent: ``retry_window_seconds``, how long a failed call is retried (see
+:class:`~agentsgym_serve.transport.RetryPolicy`); dataset rows keep it.
 """
 
 from __future__ import annotations
@@ -33,10 +35,18 @@ from pydantic import ConfigDict
 
 from agentsgym import EnvConfig, MultistepEnv, hookimpl
 from agentsgym.errors import EnvConfigError, RemoteEnvError
+from agentsgym.redaction import redact_text
 from agentsgym.types import AgentAction, Messages, RewardTerm, StepResult
 from agentsgym_serve.schemas import MAX_ERROR_TEXT, PROTOCOL, V1_PREFIX
-from agentsgym_serve.transport import RemoteCallError, Retry, RetryPolicy, Transport
-from agentsgym_serve.urls import is_remote_url, redact_url, split_protocol
+from agentsgym_serve.transport import (
+    RETRY_WINDOW_KEY,
+    RemoteCallError,
+    Retry,
+    RetryPolicy,
+    Transport,
+    client_policy,
+)
+from agentsgym_serve.urls import is_remote_url, split_protocol
 
 if TYPE_CHECKING:
     import datasets
@@ -69,7 +79,8 @@ class RemoteEnv(MultistepEnv):
     :param url: the server, ``http://host:port`` (a path prefix is kept).
     :param tokenizer: as for any env: the runner tokenizes here, not on the server.
     :param env_config: layered over the served config by the server, which validates
-        it (unless it locks its config, then leave it out).
+        it (unless it locks its config, then leave it out); its
+        ``retry_window_seconds`` stays here and sets ``retry``'s window.
     :param plugins: extra plugins for this env's hook relay (run here).
     :param retry: how calls are retried and bounded.
     :param info: the server's ``/agentsgym/v1/env`` reply, when already fetched.
@@ -90,15 +101,25 @@ class RemoteEnv(MultistepEnv):
         protocol, base = split_protocol(url)
         if protocol == "agentgym":
             raise RemoteEnvError(
-                f"{redact_url(url)} names a server of AgentGym's protocol; use AgentGymEnv "
+                f"{redact_text(url)} names a server of AgentGym's protocol; use AgentGymEnv "
                 "(or agentsgym.make, which picks the class)"
             )
         self.url = base
-        self.transport = Transport(base, retry)
-        self.server_info = info if info is not None else self.fetch_info()
         self.requested_config = dict(env_config or {})
+        window = self.requested_config.pop(RETRY_WINDOW_KEY, None)
+        self.client_config = {RETRY_WINDOW_KEY: window} if window is not None else {}
+        self.transport = Transport(base, client_policy(retry, window))
         try:
-            reply = self.transport.call_sync(
+            self.server_info = info if info is not None else self.fetch_info()
+            reply = self._validate_config()
+        except BaseException:
+            self.transport.close()  # now, not when the collector gets to it
+            raise
+        super().__init__(tokenizer, reply["env_config"], plugins=plugins)
+
+    def _validate_config(self) -> dict[str, Any]:
+        try:
+            return self.transport.call_sync(  # type: ignore[no-any-return]
                 "POST",
                 f"{V1_PREFIX}/env/config",
                 {"env_config": self.requested_config},
@@ -109,7 +130,6 @@ class RemoteEnv(MultistepEnv):
             if exc.code == "bad_env_config":
                 raise EnvConfigError(exc.detail) from None
             raise
-        super().__init__(tokenizer, reply["env_config"], plugins=plugins)
 
     def fetch_info(self) -> dict[str, Any]:
         """``GET /agentsgym/v1/env``: what the server serves."""
@@ -118,9 +138,9 @@ class RemoteEnv(MultistepEnv):
         )
         if not isinstance(info, dict) or info.get("protocol") != PROTOCOL:
             raise RemoteEnvError(
-                f"{redact_url(self.url)} does not speak {PROTOCOL} (its /agentsgym/v1/env "
+                f"{redact_text(self.url)} does not speak {PROTOCOL} (its /agentsgym/v1/env "
                 f"answered {str(info)[:200]!r}); for a server of AgentGym's protocol use "
-                f"agentgym+{redact_url(self.url)}"
+                f"agentgym+{redact_text(self.url)}"
             )
         return info
 
@@ -274,7 +294,7 @@ class RemoteEnv(MultistepEnv):
         return rows_to_dataset(
             {
                 "env_class_path": self.location,
-                "env_config": dict(self.requested_config),
+                "env_config": {**self.requested_config, **self.client_config},
                 "task_data": task,
             }
             for task in task_data_list

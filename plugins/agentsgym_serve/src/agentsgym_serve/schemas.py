@@ -78,7 +78,10 @@ def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
 
 # ---------------------------------------------------------------------- AgentGym
 class AgentGymCreated(BaseModel):
-    id: int = Field(description="the new instance's id; never reused while the server runs")
+    id: int = Field(
+        description="the new instance's id: never reused, and drawn afresh (a random "
+        "base) each time the server starts, so an id from before a restart is unknown"
+    )
 
 
 class AgentGymReset(_Body):

@@ -4,8 +4,13 @@ A session is one env instance's worth of state on the server: the current episod
 (its hook state, step counter, conversation) plus the last reply of each kind, kept
 so that a retried call is answered again instead of applied twice.
 
-* Ids come from one counter for the server's lifetime (AgentGym's servers recycled
-  theirs, so a late call could land on someone else's episode). A closed session
+* Ids are a random base, drawn when the table is made, plus a counter for the
+  table's lifetime. AgentGym's servers recycled theirs, and counted from 0 again
+  after a restart, so a late call (or a client holding an id from before the
+  restart; that protocol has no tokens) could land on someone else's episode. Here
+  an id is never reused, and an id from before a restart is unknown to the new
+  server (its range starts elsewhere), not another client's session. Ids stay JSON
+  integers below 2**53, which every JSON client reads exactly. A closed session
   leaves a *tombstone* (why it closed, its last finish reply) so that a late or
   retried call on it is told "closed", never "unknown", and never reaches another.
 * Each session has an ``asyncio.Lock``: calls on one session run one at a time, in
@@ -22,7 +27,6 @@ lock, so creating sessions from threads (tests, benchmarks) is safe too.
 from __future__ import annotations
 
 import asyncio
-import itertools
 import secrets
 import threading
 import time
@@ -31,12 +35,43 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from agentsgym_serve.errors import ServerFull, SessionClosed, UnknownSession, WrongProtocol
+from agentsgym_serve.errors import (
+    IdsExhausted,
+    ServerFull,
+    SessionClosed,
+    UnknownSession,
+    WrongProtocol,
+)
 
 Origin = Literal["agentgym", "agentsgym"]
 DEFAULT_MAX_SESSIONS = 1024
 DEFAULT_IDLE_TIMEOUT = 600.0
 DEFAULT_TOMBSTONES = 65_536
+
+ID_FLOOR = 1 << 48
+"""The smallest id: far above the ids servers that count from 0 hand out."""
+ID_CEILING = 1 << 53
+"""Ids stay below it: JSON numbers that JavaScript (doubles) still reads exactly."""
+IDS_PER_TABLE = 1 << 40
+"""The ids one table can hand out (a million a second for twelve days)."""
+
+_claimed_bases: list[int] = []
+_claim_lock = threading.Lock()
+
+
+def draw_id_base() -> int:
+    """A random first id whose range overlaps no other table's of this process.
+
+    Tables of one process never share an id. Two processes (a server and its restart)
+    draw independently: when each hands out n ids, their ranges overlap with a chance
+    of about 2n / 2**53 (2**-22 for a billion ids each).
+    """
+    with _claim_lock:
+        while True:
+            base = ID_FLOOR + secrets.randbelow(ID_CEILING - IDS_PER_TABLE - ID_FLOOR)
+            if all(abs(base - other) >= IDS_PER_TABLE for other in _claimed_bases):
+                _claimed_bases.append(base)
+                return base
 
 
 @dataclass(eq=False)
@@ -81,7 +116,10 @@ class Tombstone:
 
 
 class SessionTable:
-    """Live sessions by id, tombstones of closed ones, and the id counter."""
+    """Live sessions by id, tombstones of closed ones, and the id counter.
+
+    :param id_base: the first id; by default a random one (:func:`draw_id_base`).
+    """
 
     def __init__(
         self,
@@ -90,6 +128,7 @@ class SessionTable:
         *,
         max_tombstones: int = DEFAULT_TOMBSTONES,
         clock: Callable[[], float] = time.monotonic,
+        id_base: int | None = None,
     ) -> None:
         if max_sessions < 1:
             raise ValueError(f"max_sessions must be at least 1, got {max_sessions}")
@@ -99,9 +138,9 @@ class SessionTable:
         self.idle_timeout = idle_timeout
         self.max_tombstones = max_tombstones
         self.clock = clock
-        self._ids = itertools.count()
+        self.id_base = draw_id_base() if id_base is None else id_base
         self._id_lock = threading.Lock()
-        self._next_id = 0
+        self._next_id = self.id_base
         self.live: dict[int, Session] = {}
         self.tombstones: OrderedDict[int, Tombstone] = OrderedDict()
         self._by_request: OrderedDict[str, int] = OrderedDict()
@@ -135,9 +174,7 @@ class SessionTable:
                 max_sessions=self.max_sessions,
                 sessions=len(self.live),
             )
-        with self._id_lock:
-            session_number = next(self._ids)
-            self._next_id = session_number + 1
+        session_number = self._new_id()
         now = self.clock()
         session = Session(
             id=session_number,
@@ -153,6 +190,16 @@ class SessionTable:
             self._remember_request(request_id, session.id)
         self.created_total += 1
         return session, True
+
+    def _new_id(self) -> int:
+        with self._id_lock:
+            number = self._next_id
+            if number - self.id_base >= IDS_PER_TABLE:
+                raise IdsExhausted(
+                    f"this server has handed out all of its {IDS_PER_TABLE} session ids; restart it"
+                )
+            self._next_id = number + 1
+        return number
 
     def _remember_request(self, request_id: str, session_id: int) -> None:
         self._by_request[request_id] = session_id
@@ -179,13 +226,14 @@ class SessionTable:
             if _same_token(session.token, token):
                 return session
             raise UnknownSession(f"no session {session_id} with this token")
-        if 0 <= session_id < self._next_id:
+        if self.id_base <= session_id < self._next_id:
             raise SessionClosed(
                 f"session {session_id} is closed ({self._reason(session_id)}); create a new one",
                 id=session_id,
             )
         raise UnknownSession(
-            f"no session {session_id}: this server never created it (create one first)"
+            f"no session {session_id}: this server never created it (an id from before a "
+            "server restart is unknown to the new server); create one first"
         )
 
     def tombstone(self, session_id: int, token: str) -> Tombstone | None:

@@ -12,34 +12,42 @@ Whether a failed call may be sent again depends on what the server may have done
 * the server **refused** (a 4xx): never retried, the reply says why.
 
 A 503 (the server is full, or a gateway has no server) means nothing was done, so it
-is retried for any call, after the server's ``Retry-After``. Every call makes at most
-``max_attempts`` attempts, each within its own timeout, with exponential backoff and
-jitter between them, and stops early at its deadline: it ends in a reply or a
-:class:`RemoteCallError`, never in a hang.
+is retried for any call, after the server's ``Retry-After``. A call that may be
+retried is retried, with exponential backoff and jitter, for as long as its
+``retry_window`` lasts (60 s by default: long enough for a server or gateway to
+restart), each attempt within its own timeout: it ends in a reply or a
+:class:`RemoteCallError` saying what failed and for how long it was tried, never
+in a hang.
 
 Episode calls go through aiohttp, one session (one connection pool) per event loop:
 httpx's async client spent about 1.5 ms of CPU per request against aiohttp's 0.4 ms
 (bench/bench_serve.py), and a remote env makes one request per turn. The few calls
-of an env's constructor use httpx's blocking client.
+of an env's constructor use httpx's blocking client. Every pool is closed on its
+own loop: by ``close()``/``aclose()``, when the env is dropped or the process exits,
+and when ``asyncio.run`` ends the loop it was made on (a loop closes its async
+generators as it ends, and each pool has one parked on its loop for that).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import dataclasses
 import json
 import logging
 import random
 import time
 import weakref
-from dataclasses import dataclass
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
 import aiohttp
 import httpx
 
-from agentsgym.errors import RemoteEnvError
-from agentsgym_serve.urls import redact_url
+from agentsgym.errors import EnvConfigError, RemoteEnvError
+from agentsgym.redaction import redact_text
 
 logger = logging.getLogger("agentsgym_serve.client")
 
@@ -48,6 +56,13 @@ CLIENT_KEEP_ALIVE_SECONDS = 4.0
 keep-alive ends (uvicorn's default is 5 s, agentsgym serve's 30 s), so a request never
 goes out on a connection the server is closing, which would look like a dropped
 reply and, for a call that cannot be repeated, fail its episode."""
+
+
+CLOSE_TIMEOUT_SECONDS = 5.0
+"""How long closing waits for a pool's own loop (running in another thread) to close it."""
+
+RETRY_WINDOW_KEY = "retry_window_seconds"
+"""The env_config key of a remote env's retry window (taken by the client, not sent)."""
 
 
 class Retry(Enum):
@@ -61,7 +76,12 @@ class Retry(Enum):
 class RetryPolicy:
     """How hard a remote env tries before a call fails (and its episode with it).
 
-    :param max_attempts: attempts per call, the first included.
+    :param retry_window: seconds after a call's first attempt during which a failure
+        that may be retried is retried: no attempt starts later, so a call ends
+        within this window plus one attempt's timeout. The default rides out a
+        server or gateway restart.
+    :param max_attempts: attempts per call at most, the first included (``None``:
+        as many as the window holds).
     :param backoff: seconds before the first retry; doubled for each next one.
     :param max_backoff: the longest wait between two attempts.
     :param connect_timeout: seconds to open a connection.
@@ -70,7 +90,8 @@ class RetryPolicy:
     :param max_connections: connections to the server at most, per event loop.
     """
 
-    max_attempts: int = 6
+    retry_window: float = 60.0
+    max_attempts: int | None = None
     backoff: float = 0.1
     max_backoff: float = 2.0
     connect_timeout: float = 5.0
@@ -78,7 +99,9 @@ class RetryPolicy:
     max_connections: int = 1024
 
     def __post_init__(self) -> None:
-        if self.max_attempts < 1:
+        if self.retry_window < 0:
+            raise ValueError(f"retry_window must not be negative, got {self.retry_window}")
+        if self.max_attempts is not None and self.max_attempts < 1:
             raise ValueError(f"max_attempts must be at least 1, got {self.max_attempts}")
         if self.backoff < 0 or self.max_backoff < 0:
             raise ValueError("backoff and max_backoff must not be negative")
@@ -94,6 +117,23 @@ class RetryPolicy:
         if retry_after is not None:
             wait = max(wait, min(retry_after, self.max_backoff))
         return wait
+
+
+def client_policy(policy: RetryPolicy | None, retry_window_seconds: Any = None) -> RetryPolicy:
+    """``policy`` (or the default one) with the retry window an env_config asked for."""
+    policy = policy or RetryPolicy()
+    if retry_window_seconds is None:
+        return policy
+    if (
+        isinstance(retry_window_seconds, bool)
+        or not isinstance(retry_window_seconds, (int, float))
+        or not retry_window_seconds >= 0
+    ):
+        raise EnvConfigError(
+            f"env_config {RETRY_WINDOW_KEY} must be a number of seconds >= 0 (how long a "
+            f"failed call to the server is retried), got {retry_window_seconds!r}"
+        )
+    return dataclasses.replace(policy, retry_window=float(retry_window_seconds))
 
 
 class RemoteCallError(RemoteEnvError):
@@ -124,6 +164,15 @@ def encode(body: Any) -> bytes:
     return json.dumps(body, ensure_ascii=True, separators=(",", ":")).encode("ascii")
 
 
+@dataclass
+class _Pools:
+    """A transport's connections, apart from it, so that its finalizer can close them:
+    per event loop, an aiohttp session and the guard parked on that loop."""
+
+    sessions: dict[Any, tuple[Any, Any]] = field(default_factory=dict)
+    sync_client: Any = None
+
+
 class Transport:
     """Calls one env server (see the module docstring); sync and async, one client per
     event loop (a connection pool belongs to the loop that made it)."""
@@ -133,46 +182,47 @@ class Transport:
         self.aiohttp = aiohttp
         self.base_url = base_url
         self.policy = policy or RetryPolicy()
-        self._sessions: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
-        self._sync_client: Any = None
-        # An env dropped without close() (or alive at exit) still closes its sessions.
-        weakref.finalize(self, _discard_sessions, self._sessions)
+        self._pools = _Pools()
+        # An env dropped without close() (or alive at exit) still closes its pools.
+        weakref.finalize(self, _close_pools, self._pools)
 
     # ------------------------------------------------------------------ clients
-    def _session(self) -> Any:
+    async def _session(self) -> Any:
         loop = asyncio.get_running_loop()
-        session = self._sessions.get(loop)
-        if session is None or session.closed:
-            aiohttp = self.aiohttp
-            connector = aiohttp.TCPConnector(
-                limit=self.policy.max_connections,
-                keepalive_timeout=CLIENT_KEEP_ALIVE_SECONDS,
-            )
-            session = aiohttp.ClientSession(connector=connector)
-            self._sessions[loop] = session
+        entry = self._pools.sessions.get(loop)
+        if entry is not None and not entry[0].closed:
+            return entry[0]
+        if entry is not None:  # closed under us: finish its guard, make a new one
+            _finish_guard(entry[1])
+        aiohttp = self.aiohttp
+        connector = aiohttp.TCPConnector(
+            limit=self.policy.max_connections,
+            keepalive_timeout=CLIENT_KEEP_ALIVE_SECONDS,
+        )
+        session = aiohttp.ClientSession(connector=connector)
+        guard = _guard(self._pools.sessions, loop, session)
+        self._pools.sessions[loop] = (session, guard)
+        await guard.asend(None)  # parked at its yield: the loop now tracks it
         return session
 
     def _client(self) -> Any:
-        if self._sync_client is None:
+        if self._pools.sync_client is None:
             httpx = self.httpx
-            self._sync_client = httpx.Client(
+            self._pools.sync_client = httpx.Client(
                 base_url=self.base_url,
                 limits=httpx.Limits(keepalive_expiry=CLIENT_KEEP_ALIVE_SECONDS),
             )
-        return self._sync_client
+        return self._pools.sync_client
 
     def close(self) -> None:
         """Close the blocking client and every event loop's connections."""
-        if self._sync_client is not None:
-            self._sync_client.close()
-            self._sync_client = None
-        _discard_sessions(self._sessions)
+        _close_pools(self._pools)
 
     async def aclose(self) -> None:
         """Close this loop's async session."""
-        session = self._sessions.pop(asyncio.get_running_loop(), None)
-        if session is not None:
-            await session.close()
+        entry = self._pools.sessions.pop(asyncio.get_running_loop(), None)
+        if entry is not None:
+            await entry[1].aclose()  # the guard closes the session
 
     # ------------------------------------------------------------------ calls
     async def call(
@@ -187,17 +237,19 @@ class Transport:
     ) -> Any:
         """The parsed JSON reply of ``method path``; a RemoteCallError when it fails."""
         aiohttp = self.aiohttp
-        deadline = time.monotonic() + self._budget(timeout)
+        start = time.monotonic()
         content = encode(body) if body is not None else None
         url = self.base_url + path
-        last = ""
-        for attempt in range(1, self.policy.max_attempts + 1):
-            seconds = self._attempt_timeout(timeout, deadline)
-            limits = aiohttp.ClientTimeout(
-                total=seconds, connect=min(self.policy.connect_timeout, seconds)
-            )
+        seconds = self.policy.request_timeout or timeout
+        limits = aiohttp.ClientTimeout(
+            total=seconds, connect=min(self.policy.connect_timeout, seconds)
+        )
+        attempt = 0
+        while True:
+            attempt += 1
+            session = await self._session()
             try:
-                async with self._session().request(
+                async with session.request(
                     method,
                     url,
                     data=content,
@@ -209,14 +261,11 @@ class Transport:
                     status, headers = response.status, response.headers
                 return self._reply(method, path, status, payload, headers, retry)
             except _Attempt as failed:
-                last = failed.reason
-                wait = self._next(method, path, attempt, failed, deadline)
+                wait = self._next(method, path, attempt, failed, start)
             except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
                 failed = self._aiohttp_failure(exc, retry)
-                last = failed.reason
-                wait = self._next(method, path, attempt, failed, deadline)
+                wait = self._next(method, path, attempt, failed, start)
             await asyncio.sleep(wait)
-        raise self._gave_up(method, path, last)
 
     def call_sync(
         self,
@@ -229,11 +278,12 @@ class Transport:
         params: dict[str, Any] | None = None,
     ) -> Any:
         """:meth:`call` for plain code (an env's constructor)."""
-        deadline = time.monotonic() + self._budget(timeout)
+        start = time.monotonic()
         content = encode(body) if body is not None else None
-        last = ""
-        for attempt in range(1, self.policy.max_attempts + 1):
-            seconds = self._attempt_timeout(timeout, deadline)
+        seconds = self.policy.request_timeout or timeout
+        attempt = 0
+        while True:
+            attempt += 1
             try:
                 response = self._client().request(
                     method,
@@ -249,46 +299,37 @@ class Transport:
                     method, path, response.status_code, response.content, response.headers, retry
                 )
             except _Attempt as failed:
-                last = failed.reason
-                wait = self._next(method, path, attempt, failed, deadline)
+                wait = self._next(method, path, attempt, failed, start)
             except self.httpx.HTTPError as exc:
                 failed = self._httpx_failure(exc, retry)
-                last = failed.reason
-                wait = self._next(method, path, attempt, failed, deadline)
+                wait = self._next(method, path, attempt, failed, start)
             time.sleep(wait)
-        raise self._gave_up(method, path, last)
 
     # ------------------------------------------------------------------ policy
-    def _budget(self, timeout: float) -> float:
-        """A call's whole budget: its attempts' timeouts (connecting included) and the
-        longest waits between them. A backstop: attempts and their timeouts end a call
-        first, unless the machine is too slow to notice its own timeouts in time."""
-        waits = sum(
-            min(self.policy.max_backoff, self.policy.backoff * 2**i)
-            for i in range(self.policy.max_attempts - 1)
-        )
-        per_attempt = (self.policy.request_timeout or timeout) + self.policy.connect_timeout
-        return per_attempt * self.policy.max_attempts + waits
-
-    def _attempt_timeout(self, timeout: float, deadline: float) -> float:
-        per_attempt = self.policy.request_timeout or timeout
-        return max(0.05, min(per_attempt, deadline - time.monotonic()))
-
-    def _next(
-        self, method: str, path: str, attempt: int, failed: _Attempt, deadline: float
-    ) -> float:
+    def _next(self, method: str, path: str, attempt: int, failed: _Attempt, start: float) -> float:
         """The wait before the next attempt; raises when there is none."""
         if isinstance(failed, _Refused):
             raise failed.error
         if not failed.retryable:
-            raise self._gave_up(method, path, failed.reason, attempts=attempt)
-        wait = self.policy.delay(attempt, failed.retry_after)
-        if attempt >= self.policy.max_attempts or time.monotonic() + wait >= deadline:
-            raise self._gave_up(method, path, failed.reason, attempts=attempt)
+            raise self._gave_up(method, path, failed.reason, attempt)
+        policy = self.policy
+        wait = policy.delay(attempt, failed.retry_after)
+        elapsed = time.monotonic() - start
+        if policy.max_attempts is not None and attempt >= policy.max_attempts:
+            raise self._gave_up(method, path, failed.reason, attempt)
+        if elapsed + wait > policy.retry_window:
+            raise self._gave_up(
+                method,
+                path,
+                failed.reason,
+                attempt,
+                f" over {elapsed:.1f} s, its retry window of {policy.retry_window:g} s "
+                f"(RetryPolicy(retry_window=...), env_config {RETRY_WINDOW_KEY})",
+            )
         logger.info(
             "retrying %s %s in %.2f s (attempt %d failed: %s)",
             method,
-            redact_url(self.base_url + path),
+            redact_text(self.base_url + path),
             wait,
             attempt,
             failed.reason,
@@ -296,11 +337,11 @@ class Transport:
         return wait
 
     def _gave_up(
-        self, method: str, path: str, reason: str, attempts: int | None = None
+        self, method: str, path: str, reason: str, attempts: int, window: str = ""
     ) -> RemoteCallError:
-        tries = f" after {attempts} attempt{'s' if attempts != 1 else ''}" if attempts else ""
+        tries = f" after {attempts} attempt{'s' if attempts != 1 else ''}{window}"
         return RemoteCallError(
-            f"{method} {redact_url(self.base_url + path)} failed{tries}: {reason}"
+            f"{method} {redact_text(self.base_url + path)} failed{tries}: {reason}"
         )
 
     def _httpx_failure(self, exc: Exception, retry: Retry) -> _Attempt:
@@ -325,7 +366,7 @@ class Transport:
             except ValueError:
                 raise _Refused(
                     RemoteCallError(
-                        f"{method} {redact_url(self.base_url + path)} answered {status} with a "
+                        f"{method} {redact_text(self.base_url + path)} answered {status} with a "
                         f"body that is not JSON: {content[:200]!r}",
                         status=status,
                     )
@@ -340,7 +381,7 @@ class Transport:
             raise _Attempt(reason, retryable=retry is Retry.IDEMPOTENT)
         raise _Refused(
             RemoteCallError(
-                f"{method} {redact_url(self.base_url + path)} was refused: {reason}",
+                f"{method} {redact_text(self.base_url + path)} was refused: {reason}",
                 status=status,
                 code=code,
                 detail=detail,
@@ -348,27 +389,82 @@ class Transport:
         )
 
 
-def _discard_sessions(sessions: weakref.WeakKeyDictionary[Any, Any]) -> None:
-    """Close aiohttp sessions from plain code, whatever state their loops are in.
+async def _guard(
+    sessions: dict[Any, tuple[Any, Any]], loop: Any, session: Any
+) -> AsyncIterator[None]:
+    """Parked on ``session``'s loop for the session's life; closing it (the loop ending
+    under ``asyncio.run``, :meth:`Transport.aclose`, :func:`_close_pools`) closes the
+    session on that loop, which is the only place it can close cleanly."""
+    try:
+        yield
+    finally:
+        if sessions.get(loop, (None,))[0] is session:
+            del sessions[loop]
+        if not session.closed:
+            await session.close()
 
-    ``ClientSession.close()`` is a coroutine, and the loop it belongs to may be running
-    in another thread (the runner's background loop), not running, or closed. The
-    session is detached (marked closed) here and its connector's synchronous close
-    runs on the loop's thread when that loop is running elsewhere, directly otherwise.
+
+def _close_pools(pools: _Pools) -> None:
+    """Close a transport's connections from plain code, whatever state their loops are in."""
+    client, pools.sync_client = pools.sync_client, None
+    if client is not None:
+        with contextlib.suppress(Exception):
+            client.close()
+    for loop in list(pools.sessions):
+        entry = pools.sessions.pop(loop, None)
+        if entry is not None:
+            _close_on_loop(loop, *entry)
+
+
+def _close_on_loop(loop: Any, session: Any, guard: Any) -> None:
+    """Close one aiohttp session, on its own loop when that loop can still run.
+
+    ``ClientSession.close()`` is a coroutine of the session's loop, which may be
+    running in another thread (the runner's background loop: wait for it there),
+    stopped (run it to completion), closed, or the loop of this very thread (neither
+    can wait): then the session is detached and its connections closed directly.
     """
-    for loop, session in list(sessions.items()):
-        sessions.pop(loop, None)
-        connector = session.connector
-        session.detach()
-        if connector is None:
-            continue
+    try:
+        if loop.is_running() and asyncio._get_running_loop() is not loop:
+            closing = asyncio.run_coroutine_threadsafe(_aclose(guard), loop)
+            closing.result(CLOSE_TIMEOUT_SECONDS)
+            return
+        if not loop.is_running() and not loop.is_closed() and not _loop_running_here():
+            loop.run_until_complete(_aclose(guard))
+            return
+    except Exception:  # closing must never mask what the caller is doing
+        logger.debug("closing an HTTP connection pool on its loop failed", exc_info=True)
+    connector = session.connector
+    session.detach()
+    if connector is not None:
         try:
-            if loop.is_running() and asyncio._get_running_loop() is not loop:
-                loop.call_soon_threadsafe(connector._close)
-            else:
-                connector._close()
-        except Exception:  # closing must never mask what the caller is doing
+            connector._close()
+        except Exception:  # a closed loop cannot close its transports: nothing more to do
             logger.debug("closing an HTTP connection pool failed", exc_info=True)
+    _finish_guard(guard)
+
+
+async def _aclose(guard: Any) -> None:
+    await guard.aclose()
+
+
+def _loop_running_here() -> bool:
+    return asyncio._get_running_loop() is not None
+
+
+def _finish_guard(guard: Any) -> None:
+    """Close a guard whose session is already closed, without a loop (it awaits nothing
+    then); a guard left unfinished would be closed by its loop's finalizer hook, which
+    fails on a closed loop."""
+    closing = guard.aclose()
+    try:
+        closing.send(None)
+    except StopIteration:
+        return
+    except Exception:  # a guard that cannot finish is left to the collector
+        logger.debug("finishing a connection pool guard failed", exc_info=True)
+        return
+    closing.close()
 
 
 def _failure(exc: Exception, retry: Retry, *, unsent: bool, transport: bool) -> _Attempt:

@@ -65,14 +65,6 @@ def normalise_url(url: str) -> str:
     return f"{scheme}://{netloc}{parts.path.rstrip('/')}"
 
 
-def redact_url(url: str) -> str:
-    """The URL without a password, for logs and error messages."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    return url.replace(f":{parts.password}@", ":***@", 1)
-
-
 def canonical_url(url: str) -> str:
     """The URL as an env id: normalised, ``agentgym+`` kept; ValueError if malformed."""
     protocol, base = split_protocol(url)
