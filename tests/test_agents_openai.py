@@ -291,3 +291,37 @@ def test_a_pooled_connection_the_server_closed_is_not_a_failure() -> None:
         return [first, second]
 
     assert asyncio.run(scenario()) == [{"ok": True}, {"ok": True}]
+
+
+UNCLOSED_SCRIPT = """
+import asyncio, gc
+from agentsgym.agents import acall_agent, call_agent
+from agentsgym.agents.openai_agent import OpenAIAgent
+from agentsgym_serve.model_server import OpenAICompatServer, ScriptedPolicy
+
+hi = [{"role": "user", "content": "hi"}]
+with OpenAICompatServer(ScriptedPolicy(["ok"]), models=["m"]) as server:
+    dropped = OpenAIAgent(base_url=server.base_url, model="m")
+    assert call_agent(dropped, hi, None)[0].text == "ok"
+    del dropped
+    gc.collect()
+    owned = OpenAIAgent(base_url=server.base_url, model="m")
+    assert asyncio.run(acall_agent(owned, hi, None))[0].text == "ok"
+    kept = OpenAIAgent(base_url=server.base_url, model="m")
+    assert call_agent(kept, hi, None)[0].text == "ok"
+    print("played")
+"""
+
+
+def test_an_agent_never_closed_leaves_no_http_session_open() -> None:
+    """Dropped without close(), used in asyncio.run, or alive at exit: the agent's
+    aiohttp sessions are closed (aiohttp reported them unclosed at exit)."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-X", "dev", "-c", UNCLOSED_SCRIPT],
+        capture_output=True, text=True, timeout=120, check=False,
+    )
+    assert done.returncode == 0 and "played" in done.stdout, done.stderr
+    assert "Unclosed" not in done.stderr and "ResourceWarning" not in done.stderr, done.stderr

@@ -32,6 +32,7 @@ from agentsgym.agents.openai_http import (
     ServerTimeout,
     ServerUnreachable,
 )
+from agentsgym.aio import run_sync, running_background_loop
 from agentsgym.errors import AgentError
 from agentsgym.types import AgentAction, Messages
 
@@ -54,6 +55,35 @@ class _LoopResources:
     client: Any
     semaphore: asyncio.Semaphore
     model_lock: asyncio.Lock
+    closer: Any = None
+
+
+async def _closed_with_its_loop(per_loop: Any, loop: Any, client: Any) -> Any:
+    """Parked on a loop that is not agentsgym's own: ``asyncio.run`` finalizes async
+    generators before it closes its loop, and so closes the loop's client."""
+    try:
+        yield
+    finally:
+        per_loop.pop(loop, None)
+        await client.close()
+
+
+def _close_clients(per_loop: Any) -> None:
+    try:
+        current = asyncio.get_running_loop()
+    except RuntimeError:
+        current = None
+    for loop, resources in list(per_loop.items()):
+        per_loop.pop(loop, None)
+        try:
+            if loop is current:  # dropped on its own loop: closed there, soon
+                loop.create_task(resources.client.close())
+            elif loop is running_background_loop():
+                run_sync(resources.client.close())
+            elif not loop.is_closed() and not loop.is_running():
+                loop.run_until_complete(resources.client.close())
+        except Exception:  # closing must never raise
+            logger.debug("closing the HTTP session failed", exc_info=True)
 
 
 class OpenAIAgent:
@@ -115,6 +145,8 @@ class OpenAIAgent:
         self.backoff = backoff
         self.max_backoff = max_backoff
         self._per_loop: weakref.WeakKeyDictionary[Any, _LoopResources] = weakref.WeakKeyDictionary()
+        # An agent dropped (or alive at exit) without close() still closes its clients.
+        weakref.finalize(self, _close_clients, self._per_loop)
 
     async def get_action(
         self, messages: Messages, agent_state: Any, *, prompt_token_ids: list[int] | None = None
@@ -132,8 +164,6 @@ class OpenAIAgent:
 
     def check(self) -> list[str]:
         """Reach the server, resolve and verify the model; returns the served models."""
-        from agentsgym.aio import run_sync
-
         return run_sync(self._check())
 
     async def aclose(self) -> None:
@@ -144,17 +174,7 @@ class OpenAIAgent:
 
     def close(self) -> None:
         """Close every client this agent opened (from plain code)."""
-        from agentsgym.aio import run_sync, running_background_loop
-
-        for loop, resources in list(self._per_loop.items()):
-            self._per_loop.pop(loop, None)
-            try:
-                if loop is running_background_loop():
-                    run_sync(resources.client.close())
-                elif not loop.is_closed() and not loop.is_running():
-                    loop.run_until_complete(resources.client.close())
-            except Exception:  # closing must never raise
-                logger.debug("closing the HTTP session failed", exc_info=True)
+        _close_clients(self._per_loop)
 
     def __enter__(self) -> Self:
         return self
@@ -172,6 +192,9 @@ class OpenAIAgent:
                 model_lock=asyncio.Lock(),
             )
             self._per_loop[loop] = resources
+            if loop is not running_background_loop():  # e.g. asyncio.run's loop
+                resources.closer = _closed_with_its_loop(self._per_loop, loop, resources.client)
+                asyncio.ensure_future(resources.closer.__anext__())
         return resources
 
     async def aget_action_reply(
