@@ -133,6 +133,14 @@ def test_a_trial_written_twice_counts_once_with_its_later_rows(tmp_path: Path) -
     scan = scan_journal(path)
     assert len(scan.trials) == len(TRIALS) and scan.duplicates == 1
     assert scan.trials[(0, 0)] == again
+    # the copy right after the first (a failed last trial played again by --retry-failed)
+    for compress in (False, True):
+        last = [dict(row, error=None) for row in TRIALS[-1]]
+        path.unlink()
+        write_journal(path, [*TRIALS, last], compress=compress)
+        scan = scan_journal(path)
+        assert scan.torn_bytes == 0 and scan.duplicates == 1
+        assert len(scan.trials) == len(TRIALS) and scan.trials[(2, 0)] == last
 
 
 def test_a_compressed_journal_holds_the_same_rows_in_a_fraction_of_the_bytes(

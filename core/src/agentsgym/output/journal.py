@@ -207,7 +207,8 @@ def scan_journal(
                         "remove that line, or start over with --overwrite"
                     ) from None
                 for row, key in zip(rows, keys):
-                    if key != group_key:
+                    # a whole trial ends its group, also when the next copy of it follows
+                    if key != group_key or (group and len(group) == expected(group[0])):
                         close_group(final=False)
                         group_key = key
                     group.append(row)
