@@ -106,3 +106,12 @@ class ConfiguredCountdownEnv(CountdownEnv):
         if outage and Path(outage).exists() and task_data["start"] in options["outage_starts"]:
             raise ConnectionError(f"the service at {url} is down")
         return super().initialize_episode(session_id, task_data)
+
+
+class ClosingCountdownEnv(ConfiguredCountdownEnv):
+    """Counts its close() calls (what a run must do with an env that holds a client)."""
+
+    closed = 0
+
+    def close(self) -> None:
+        type(self).closed += 1

@@ -323,3 +323,16 @@ def test_help_lists_commands_in_the_readme_order_and_80_columns_keep_ids_whole()
     assert max(len(line) for line in narrow.splitlines()) <= 80
     for whole in ("agentsgym/GuessTheNumber-v0", "GuessTheNumberEnv", "agentsgym.builtin"):
         assert whole in narrow, narrow
+
+
+def test_a_run_closes_the_envs_it_built(tmp_path: Path) -> None:
+    from envs_for_tests import ClosingCountdownEnv
+
+    from agentsgym.testing import register_env, run_cli
+
+    ClosingCountdownEnv.closed = 0
+    with register_env("test/Closing-v0", ClosingCountdownEnv):
+        result = run_cli("rollout", "test/Closing-v0", "--agent", "agentsgym/bisect",
+                         "--num-tasks", "1", "--out", str(tmp_path / "r.jsonl"))
+    assert result.code == 0, result.output
+    assert ClosingCountdownEnv.closed == 1

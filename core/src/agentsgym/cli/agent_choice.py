@@ -122,12 +122,6 @@ class RunAgents:
         names = set(self.by_env.values())
         return names.pop() if len(names) == 1 else None
 
-    def close(self) -> None:
-        """Close the built agents that hold resources (the openai agent's HTTP sessions)."""
-        for agent in self.built.values():
-            if callable(close := getattr(agent, "close", None)):
-                close()
-
     def players(self, *, remote: bool) -> dict[str, Any]:
         """Env id -> the built agent, or its recipe for an executor that plays elsewhere."""
         return {

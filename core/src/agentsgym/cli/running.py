@@ -69,11 +69,10 @@ class RunPlan:
     allow_remote: bool | None = None  # what rows may name; an id the user typed is allowed
 
     def close(self) -> None:
-        """Close what the run built and holds open: its agents, its envs (clients of
-        model or env servers); an env that holds something defines ``close()``."""
-        self.agents.close()
-        for env in self.envs.values():
-            if callable(close := getattr(env, "close", None)):
+        """Close what the run built and holds open: the agents and envs that define
+        ``close()`` (clients of model and env servers)."""
+        for built in [*self.agents.built.values(), *self.envs.values()]:
+            if callable(close := getattr(built, "close", None)):
                 close()
 
     @property
