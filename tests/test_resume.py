@@ -204,8 +204,12 @@ def test_finish_output_then_resume(tmp_path: Path) -> None:
     assert load_rows(out) == load_rows(reference)
 
 
-@pytest.mark.parametrize("suffix", [".jsonl", ".parquet"])
-def test_retry_failed_replays_the_failed_trials_exactly_once(tmp_path: Path, suffix: str) -> None:
+@pytest.mark.parametrize(
+    ("command", "suffix"), [("rollout", ".jsonl"), ("rollout", ".parquet"), ("eval", ".jsonl")]
+)
+def test_retry_failed_replays_the_failed_trials_exactly_once(
+    tmp_path: Path, command: str, suffix: str
+) -> None:
     """Trials that failed in an outage stay failed on --resume; --retry-failed plays
     them again, and the output holds every trial once, with its new result."""
     from envs_for_tests import ConfiguredCountdownEnv
@@ -215,9 +219,9 @@ def test_retry_failed_replays_the_failed_trials_exactly_once(tmp_path: Path, suf
     outage, out = tmp_path / "outage", tmp_path / f"run{suffix}"
     outage.touch()
     options = json.dumps({"outage_file": str(outage), "outage_starts": [3]})
-    args = ["rollout", "test/Outage-v0", "--agent", "agentsgym/bisect", "--num-tasks", "3",
+    args = [command, "test/Outage-v0", "--agent", "agentsgym/bisect", "--num-tasks", "3",
             "--num-rollouts", "2", "--out", str(out), "--env-config", f"service_options={options}",
-            "--max-failure-rate", "0.5"]  # fmt: skip
+            "--max-failure-rate", "0.5", "--split", "train"]  # fmt: skip
 
     def rows() -> list[dict]:
         return datasets.Dataset.from_json(str(out)).to_list() if suffix == ".jsonl" else (

@@ -39,6 +39,7 @@ from agentsgym.cli import (
     print_failures,
     ray_address_option,
     resume_option,
+    retry_failed_option,
     run_into_output,
     time_budgets,
     tokenizer_cli_option,
@@ -80,6 +81,7 @@ def eval_command(
     ),
     max_concurrency: int = max_concurrency_option(per_worker=True),
     resume: bool = resume_option(),
+    retry_failed: bool = retry_failed_option(),
     overwrite: bool = overwrite_option(),
     hook_timeout: float | None = hook_timeout_option(),
     episode_timeout: float | None = episode_timeout_option(),
@@ -109,7 +111,7 @@ def eval_command(
     )
     result, _ = run_into_output(
         "eval", plan, out, mode=mode, make_rows=sample_rows, max_concurrency=max_concurrency,
-        executor=where,
+        executor=where, retry_failed=retry_failed,
         settings={
             "max_concurrency": max_concurrency, "max_failure_rate": max_failure_rate, **budgets
         },
