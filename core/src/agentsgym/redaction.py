@@ -19,9 +19,15 @@ __all__ = [
 _SECRET_WORDS = r"api[_-]?key|secret|passw(?:or)?d|credential|auth(?:orization)?(?![a-z])"
 SECRET_KEY = re.compile(rf"{_SECRET_WORDS}|(?:^|[_-])token$", re.IGNORECASE)
 REDACTED = "<redacted>"
-_URL_USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)[^/\s@'\"]+@")
+# A scheme is looked for only where a run of scheme characters starts: from every word
+# boundary inside one ("a-b-c-..."), the scan to its end would take quadratic time.
+_URL_USERINFO = re.compile(r"(?P<scheme>(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]*+://)[^/\s@'\"]+@")
+# The lookahead first checks, in one pass, that the word is a key (a separator follows
+# it): else a long word full of secret words would be searched for a name in quadratic
+# time. Errors can quote a model's degenerate reply, so both patterns stay linear.
 _KEY_VALUE = re.compile(
-    rf"""(?<![\w-])(?P<key>["']?(?P<name>[\w-]*(?:{_SECRET_WORDS}|token)[\w-]*)["']?\s*[:=]\s*)"""
+    r"""(?<![\w-])(?=["']?[\w-]++["']?\s*[:=])"""
+    rf"""(?P<key>["']?(?P<name>[\w-]*(?:{_SECRET_WORDS}|token)[\w-]*)["']?\s*[:=]\s*)"""
     r"""(?P<value>"[^"]*"|'[^']*'|(?:Bearer\s+)?[^\s,;}&'"=)\]]+)""",
     re.IGNORECASE,
 )
