@@ -266,7 +266,8 @@ def test_environment_tokens_carry_no_gradient_in_the_per_token_loss(
     trainer = PerTokenGRPOTrainer(model, tokenizer=tokenizer, output_dir=None, max_new_tokens=8)
     assert isinstance(trainer, TrainerAdapter)
     source = RolloutSource(rows, tokenizer=tokenizer, num_rollouts=4, tasks_per_step=2)
-    batch = source.play(source.next_rows(), trainer.policy())
+    # Scripted rollouts whose rewards differ in every group: sampled ones can all tie.
+    batch = source.play(source.next_rows(), ThinkingAgent(tokenizer, logprobs=False))
     tensors = trainer.prepare(batch)
     agent_mask = tensors["agent_token_mask"]
     assert (tensors["advantages"][agent_mask == 1] != 0).any(), "rewards must differ for a gradient"
@@ -337,7 +338,8 @@ def test_micro_batches_add_up_to_the_full_batch_gradient(tokenizer: Any, rows: A
     model = build_tiny_model(tokenizer, warm_start="guess-number", high=3, seed=2)
     trainer = PerTokenGRPOTrainer(model, tokenizer=tokenizer, output_dir=None, max_new_tokens=8)
     source = RolloutSource(rows, tokenizer=tokenizer, num_rollouts=4, tasks_per_step=2)
-    tensors = trainer.prepare(source.play(source.next_rows(), trainer.policy()))
+    tensors = trainer.prepare(source.play(source.next_rows(), ThinkingAgent(tokenizer)))
+    assert (tensors["advantages"] != 0).any(), "a zero gradient would add up trivially"
     weight = model.model.embed_tokens.weight
     model.zero_grad()
     trainer.loss(tensors).backward()

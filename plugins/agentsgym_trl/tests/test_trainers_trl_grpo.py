@@ -93,7 +93,8 @@ def test_environment_tokens_carry_no_gradient_in_the_grpo_loss(
         model, tokenizer=tokenizer, output_dir=tmp_path, max_new_tokens=8, beta=beta
     )
     assert isinstance(adapter, TrainerAdapter)
-    trainer = adapter.build(source, max_steps=1)
+    # Scripted rollouts whose rewards differ in every group: sampled ones can all tie.
+    trainer = adapter.build(source, max_steps=1, agent=ThinkingAgent(tokenizer, logprobs=False))
     prompts = list(trainer.train_dataset["prompt"][:2])
     inputs = [{"prompt": p} for p in prompts for _ in range(4)]
     trainer.model.train()
