@@ -24,7 +24,7 @@ from pathlib import Path
 from rich.console import Console
 
 import agentsgym
-from agentsgym.builtin import BisectAgent
+from agentsgym_classical import BisectAgent
 from agentsgym.output import write_records
 from agentsgym_viewer import (
     EpisodeFilter,

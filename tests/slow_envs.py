@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from agentsgym.builtin import GuessState, GuessTheNumberEnv
+from agentsgym_classical import GuessState, GuessTheNumberEnv
 from agentsgym.hookspecs import hookimpl
 from agentsgym.types import StepResult
 

@@ -28,7 +28,7 @@ def test_list_envs_json_has_the_documented_fields() -> None:
     guess = next(i for i in items if i.get("id") == "agentsgym/GuessTheNumber-v0")
     for key in ("id", "distribution", "version", "entry_point", "description"):
         assert guess[key], key
-    assert guess["distribution"] == "agentsgym"
+    assert guess["distribution"] == "agentsgym-classical"
 
 
 def test_list_envs_table_and_agents() -> None:
@@ -321,7 +321,7 @@ def test_help_lists_commands_in_the_readme_order_and_80_columns_keep_ids_whole()
     assert at == sorted(at), shown
     narrow = run_cli("list-envs", width=80).stdout
     assert max(len(line) for line in narrow.splitlines()) <= 80
-    for whole in ("agentsgym/GuessTheNumber-v0", "GuessTheNumberEnv", "agentsgym.builtin"):
+    for whole in ("agentsgym/GuessTheNumber-v0", "GuessTheNumberEnv", "agentsgym-classical"):
         assert whole in narrow, narrow
 
 

@@ -111,10 +111,12 @@ def test_cli_lists_third_party_and_broken_plugins(site: Path) -> None:
 
 def test_core_never_imports_an_env_plugin() -> None:
     core = Path(agentsgym.__file__).resolve().parent
+    # satellites.py names, as data, where the example env moved (import-linter checks imports)
     offenders = [
         str(path.relative_to(core))
         for path in core.rglob("*.py")
-        if "agentsgym_twentyq" in path.read_text() or "agentsgym_classical" in path.read_text()
+        if path.name != "satellites.py"
+        and ("agentsgym_twentyq" in path.read_text() or "agentsgym_classical" in path.read_text())
     ]
     assert offenders == []
 

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 import agentsgym
 from agentsgym import EnvConfig
 from agentsgym.agents import FunctionAgent, ScriptedAgent
-from agentsgym.builtin import GuessTheNumberConfig
+from agentsgym_classical import GuessTheNumberConfig
 from agentsgym.engine import TrialJob
 from agentsgym.errors import AgentsGymError, DatasetRowError, EnvConfigError
 from agentsgym.output.journal import encode_rows
@@ -94,7 +94,7 @@ ENV_PATHS = st.one_of(
     st.sampled_from(
         [
             "agentsgym/GuessNumber-v0",
-            "agentsgym.builtin.guess_number:GuessTheNumberEnv",
+            "agentsgym_classical.guess_number:GuessTheNumberEnv",
             "os:system",
             "",
             "a/b/c",

@@ -31,7 +31,7 @@ import os
 import time
 
 from agentsgym import hookimpl
-from agentsgym.builtin import BisectAgent
+from agentsgym_classical import BisectAgent
 
 
 class SlowBisect(BisectAgent):

@@ -26,6 +26,7 @@ ATROPOS = "agentsgym-atropos"
 VIEWER = "agentsgym-viewer"
 EVAL = "agentsgym-eval"
 SCAFFOLD = "agentsgym-scaffold"
+CLASSICAL = "agentsgym-classical"
 
 PROVIDERS: dict[str, dict[str, str]] = {
     "command": {
@@ -34,7 +35,7 @@ PROVIDERS: dict[str, dict[str, str]] = {
     },
     "executor": {"ray": RAY},
     "env source": {s: SERVE for s in ("http", "https", "agentgym+http", "agentgym+https")},
-    "agent": {"transformers": TRL},
+    "agent": {"transformers": TRL, "agentsgym/bisect": CLASSICAL},
     "trainer": {"trl-grpo": TRL, "per-token-grpo": TRL, "dataset-sink": TRL},
 }
 """Per kind of registration, the names our own distributions register."""
@@ -55,12 +56,17 @@ MOVED_MODULES: dict[str, tuple[str, str]] = {
     "agentsgym.evaluation": ("agentsgym_eval.samples", EVAL),
     "agentsgym.metrics": ("agentsgym_eval.metrics", EVAL),
     "agentsgym.scaffold": ("agentsgym_scaffold", SCAFFOLD),
+    "agentsgym.builtin.guess_number": ("agentsgym_classical.guess_number", CLASSICAL),
 }
 """Old module path -> (module it moved to, distribution that provides it)."""
 
 MOVED_NAMES: dict[str, dict[str, tuple[str, str]]] = {
     "agentsgym": {name: ("agentsgym_serve", SERVE) for name in ("RemoteEnv", "AgentGymEnv")},
     "agentsgym.agents": {"TransformersAgent": ("agentsgym_trl", TRL)},
+    "agentsgym.builtin": {
+        name: ("agentsgym_classical.guess_number", CLASSICAL)
+        for name in ("BisectAgent", "GuessState", "GuessTheNumberConfig", "GuessTheNumberEnv")
+    },
     "agentsgym.trainers": {
         name: ("agentsgym_trl", TRL)
         for name in ("BatchTrainer", "DatasetSink", "PerTokenGRPOTrainer", "TRLGRPOAdapter")

@@ -17,7 +17,7 @@ import pytest
 from pydantic import Field
 
 from agentsgym import hookimpl
-from agentsgym.builtin import GuessTheNumberConfig, GuessTheNumberEnv
+from agentsgym_classical import GuessTheNumberConfig, GuessTheNumberEnv
 from agentsgym.redaction import REDACTED
 from agentsgym.testing import CliResult, register_env, run_cli
 

@@ -173,7 +173,7 @@ def test_failed_episode_is_a_wrong_sample_without_answer() -> None:
 
 def test_an_ungraded_attempt_is_counted_apart_and_never_as_correct() -> None:
     from agentsgym import StepResult, hookimpl
-    from agentsgym.builtin import BisectAgent, GuessTheNumberEnv
+    from agentsgym_classical import BisectAgent, GuessTheNumberEnv
     from agentsgym_eval.samples import evaluate
 
     class SlowGrader(GuessTheNumberEnv):

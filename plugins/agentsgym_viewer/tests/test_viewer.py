@@ -108,7 +108,7 @@ def test_each_assistant_turn_gets_the_reward_its_tokens_carry(
 
 def test_an_eval_file_takes_its_env_from_the_summary(tmp_path: Path) -> None:
     import agentsgym
-    from agentsgym.builtin import BisectAgent
+    from agentsgym_classical import BisectAgent
 
     # eval files are written by agentsgym-eval
     evaluate = pytest.importorskip(

@@ -1,26 +1,12 @@
-"""What ships with the core: the example env GuessTheNumber (``agentsgym/GuessTheNumber-v0``)
-and its bisection agent (``agentsgym/bisect``), registered by :mod:`.plugin` like any
-plugin's. Satellites and plugin tests build on them; imported on first access."""
+"""The core's own plugin (:mod:`.plugin`): generic agents, the local executor, commands.
+The example env GuessTheNumber moved to agentsgym-classical; old imports keep working."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-__all__ = ["BisectAgent", "GuessState", "GuessTheNumberConfig", "GuessTheNumberEnv"]
+from agentsgym.satellites import moved_name
 
 
 def __getattr__(name: str) -> Any:
-    if name in __all__:
-        from agentsgym.builtin import guess_number
-
-        return getattr(guess_number, name)
-    raise AttributeError(f"module 'agentsgym.builtin' has no attribute {name!r}")
-
-
-if TYPE_CHECKING:
-    from agentsgym.builtin.guess_number import (
-        BisectAgent,
-        GuessState,
-        GuessTheNumberConfig,
-        GuessTheNumberEnv,
-    )
+    return moved_name(__name__, name)

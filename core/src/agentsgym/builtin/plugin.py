@@ -1,5 +1,5 @@
-"""The core's built-in plugin: the example env, the generic agents, the local executor
-and the core's commands, registered through the same hooks as any plugin's."""
+"""The core's built-in plugin: the generic agents, the local executor and the core's
+commands, registered through the same hooks as any plugin's."""
 
 from __future__ import annotations
 
@@ -10,17 +10,7 @@ from agentsgym.hookspecs import hookimpl
 if TYPE_CHECKING:
     import typer
 
-    from agentsgym.hookspecs import RegisterAgent, RegisterEnv, RegisterExecutor
-
-
-@hookimpl
-def register_envs(register: RegisterEnv) -> None:
-    register(
-        "agentsgym/GuessTheNumber-v0",
-        "agentsgym.builtin.guess_number:GuessTheNumberEnv",
-        description="Find a hidden integer in [1, 100] from higher/lower hints (example env)",
-        default_agent="agentsgym/bisect",
-    )
+    from agentsgym.hookspecs import RegisterAgent, RegisterExecutor
 
 
 @hookimpl
@@ -29,11 +19,6 @@ def register_agents(register: RegisterAgent) -> None:
         "scripted",
         "agentsgym.agents.scripted:ScriptedAgent",
         description="replies with a fixed list of messages (option: replies=[...])",
-    )
-    register(
-        "agentsgym/bisect",
-        "agentsgym.builtin.guess_number:BisectAgent",
-        description="plays GuessTheNumber by bisection",
     )
     register(
         "openai",

@@ -5,4 +5,12 @@ embedded family of generated word problems lets everything run offline. The envs
 register through the ``agentsgym`` entry-point group (see :mod:`.plugin`).
 """
 
+from agentsgym_classical.guess_number import (
+    BisectAgent,
+    GuessState,
+    GuessTheNumberConfig,
+    GuessTheNumberEnv,
+)
+
+__all__ = ["BisectAgent", "GuessState", "GuessTheNumberConfig", "GuessTheNumberEnv"]
 __version__ = "0.1.0"

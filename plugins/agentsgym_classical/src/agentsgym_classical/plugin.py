@@ -1,4 +1,5 @@
-"""The agentsgym plugin of agentsgym-classical: its envs and its scripted solver.
+"""The agentsgym plugin of agentsgym-classical: its envs, its scripted solver, and the
+example env GuessTheNumber with its bisection agent.
 
 Published under the ``agentsgym`` entry-point group as ``classical``.
 """
@@ -13,6 +14,12 @@ SOLVER = "classical/arithmetic-solver"
 
 @hookimpl
 def register_envs(register: RegisterEnv) -> None:
+    register(
+        "agentsgym/GuessTheNumber-v0",
+        "agentsgym_classical.guess_number:GuessTheNumberEnv",
+        description="Find a hidden integer in [1, 100] from higher/lower hints (example env)",
+        default_agent="agentsgym/bisect",
+    )
     envs = "agentsgym_classical.envs"
     register(
         "classical/GSM8K-v0",
@@ -55,4 +62,9 @@ def register_agents(register: RegisterAgent) -> None:
         "agentsgym_classical.agent:ArithmeticSolverAgent",
         description="scripted solver of the embedded arithmetic problems, in every classical "
         "format (options: mistake_rate, seed)",
+    )
+    register(
+        "agentsgym/bisect",
+        "agentsgym_classical.guess_number:BisectAgent",
+        description="plays GuessTheNumber by bisection",
     )

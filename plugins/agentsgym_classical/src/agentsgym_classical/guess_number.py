@@ -1,4 +1,4 @@
-"""GuessTheNumber, the small example env that ships with the core: find a hidden integer
+"""GuessTheNumber, the small example env (``agentsgym/GuessTheNumber-v0``): find a hidden integer
 in ``[low, high]`` from "higher"/"lower" hints, guessing with an integer in square
 brackets (``[50]``). Reward 1.0 for finding it, 0.0 otherwise."""
 
@@ -11,10 +11,8 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
-from agentsgym.config import MAX_STEPS_PER_EPISODE, EnvConfig
-from agentsgym.env import MultistepEnv
-from agentsgym.hookspecs import hookimpl
-from agentsgym.types import StepResult
+from agentsgym import EnvConfig, MultistepEnv, StepResult, hookimpl
+from agentsgym.config import MAX_STEPS_PER_EPISODE
 
 GUESS = re.compile(r"\[\s*(-?\d+)\s*\]")
 MAX_BOUND = 10**12  # bounds of the hidden number's range: bisection needs at most 41 guesses
