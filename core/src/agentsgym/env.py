@@ -84,6 +84,12 @@ class MultistepEnv:
                     "decorate it with @agentsgym.hookimpl"
                 )
 
+    def episode_tools(self, task_data: dict[str, Any]) -> Any:
+        """``None``, or the toolbox of an episode of ``task_data``: ``schemas`` for the chat
+        template's ``tools=``; ``async respond(action)`` answers a reply's tool calls, ``None``
+        if it made none. agentsgym-tools' ``ToolEnv`` builds one from plain functions."""
+        return None
+
     # --------------------------------------------------------------- sessions
     def new_session(self, task_data: dict[str, Any], session_id: str | None = None) -> str:
         """Register a task under a session id (a fresh one unless given)."""

@@ -13,6 +13,9 @@ class Message(TypedDict, total=False):
 
     role: str
     content: str
+    tool_calls: list[dict[str, Any]]  # an assistant's calls, OpenAI's form
+    tool_call_id: str  # a ``tool`` message: the call it answers
+    name: str  # a ``tool`` message: the tool's name
 
 
 Messages = list[Message]
@@ -43,6 +46,7 @@ class AgentAction:
     ``prompt_token_ids``, when a server reports them, are the ids the model was
     conditioned on: the runner starts a new segment from them if they differ from the
     episode's stream. ``truncated``: the reply was cut at the generation length limit.
+    ``tool_calls``: the calls a chat server parsed out of the reply (OpenAI's form).
     """
 
     text: str
@@ -51,6 +55,7 @@ class AgentAction:
     info: dict[str, Any] = field(default_factory=dict)
     prompt_token_ids: list[int] | None = None
     truncated: bool = False
+    tool_calls: list[dict[str, Any]] | None = None
 
     def __post_init__(self) -> None:
         if self.logprobs is None:
@@ -69,7 +74,7 @@ class EpisodeContext:
     """Who is playing what: given on every call of an episode to agents whose
     ``get_action`` takes a ``context`` argument. ``seed`` is per rollout: the same for
     every episode of one trial and across runs, different across the rollouts of a task
-    (docs/plugin-authors.md)."""
+    (docs/plugin-authors.md). ``tools``: the episode's tool schemas, if it has tools."""
 
     session_id: str
     env_id: str
@@ -78,3 +83,4 @@ class EpisodeContext:
     episode_index: int
     seed: int
     step: int = 0
+    tools: tuple[dict[str, Any], ...] = ()

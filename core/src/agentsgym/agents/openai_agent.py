@@ -16,6 +16,7 @@ vLLM); without ids (a game master) it falls back to the chat API.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import random
@@ -34,7 +35,7 @@ from agentsgym.agents.openai_http import (
 )
 from agentsgym.aio import run_sync, running_background_loop
 from agentsgym.errors import AgentError
-from agentsgym.types import AgentAction, Messages
+from agentsgym.types import AgentAction, EpisodeContext, Message, Messages
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -149,10 +150,16 @@ class OpenAIAgent:
         weakref.finalize(self, _close_clients, self._per_loop)
 
     async def get_action(
-        self, messages: Messages, agent_state: Any, *, prompt_token_ids: list[int] | None = None
+        self,
+        messages: Messages,
+        agent_state: Any,
+        *,
+        prompt_token_ids: list[int] | None = None,
+        context: EpisodeContext | None = None,
     ) -> tuple[AgentAction, Any]:
-        """Ask the server for the next reply."""
-        return await self.aget_action_reply(list(messages), prompt_token_ids), agent_state
+        """Ask the server for the next reply (declaring the episode's tools in chat mode)."""
+        tools = context.tools if context is not None else ()
+        return await self.aget_action_reply(list(messages), prompt_token_ids, tools), agent_state
 
     def follow_concurrency(self, max_concurrency: int) -> None:
         """Take the run's ``max_concurrency`` as the request limit, unless set explicitly."""
@@ -198,7 +205,10 @@ class OpenAIAgent:
         return resources
 
     async def aget_action_reply(
-        self, messages: Messages, prompt_token_ids: list[int] | None = None
+        self,
+        messages: Messages,
+        prompt_token_ids: list[int] | None = None,
+        tools: Sequence[dict[str, Any]] = (),
     ) -> AgentAction:
         """The reply as an :class:`AgentAction`."""
         await self._ensure_model()
@@ -207,7 +217,7 @@ class OpenAIAgent:
                 return await self._with_retries(
                     lambda: self._completion(prompt_token_ids), token_fields=True
                 )
-            return await self._with_retries(lambda: self._chat(messages), token_fields=True)
+            return await self._with_retries(lambda: self._chat(messages, tools), token_fields=True)
 
     async def _post(self, path: str, prompt: dict[str, Any], logprobs: int) -> dict[str, Any]:
         """POST ``prompt`` with the sampling (and token id) fields; the answer, with choices."""
@@ -220,10 +230,14 @@ class OpenAIAgent:
             raise AgentError(f"the server at {self.base_url} returned no choices: {body!r:.200}")
         return body  # type: ignore[no-any-return]
 
-    async def _chat(self, messages: Messages) -> AgentAction:
-        body = await self._post("/chat/completions", {"messages": messages}, logprobs=True)
+    async def _chat(self, messages: Messages, tools: Sequence[dict[str, Any]] = ()) -> AgentAction:
+        prompt: dict[str, Any] = {"messages": [_as_openai(m) for m in messages]}
+        if tools:
+            prompt["tools"] = list(tools)
+        body = await self._post("/chat/completions", prompt, logprobs=True)
         choice = body["choices"][0]
-        text = (choice.get("message") or {}).get("content") or ""
+        message = choice.get("message") or {}
+        text = message.get("content") or ""
         prompt_ids = body.get("prompt_token_ids")
         # Without prompt ids, sampled ids cannot follow the episode's prompt: retokenized.
         ids = choice.get("token_ids") if _is_ids(prompt_ids) else None
@@ -231,7 +245,9 @@ class OpenAIAgent:
         content = (choice.get("logprobs") or {}).get("content")
         if _is_ids(ids) and isinstance(content, list) and len(content) == len(ids):
             logprobs = [float(item["logprob"]) for item in content]
-        return self._action(text, ids, logprobs, choice.get("finish_reason"), prompt_ids)
+        action = self._action(text, ids, logprobs, choice.get("finish_reason"), prompt_ids)
+        action.tool_calls = message.get("tool_calls") or None  # parsed by the server
+        return action
 
     async def _completion(self, prompt_token_ids: list[int]) -> AgentAction:
         body = await self._post("/completions", {"prompt": list(prompt_token_ids)}, logprobs=1)
@@ -390,6 +406,22 @@ class OpenAIAgent:
         if self.model not in models:
             raise self._unknown_model(models)
         return models
+
+
+def _as_openai(message: Message) -> Message:
+    """A message as OpenAI's API takes it: a tool call's arguments as a JSON string."""
+    calls = message.get("tool_calls")
+    if not calls:
+        return message
+    wire = [
+        {**c, "function": {**c["function"], "arguments": _json_text(c["function"])}} for c in calls
+    ]
+    return Message(**{**message, "tool_calls": wire})  # type: ignore[typeddict-item]
+
+
+def _json_text(function: dict[str, Any]) -> str:
+    arguments = function.get("arguments", {})
+    return arguments if isinstance(arguments, str) else json.dumps(arguments)
 
 
 def _is_ids(value: Any) -> bool:

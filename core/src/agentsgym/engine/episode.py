@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from agentsgym.agents import AgentCaller
@@ -20,7 +21,7 @@ from agentsgym.redaction import redact_text
 from agentsgym.rewards import assign_token_rewards
 from agentsgym.tokenization import AgentSpan, EpisodeTokenizer
 from agentsgym.trajectory import Episode, StepRecord, TokenSegment, rewards_array
-from agentsgym.types import AgentAction, EpisodeContext
+from agentsgym.types import AgentAction, EpisodeContext, Message, Messages, StepResult
 from agentsgym.worker_pool import WorkerPool
 
 if TYPE_CHECKING:
@@ -65,9 +66,12 @@ class EpisodeRun:
             task_data=env.sessions[session_id],
             tokenized=env.chat is not None,
         )
+        self.toolbox = env.episode_tools(self.episode.task_data)
+        self.tools: tuple[dict[str, Any], ...] = tuple(self.toolbox.schemas if self.toolbox else ())
         self.tokens: EpisodeTokenizer | None = None
         if env.chat is not None:
-            self.tokens = EpisodeTokenizer(env.chat, env.config.on_template_mismatch)
+            chat = env.chat.with_tools(self.tools) if self.tools else env.chat
+            self.tokens = EpisodeTokenizer(chat, env.config.on_template_mismatch)
         self.spans: list[AgentSpan] = []
         self.state: Any = None
         self.phase = "initialize_episode"
@@ -106,10 +110,9 @@ class EpisodeRun:
                     context=self._context(step) if self.caller.takes_context else None,
                     pool=self.runtime.pool,
                 )
-                done = await self.runtime.turn(
-                    lambda step=step, action=action: self._step_turn(step, action),
-                    lambda: self.phase,
-                )
+                answered = await self._run_tools(action) if self.toolbox is not None else None
+                turn = partial(self._step_turn, step, action, answered)
+                done = await self.runtime.turn(turn, lambda: self.phase)
                 if done:
                     return
         except Exception as exc:  # noqa: BLE001 - recorded: one bad episode must not sink a batch
@@ -120,8 +123,9 @@ class EpisodeRun:
     def _context(self, step: int) -> EpisodeContext:
         c = self.context
         return EpisodeContext(
-            c.session_id, c.env_id, c.task_index, c.rollout_index, c.episode_index, c.seed, step
-        )
+            c.session_id, c.env_id, c.task_index, c.rollout_index, c.episode_index, c.seed, step,
+            self.tools,
+        )  # fmt: skip
 
     def _fail(self, exc: BaseException) -> None:
         if self.episode.error is None:
@@ -154,17 +158,26 @@ class EpisodeRun:
 
     async def _prompt(self, step: int) -> None:
         prompt = await self._hook("format_prompt", state=self.state, step=step)
-        new_messages = as_messages(prompt, self.env)
+        await self._add_env_messages(as_messages(prompt, self.env))
+
+    async def _add_env_messages(self, new_messages: Messages) -> None:
         self.episode.messages.extend(new_messages)
         if self.tokens is not None:
             self.phase = "tokenizing the env turn"
             await self.runtime.cpu(self.tokens.add_env_turn, self.episode.messages, new_messages)
 
-    async def _step_turn(self, step: int, action: AgentAction) -> bool:
+    async def _run_tools(self, action: AgentAction) -> tuple[Message, Messages] | None:
+        self.phase = "the tools"  # on the loop, not in the turn: a sync env's turn never waits
+        return await self.toolbox.respond(action)  # type: ignore[no-any-return]
+
+    async def _step_turn(self, step: int, action: AgentAction, answered: Any = None) -> bool:
         """Apply an action; prompt for the next one unless the episode ended."""
         if self.abandoned:
             raise _Abandoned
-        self.episode.messages.append({"role": "assistant", "content": action.text})
+        message = Message(role="assistant", content=action.text)
+        if action.tool_calls:
+            message["tool_calls"] = action.tool_calls
+        self.episode.messages.append(message)
         span = None
         if self.tokens is not None:
             self.phase = "tokenizing the agent turn"
@@ -174,9 +187,17 @@ class EpisodeRun:
             )
             if action.prompt_token_ids is not None and len(self.tokens.segments) > segments_before:
                 action.info = {**action.info, SERVER_PROMPT_MISMATCH_KEY: True}
-        hook_args = {"state": self.state, "action": action.text, "step": step, "reply": action}
-        result = as_step_result(await self._hook("step_episode", **hook_args), self.env)
-        terms = collect_terms(await self._hook("reward_shaping", step_result=result, **hook_args))
+        if answered is not None:  # a tool turn: its results are the next prompt
+            reply, tool_messages = answered
+            self.episode.messages[-1] = reply
+            result = StepResult(self.state, 0.0, False, {"tool_calls": len(tool_messages)})
+            terms: dict[str, float] = {}
+        else:
+            hook_args = {"state": self.state, "action": action.text, "step": step, "reply": action}
+            result = as_step_result(await self._hook("step_episode", **hook_args), self.env)
+            terms = collect_terms(
+                await self._hook("reward_shaping", step_result=result, **hook_args)
+            )
         info = {**action.info, **result.info} if action.info else dict(result.info)
         source = span.token_source if span is not None else None
         if source is not None:
@@ -207,7 +228,7 @@ class EpisodeRun:
         if step + 1 >= self.env.config.max_steps_per_episode:
             self.episode.truncated = True
             return True
-        await self._prompt(step + 1)
+        await (self._add_env_messages(answered[1]) if answered else self._prompt(step + 1))
         return False
 
     async def _finish(self) -> None:

@@ -423,9 +423,11 @@ def _assert_tokens(batch: TrajectoryBatch, env: Any) -> None:
             if len(episode.segments) == 1 and not any(
                 env.chat.has_special_text(m["content"]) for m in episode.messages
             ):
+                toolbox = env.episode_tools(episode.task_data)  # the episode's tools render too
                 rendered = env.tokenizer.apply_chat_template(
-                    episode.messages, tokenize=False, **env.config.chat_template_kwargs
-                )
+                    episode.messages, tokenize=False, tools=toolbox.schemas if toolbox else None,
+                    **env.config.chat_template_kwargs,
+                )  # fmt: skip
                 expected = env.tokenizer(rendered, add_special_tokens=False)["input_ids"]
                 assert episode.full_token_ids == list(expected), (
                     "full_token_ids differ from apply_chat_template(messages)"

@@ -6,6 +6,7 @@ special-token text inside message contents kept as plain text, as model output i
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import threading
@@ -64,6 +65,24 @@ class ChatTokenizer:
         self.reply_boundary = self._boundary_of(self.generation_prompt)
         self.boundary_ids = self._encode(self.reply_boundary or "")
         self.incremental: bool | None = None  # set on first use by supports_incremental
+        self.incremental_tools: bool | None = None  # likewise, for tool results
+        self._with_tools: dict[str, ChatTokenizer] = {}
+
+    @property
+    def tools(self) -> list[dict[str, Any]]:
+        """The tool schemas every rendering declares (``tools=`` of the template)."""
+        return list(self.template_kwargs.get("tools") or [])
+
+    def with_tools(self, tools: Sequence[dict[str, Any]]) -> ChatTokenizer:
+        """This template rendering with ``tools`` declared; one per tool set (cached)."""
+        key = json.dumps(list(tools), sort_keys=True, default=str)
+        chat = self._with_tools.get(key)
+        if chat is None:
+            if len(self._with_tools) >= 64:  # tool sets that differ per episode
+                self._with_tools.clear()
+            kwargs = {**self.template_kwargs, "tools": list(tools)}
+            chat = self._with_tools[key] = ChatTokenizer(self.tokenizer, kwargs)
+        return chat
 
     @property
     def pad_token_id(self) -> int:
@@ -274,10 +293,8 @@ def _renderer(tokenizer: Any, kwargs: dict[str, Any]) -> Callable[[Messages, boo
             return apply(messages, add_generation_prompt)
         return compiled.render(  # type: ignore[no-any-return]
             messages=list(messages),
-            tools=None,
-            documents=None,
             add_generation_prompt=add_generation_prompt,
-            **variables,
+            **{"tools": None, "documents": None, **variables},
         )
 
     try:

@@ -25,10 +25,10 @@ from agentsgym.config import TemplateMismatchPolicy
 from agentsgym.errors import TemplateMismatchError
 from agentsgym.tokenization.chat import ChatTokenizer
 from agentsgym.tokenization.incremental import (
-    INCREMENTAL_ROLES,
     base_messages,
     base_view,
     cheap_turn,
+    incremental_roles,
     supports_incremental,
 )
 from agentsgym.types import AgentAction, Message, Messages
@@ -96,6 +96,8 @@ class EpisodeTokenizer:
         self.chat = chat
         self.on_mismatch = on_mismatch
         self.incremental = supports_incremental(chat) if incremental is None else incremental
+        self.roles = incremental_roles(chat) if self.incremental else frozenset()
+        self._reply_text: str | None = None  # the last reply as generated
         self.segments: list[SegmentBuilder] = []
         self.has_logprobs = True
         self.server_mismatches = 0  # agent turns whose server prompt ids differed
@@ -123,11 +125,11 @@ class EpisodeTokenizer:
             system_first = bool(messages) and messages[0].get("role") == "system"
             self._base = base_messages(system_first)
             self._cheap_shape = self.incremental and all(
-                m.get("role") in INCREMENTAL_ROLES for m in messages[int(system_first) :]
+                m.get("role") in self.roles for m in messages[int(system_first) :]
             )
             self._start_segment(messages)
             return
-        if any(m.get("role") not in INCREMENTAL_ROLES for m in new_messages):
+        if any(m.get("role") not in self.roles for m in new_messages):
             self._cheap_shape = False
         reply_at = len(messages) - len(new_messages) - 1
         cheap = self._cheap_turn(messages[reply_at], new_messages) if reply_at >= 0 else None
@@ -147,8 +149,9 @@ class EpisodeTokenizer:
         if not usable or base is None or view is None:
             return None
         return cheap_turn(
-            self.chat, base, view, reply, new_messages, add_generation_prompt=add_generation_prompt
-        )
+            self.chat, base, view, reply, new_messages, add_generation_prompt=add_generation_prompt,
+            reply_text=self._reply_text, roles=self.roles,
+        )  # fmt: skip
 
     def _whole_turn(self, messages: Messages, first_new: int) -> None:
         self.whole_renders += 1
@@ -258,6 +261,7 @@ class EpisodeTokenizer:
             self._pending_reply = action.text if merges else None
             self._pending_ids = ids
         segment.pieces.append(action.text + self.chat.eot_text)
+        self._reply_text = action.text
         positions = list(range(start, start + len(generated)))
         return AgentSpan(segment=len(self.segments) - 1, positions=positions, token_source=source)
 
