@@ -1,0 +1,35 @@
+"""agentsgym-tools: tool-using environments for agentsgym.
+
+An env declares plain functions as tools (:class:`ToolEnv`); their schemas reach the
+chat template's ``tools=``, the model's calls are read by transformers' response
+parsing, run concurrently under timeouts, and answered as ``tool`` messages that the
+core tokenizes as deltas, token-exact. See docs/tools.md.
+"""
+
+from agentsgym_tools.agent import ScriptedToolAgent, ToolCalls, Turn
+from agentsgym_tools.env import ToolEnv, ToolEnvConfig, ToolLike
+from agentsgym_tools.errors import ToolDeclarationError
+from agentsgym_tools.parsing import HERMES_TEMPLATE, ParsedReply, ToolCallParser
+from agentsgym_tools.runner import ToolRunner, tool_message
+from agentsgym_tools.tool import Tool, as_tools, tool
+from agentsgym_tools.toolbox import Toolbox
+
+__all__ = [
+    "HERMES_TEMPLATE",
+    "ParsedReply",
+    "ScriptedToolAgent",
+    "Tool",
+    "ToolCallParser",
+    "ToolCalls",
+    "ToolDeclarationError",
+    "ToolEnv",
+    "ToolEnvConfig",
+    "ToolLike",
+    "ToolRunner",
+    "Toolbox",
+    "Turn",
+    "as_tools",
+    "tool",
+    "tool_message",
+]
+__version__ = "0.1.0"

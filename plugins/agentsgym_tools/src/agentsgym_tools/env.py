@@ -1,0 +1,65 @@
+"""ToolEnv: a MultistepEnv whose episodes have tools.
+
+Declare ``tools`` (functions, :func:`~agentsgym_tools.tool` objects or JSON schemas), or
+override :meth:`ToolEnv.get_tools` for tools that differ per task. A reply that calls
+tools gets their results as ``tool`` messages and the model goes on; a reply without
+calls reaches ``step_episode`` as in any env. Tool turns count toward
+``max_steps_per_episode``; ``max_tool_calls_per_turn`` and ``tool_timeout_seconds``
+bound each reply's calls.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, ClassVar
+
+from pydantic import Field
+
+from agentsgym import EnvConfig, MultistepEnv
+from agentsgym_tools.parsing import ToolCallParser
+from agentsgym_tools.runner import ToolRunner
+from agentsgym_tools.tool import Tool, as_tools
+from agentsgym_tools.toolbox import Toolbox
+
+__all__ = ["ToolEnv", "ToolEnvConfig", "ToolLike"]
+
+ToolLike = Tool | Callable[..., Any] | Mapping[str, Any]
+
+
+class ToolEnvConfig(EnvConfig):
+    """The settings of every tool env (subclass it for your own keys)."""
+
+    max_tool_calls_per_turn: int = Field(
+        8, ge=1, le=256, description="tool calls answered per reply; more get an error"
+    )
+    tool_timeout_seconds: float = Field(
+        30.0, gt=0, le=3600, description="each tool call's budget; an overrun is an error"
+    )
+
+
+class ToolEnv(MultistepEnv):
+    """A :class:`~agentsgym.MultistepEnv` with tools (see the module docstring)."""
+
+    config_class: ClassVar[type[EnvConfig]] = ToolEnvConfig
+    tools: ClassVar[Sequence[ToolLike]] = ()
+
+    def __init__(self, tokenizer: Any = None, env_config: dict[str, Any] | None = None, **kw: Any):
+        super().__init__(tokenizer, env_config, **kw)
+        eot = self.chat.eot_text if self.chat is not None else ""
+        self.tool_parser = ToolCallParser(tokenizer, eot_text=eot)
+        self._default_tools = as_tools(type(self).tools)  # declaration errors surface here
+
+    def get_tools(self, task_data: dict[str, Any]) -> Sequence[ToolLike]:
+        """The tools of an episode of ``task_data`` (default: the class's ``tools``)."""
+        return self._default_tools
+
+    def episode_tools(self, task_data: dict[str, Any]) -> Toolbox | None:
+        tools = as_tools(self.get_tools(task_data))
+        if not tools:
+            return None
+        runner = ToolRunner(
+            tools,
+            timeout_seconds=float(getattr(self.config, "tool_timeout_seconds", 30.0)),
+            max_calls=int(getattr(self.config, "max_tool_calls_per_turn", 8)),
+        )
+        return Toolbox(tools, self.tool_parser, runner)

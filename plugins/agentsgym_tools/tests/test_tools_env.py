@@ -1,0 +1,76 @@
+"""The example tool env, played end to end: tool turns, per-task tools, check_env, the
+CLI, and a reply whose calls cannot be read."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import agentsgym
+from agentsgym import ScriptedAgent
+from agentsgym.testing import check_env, run_cli
+from agentsgym_tools.calculator import calculator_solver
+
+CALCULATOR = "tools/Calculator-v0"
+
+
+def test_the_solver_calls_the_tools_and_answers() -> None:
+    env = agentsgym.make(CALCULATOR, tokenizer=agentsgym.DEFAULT_TOKENIZER)
+    batch = env.run_trial([{"a": 12, "b": 34, "c": 5}], calculator_solver(), num_rollouts=2)
+    for episode in batch.episodes:
+        assert episode.ok and episode.final_reward == 1.0, episode.error
+        roles = [m["role"] for m in episode.messages]
+        assert roles == ["user", "assistant", "tool", "assistant", "tool", "assistant"]
+        assert [m["content"] for m in episode.messages if m["role"] == "tool"] == ["408", "413"]
+        assert [s.info.get("tool_calls") for s in episode.steps] == [1, 1, None]
+        assert [s.reward for s in episode.steps] == [0.0, 0.0, 1.0]
+        assert len(episode.segments) == 1 and episode.segments[0].agent_mask.sum() > 0
+
+
+def test_tools_differ_per_task_and_a_missing_tool_is_an_error_message() -> None:
+    env = agentsgym.make(CALCULATOR, tokenizer=agentsgym.DEFAULT_TOKENIZER)
+    assert [s["function"]["name"] for s in env.episode_tools({}).schemas] == ["multiply", "add"]
+    only_add = env.episode_tools({"tools": ["add"]})
+    assert [s["function"]["name"] for s in only_add.schemas] == ["add"]
+    batch = env.run_trial([{"seed": 3, "tools": ["add"]}], calculator_solver(), num_rollouts=1)
+    episode = batch.episodes[0]
+    assert episode.ok, episode.error
+    first_answer = next(m for m in episode.messages if m["role"] == "tool")
+    assert first_answer["content"].startswith("Error: there is no tool named 'multiply'")
+    assert episode.final_reward == 0.0  # it answered with what the error gave it
+
+
+def test_unreadable_calls_and_plain_replies() -> None:
+    env = agentsgym.make(
+        CALCULATOR, tokenizer=agentsgym.DEFAULT_TOKENIZER, env_config={"max_steps_per_episode": 3}
+    )
+    agent = ScriptedAgent(["<tool_call>\n{not json\n</tool_call>", "\\boxed{7}"])
+    episode = env.run_trial([{"a": 1, "b": 2, "c": 5}], agent).episodes[0]
+    assert episode.ok, episode.error
+    assert episode.messages[2]["role"] == "user"
+    assert episode.messages[2]["content"].startswith("Error: your tool call could not be parsed")
+    assert episode.final_reward == 1.0 and len(episode.steps) == 2
+
+
+def test_check_env_passes_and_the_cli_plays_it(tmp_path) -> None:
+    report = check_env(CALCULATOR)
+    assert report.passed, report.failures
+    out = tmp_path / "calc.jsonl"
+    result = run_cli("rollout", CALCULATOR, "--num-tasks", "2", "--out", str(out))
+    assert result.code == 0, result.output
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(rows) == 4 and all(row["final_reward"] == 1.0 for row in rows)  # 2 tasks x 2
+
+
+@pytest.mark.parametrize("pack", ["qwen2.5-1.5b-instruct", "llama-3.2-instruct", "qwen3-4b"])
+def test_check_env_passes_on_every_tokenizer_pack(pack: str) -> None:
+    folder = Path(__file__).resolve().parents[3].parent / "shared" / "tokenizers" / pack
+    if not (folder / "tokenizer.json").exists():
+        pytest.skip(f"tokenizer pack {pack} not found at {folder} (../shared is absent)")
+    tokenizer = agentsgym.load_tokenizer(str(folder))
+    for token_out in (False, True):
+        agent = calculator_solver(tokenizer, token_out=token_out)
+        report = check_env(CALCULATOR, tokenizer=tokenizer, agent=agent, raise_on_failure=False)
+        assert report.passed, (token_out, report.failures)
