@@ -7,7 +7,7 @@ import time
 from typing import Any, ClassVar
 
 from agentsgym import RewardTerm, StepResult, hookimpl
-from agentsgym.builtin import GuessState, GuessTheNumberConfig, GuessTheNumberEnv
+from agentsgym_classical import GuessState, GuessTheNumberConfig, GuessTheNumberEnv
 
 
 class TermsEnv(GuessTheNumberEnv):

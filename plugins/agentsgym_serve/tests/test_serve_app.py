@@ -49,15 +49,22 @@ def local_turns(seed: int, actions: list[str]) -> list[tuple[str, float, bool]]:
 
 def test_agentgym_protocol_round_trip(http: httpx.Client) -> None:
     created = http.post("/create")
-    assert created.status_code == 200 and set(created.json()) == {"id"}
+    # the instance starts on task 0 ({"seed": 0}), whose observation comes with the id
+    first = local_turns(0, [])[0][0]
+    assert created.status_code == 200 and created.json() == {
+        "id": created.json()["id"], "observation": first, "reward": 0.0, "score": 0.0,
+        "done": False,
+    }  # fmt: skip
     env_id = created.json()["id"]
     # data_idx 3 of the served train split is the task {"seed": 6}
     expected = local_turns(6, ["[50]", "hello", "[25]"])
     reset = http.post("/reset", json={"id": env_id, "data_idx": 3}).json()
-    assert reset == {"observation": expected[0][0], "reward": 0.0, "done": False}
+    assert reset == {"observation": expected[0][0], "reward": 0.0, "score": 0.0, "done": False}
+    score = 0.0
     for action, (observation, reward, done) in zip(["[50]", "hello", "[25]"], expected[1:]):
         step = http.post("/step", json={"id": env_id, "action": action}).json()
-        assert step == {"observation": observation, "reward": reward, "done": done}
+        score += reward
+        assert step == {"observation": observation, "reward": reward, "score": score, "done": done}
     assert http.get("/observation", params={"id": env_id}).json() == {
         "observation": expected[-1][0]
     }
@@ -267,7 +274,7 @@ def test_env_info_datasets_openapi_and_health(http: httpx.Client) -> None:
     for path in ("/create", "/reset", "/step", "/observation", "/close", "/health"):
         assert path in paths
     assert f"{V1}/sessions/{{session_id}}/step" in paths
-    assert http.get("/health").json()["status"] == "ok"
+    assert http.get("/health").json()["status"] == "healthy"
 
 
 def test_concurrent_steps_on_one_instance_are_serialised() -> None:
@@ -308,8 +315,10 @@ def test_idle_sessions_are_reaped_and_their_episodes_finished() -> None:
             time.sleep(0.05)
         late = http.post("/step", json={"id": env_id, "action": "[1]"})
     assert late.status_code == 410 and "reaped" in late.json()["detail"]
+    # the episode /create started (task 0) ended by the reset, then the reset's by the reaper
     assert [(s, e is not None and "idle" in e) for s, _, e in TermsEnv.finished] == [
-        (f"agentgym-{env_id}", True)
+        (f"agentgym-{env_id}", False),
+        (f"agentgym-{env_id}", True),
     ]
 
 

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 import agentsgym
-from agentsgym.builtin import BisectAgent
+from agentsgym_classical import BisectAgent
 from agentsgym_serve import AgentGymEnv, RemoteEnv, RetryPolicy
 from serve_helpers import GUESS, TINY, served
 
@@ -109,7 +109,7 @@ def test_aclose_closes_this_loops_pool_and_a_later_call_opens_a_new_one(leaks: A
 SCRIPT = """
 import asyncio, socket
 import agentsgym
-from agentsgym.builtin import BisectAgent
+from agentsgym_classical import BisectAgent
 from agentsgym_serve import AgentGymEnv, BackgroundServer, RetryPolicy, create_app
 
 quick = RetryPolicy(max_attempts=2, backoff=0.01)

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import agentsgym
-from agentsgym.builtin import BisectAgent
+from agentsgym_classical import BisectAgent
 from agentsgym.testing import run_cli
 from serve_helpers import GUESS, served
 

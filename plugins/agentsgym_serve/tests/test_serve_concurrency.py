@@ -12,7 +12,7 @@ import aiohttp
 import pytest
 
 import agentsgym
-from agentsgym.builtin import BisectAgent
+from agentsgym_classical import BisectAgent
 from serve_helpers import GUESS, fingerprint, served
 
 pytestmark = pytest.mark.timeout(300)

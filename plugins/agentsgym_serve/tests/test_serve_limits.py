@@ -202,7 +202,7 @@ def test_the_server_answers_a_declared_length_over_the_limit_at_once_and_closes(
     body = json.loads(rest.partition(b"\r\n\r\n")[2])
     assert body["error"] == "body_too_large" and body["max_body_bytes"] == LIMIT
     with httpx.Client(base_url=small_server.url) as http:
-        assert http.get("/health").json()["status"] == "ok"  # still serving
+        assert http.get("/health").json()["status"] == "healthy"  # still serving
 
 
 def test_the_server_takes_a_body_of_exactly_the_limit(small_server: Any) -> None:

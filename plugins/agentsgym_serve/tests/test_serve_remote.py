@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 import agentsgym
-from agentsgym.builtin import BisectAgent
+from agentsgym_classical import BisectAgent
 from agentsgym.errors import EnvConfigError, RemoteEnvError, UntrustedRemoteEnvError
 from agentsgym_serve import RemoteEnv
 from serve_helpers import GUESS, TINY, fingerprint, served

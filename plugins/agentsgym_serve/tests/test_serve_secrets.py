@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-from agentsgym.builtin import BisectAgent
+from agentsgym_classical import BisectAgent
 from agentsgym.errors import RemoteEnvError
 from agentsgym_serve import AgentGymEnv, RemoteEnv, RetryPolicy
 from agentsgym_serve.logs import JsonFormatter, configure_json_logging

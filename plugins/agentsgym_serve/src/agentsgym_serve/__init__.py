@@ -8,6 +8,9 @@
   picks between them. The plugin registers ``http://``, ``https://`` and
   ``agentgym+http(s)://`` as env sources, so ``agentsgym.make("http://host:port")``
   and dataset rows that name a server play through :func:`connect`.
+* **OpenEnv**: with ``agentsgym-serve[openenv]``, the server also speaks OpenEnv's
+  protocol (``/ws`` sessions, ...), and :class:`OpenEnvEnv` plays any OpenEnv server
+  (``agentsgym.make("openenv+ws://host:port")``).
 * **Tests and demos**: :class:`~agentsgym_serve.model_server.OpenAICompatServer`, an
   OpenAI-compatible model server on loopback.
 
@@ -24,6 +27,8 @@ __all__ = [
     "AgentGymEnv",
     "BackgroundServer",
     "OpenAICompatServer",
+    "OpenEnvConfig",
+    "OpenEnvEnv",
     "RemoteEnv",
     "RetryPolicy",
     "ScriptedPolicy",
@@ -38,6 +43,8 @@ _LAZY = {
     "AgentGymConfig": "agentsgym_serve.agentgym_env",
     "AgentGymEnv": "agentsgym_serve.agentgym_env",
     "BackgroundServer": "agentsgym_serve.server",
+    "OpenEnvConfig": "agentsgym_serve.openenv_env",
+    "OpenEnvEnv": "agentsgym_serve.openenv_env",
     "RemoteEnv": "agentsgym_serve.remote_env",
     "RetryPolicy": "agentsgym_serve.transport",
     "SessionTable": "agentsgym_serve.sessions",
@@ -62,6 +69,7 @@ if TYPE_CHECKING:
     from agentsgym_serve.app import create_app
     from agentsgym_serve.client import connect
     from agentsgym_serve.model_server import OpenAICompatServer, ScriptedPolicy
+    from agentsgym_serve.openenv_env import OpenEnvConfig, OpenEnvEnv
     from agentsgym_serve.remote_env import RemoteEnv
     from agentsgym_serve.server import BackgroundServer
     from agentsgym_serve.sessions import SessionTable

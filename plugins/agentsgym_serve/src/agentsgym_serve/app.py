@@ -1,7 +1,8 @@
 """The env server as an ASGI app: ``create_app(env_id, ...)``.
 
 One app serves one env id (any registered id, or an allowed ``module:Class`` path)
-over AgentGym's protocol and agentsgym's own ``/agentsgym/v1`` endpoints, with an
+over AgentGym's protocol, agentsgym's own ``/agentsgym/v1`` endpoints and (with
+openenv-core installed) OpenEnv's protocol (``/ws``, ...), with an
 OpenAPI schema at ``/openapi.json``, a health check at ``/health``, an access log,
 a limit on request bodies (:class:`BodyLimitMiddleware`) and a background task that
 reaps idle sessions. Run it with ``agentsgym serve``, or with any ASGI server::
@@ -29,6 +30,7 @@ from agentsgym_serve.errors import BodyTooLarge, ServeError
 from agentsgym_serve.host import DEFAULT_MAX_ENV_CONFIGS, DEFAULT_THREADS, EnvHost
 from agentsgym_serve.logs import AccessLogMiddleware
 from agentsgym_serve.responses import SafeJSONResponse
+from agentsgym_serve.routes_agentgym import reset_step_router as agentgym_reset_step_router
 from agentsgym_serve.routes_agentgym import router as agentgym_router
 from agentsgym_serve.routes_v1 import router as v1_router
 from agentsgym_serve.schemas import PROTOCOL, ErrorReply, Health
@@ -44,7 +46,9 @@ DESCRIPTION = """\
 An agentsgym env server. AgentGym's protocol (`/create`, `/reset`, `/step`,
 `/observation`, `/close`) for AgentGym's clients, and agentsgym's own `/agentsgym/v1`
 endpoints (full task_data, chat messages, reward terms, retry-safe counters) for
-`agentsgym.RemoteEnv`. See docs/serving.md in the agentsgym repository.
+`agentsgym.RemoteEnv`, and OpenEnv's protocol (`/ws` sessions; stateless `/reset`,
+`/step`; `/state`, `/schema`, `/metadata`, `/health`) for OpenEnv's clients. See
+docs/serving.md in the agentsgym repository.
 """
 
 
@@ -68,6 +72,7 @@ def create_app(
     threads: int = DEFAULT_THREADS,
     plugins: Sequence[object] = (),
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    openenv: bool | None = None,
 ) -> FastAPI:
     """The server of one env (see the module docstring).
 
@@ -82,6 +87,9 @@ def create_app(
     :param plugins: extra plugins in every env instance's hook relay.
     :param max_body_bytes: the largest request body taken, on every route; a larger
         one is answered 413 ``body_too_large`` before it is read whole.
+    :param openenv: serve OpenEnv's protocol too (``/ws``, ``/reset``, ``/step``,
+        ``/state``, ``/schema``, ``/metadata``); ``None``: when openenv-core is
+        installed (``agentsgym-serve[openenv]``), ``True`` requires it.
     """
     if agentgym_split not in ("train", "eval"):
         raise ValueError(f"agentgym_split must be train or eval, got {agentgym_split!r}")
@@ -154,6 +162,14 @@ def create_app(
     app.add_middleware(AccessLogMiddleware)
     app.include_router(v1_router)
     app.include_router(agentgym_router)
+    openenv_router = _openenv_router(openenv)
+    if openenv_router is None:
+        app.include_router(agentgym_reset_step_router)
+    else:
+        from agentsgym_serve.openenv_service import OpenEnvService
+
+        app.state.openenv = OpenEnvService(service)
+        app.include_router(openenv_router)
 
     @app.get("/", include_in_schema=False)
     async def hello() -> Response:
@@ -163,7 +179,7 @@ def create_app(
     async def health() -> Response:
         return SafeJSONResponse(
             {
-                "status": "ok",
+                "status": "healthy",
                 "env_id": spec.id,
                 "sessions": len(table),
                 "max_sessions": table.max_sessions,
@@ -172,6 +188,27 @@ def create_app(
         )
 
     return app
+
+
+def _openenv_router(wanted: bool | None) -> Any:
+    """OpenEnv's routes, if wanted (``None``: if openenv-core is installed)."""
+    if wanted is False:
+        return None
+    try:
+        from agentsgym_serve.routes_openenv import router
+    except ImportError as exc:
+        if wanted:
+            raise ImportError(
+                "serving OpenEnv's protocol needs openenv-core: "
+                "pip install 'agentsgym-serve[openenv]'"
+            ) from exc
+        logger.info(
+            "openenv-core is not installed: OpenEnv's protocol is not served "
+            "(pip install 'agentsgym-serve[openenv]')",
+            extra={"fields": {"event": "openenv_off"}},
+        )
+        return None
+    return router
 
 
 async def _serve_error(request: Request, exc: Exception) -> Response:

@@ -66,7 +66,8 @@ def serve_command(
         True, "--access-log/--no-access-log", help="one log line per request"
     ),
 ) -> None:
-    """Serve ENV_ID over HTTP: AgentGym's protocol and agentsgym's /agentsgym/v1."""
+    """Serve ENV_ID over HTTP: AgentGym's protocol, agentsgym's /agentsgym/v1 and, with
+    openenv-core installed, OpenEnv's (/ws)."""
     if split not in ("train", "eval"):
         raise typer.BadParameter("--split must be train or eval")
     if log_level.lower() not in LOG_LEVELS:
@@ -98,9 +99,10 @@ def serve_command(
     level = getattr(logging, log_level.upper())
     configure_json_logging(level, access_log=access_log)
     url = url_of(sock)
+    openenv = ", OpenEnv's at /ws" if getattr(asgi.state, "openenv", None) else ""
     console.print(
         f"serving {escape(env_id)} on {url} (AgentGym's protocol at /, agentsgym's at "
-        f"/agentsgym/v1, OpenAPI at {url}/docs); Ctrl-C stops",
+        f"/agentsgym/v1{openenv}, OpenAPI at {url}/docs); Ctrl-C stops",
         highlight=False,
         soft_wrap=True,
     )

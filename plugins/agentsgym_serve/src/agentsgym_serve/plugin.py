@@ -27,6 +27,13 @@ def register_env_sources(register: RegisterEnvSource) -> None:
             description="a server of AgentGym's protocol (/create, /step, ...)",
             normalize="agentsgym_serve.urls:canonical_url",
         )
+    for scheme in ("ws", "wss", "http", "https"):
+        register(
+            f"openenv+{scheme}",
+            "agentsgym_serve.openenv_env:OpenEnvEnv",
+            description="an OpenEnv server (WebSocket sessions; agentsgym-serve[openenv])",
+            normalize="agentsgym_serve.openenv_env:canonical_openenv_url",
+        )
 
 
 @hookimpl

@@ -1,8 +1,10 @@
 """AgentGym's protocol, as its env servers speak it (docs/serving.md).
 
-``POST /create`` -> ``{"id"}``; ``POST /reset {"id", "data_idx"}`` and ``POST /step
-{"id", "action"}`` -> ``{"observation", "reward", "done"}``; ``GET
-/observation?id=`` -> ``{"observation"}``; ``POST /close {"id"}`` -> ``{"closed"}``.
+``POST /create`` -> ``{"id", "observation"}`` (task 0 started); ``POST /reset {"id",
+"data_idx"}`` and ``POST /step {"id", "action"}`` -> ``{"observation", "reward",
+"score", "done"}`` (``score``: the episode's rewards so far, which AgentGym's BabyAI
+client reads); ``GET /observation?id=`` -> ``{"observation"}``; ``POST /close
+{"id"}`` -> ``{"closed"}``.
 ``data_idx`` indexes the served env's dataset split (``--split``, train by default).
 Errors are JSON ``{"error", "detail"}`` with a 4xx status (AgentGym's servers answer
 200 with an ``error`` field, or crash with a 500; clients of either check for both).
@@ -28,6 +30,9 @@ from agentsgym_serve.service import EnvService
 
 TAG = "AgentGym protocol"
 router = APIRouter(tags=[TAG])
+reset_step_router = APIRouter(tags=[TAG])
+"""``/reset`` and ``/step``: served by OpenEnv's routes instead when those are on (they
+share the paths and tell the protocols apart by the body's ``id``)."""
 
 
 def _service(request: Request) -> EnvService:
@@ -44,7 +49,7 @@ async def create(request: Request) -> Response:
     return SafeJSONResponse(await _service(request).agentgym_create())
 
 
-@router.post(
+@reset_step_router.post(
     "/reset",
     response_model=AgentGymObservation,
     responses=error_responses(400, 403, 404, 410),
@@ -54,7 +59,7 @@ async def reset(body: AgentGymReset, request: Request) -> Response:
     return SafeJSONResponse(await _service(request).agentgym_reset(body))
 
 
-@router.post(
+@reset_step_router.post(
     "/step",
     response_model=AgentGymObservation,
     responses=error_responses(400, 403, 404, 409, 410),

@@ -26,7 +26,7 @@ MAX_ID_TEXT = 256
 MAX_ERROR_TEXT = 10_000
 
 
-def _integral_float_to_int(value: object) -> object:
+def integral_float_to_int(value: object) -> object:
     # JSON Schema's "integer" admits 3.0 (and JSON encoders in other languages write it),
     # while strict pydantic would refuse it; true, "3" and 3.5 still are refused.
     if isinstance(value, float) and value.is_integer():
@@ -34,7 +34,7 @@ def _integral_float_to_int(value: object) -> object:
     return value
 
 
-JsonInt = Annotated[int, BeforeValidator(_integral_float_to_int)]
+JsonInt = Annotated[int, BeforeValidator(integral_float_to_int)]
 """An integer as JSON Schema defines it: 3 and 3.0, never true or "3"."""
 
 
@@ -82,6 +82,13 @@ class AgentGymCreated(BaseModel):
         description="the new instance's id: never reused, and drawn afresh (a random "
         "base) each time the server starts, so an id from before a restart is unknown"
     )
+    observation: str = Field(
+        description="the first observation of task 0 of the split, which the instance "
+        "starts on (AgentGym's TextCraft client reads it); empty for an env without that split"
+    )
+    reward: float = 0.0
+    score: float = 0.0
+    done: bool = False
 
 
 class AgentGymReset(_Body):
@@ -106,6 +113,10 @@ class AgentGymObservation(BaseModel):
     reward: float = Field(
         description="the step's whole reward: env reward, shaping terms and, on the last "
         "step, the end-of-episode terms"
+    )
+    score: float = Field(
+        description="the episode's rewards so far, this step's included (0 after a reset); "
+        "AgentGym's BabyAI client reads it"
     )
     done: bool = Field(description="the episode is over (the env said so, or the step limit)")
 
@@ -270,7 +281,9 @@ class SessionState(BaseModel):
 
 
 class Health(BaseModel):
-    status: Literal["ok"] = "ok"
+    """OpenEnv's ``HealthResponse`` (``status: healthy``), with the server's load."""
+
+    status: Literal["healthy"] = "healthy"
     env_id: str
     sessions: int
     max_sessions: int

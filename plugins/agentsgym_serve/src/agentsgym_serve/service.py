@@ -104,6 +104,7 @@ class EnvService:
         session.done = session.truncated = session.finished = False
         session.failed = None
         session.messages, session.observation = [], ""
+        session.score = 0.0
         session.last_step = session.last_finish = None
         started: list[Any] = []
         try:
@@ -174,15 +175,37 @@ class EnvService:
         closed = self.table.close(session, reason)
         if closed:
             _log("session_closed", id=session.id, reason=reason, sessions=len(self.table))
+            if session.on_close is not None:  # an OpenEnv connection: it is told why
+                session.on_close(reason)
         return closed
 
     # ------------------------------------------------------------------ AgentGym
     async def agentgym_create(self) -> dict[str, Any]:
+        """A new instance, with the first task of the split started (as the seed design
+        and AgentGym's TextCraft server do): its observation comes with the id. An env
+        without that split starts nothing and answers an empty observation."""
         hosted = self.host.default
         session, _ = self.table.create("agentgym", hosted.key)
         session.hosted = hosted
         _log("session_created", id=session.id, protocol="agentgym", sessions=len(self.table))
-        return {"id": session.id}
+        async with self._use(session):
+            try:
+                tasks = await self.host.tasks(hosted, self.agentgym_split)
+            except NoTask:
+                tasks = []
+            if tasks:
+                try:
+                    await self._start_episode(session, 1, tasks[0], f"agentgym-{session.id}")
+                except EnvFailure as exc:
+                    await self._close(session, f"its first episode failed: {exc.detail}")
+                    raise
+        return {
+            "id": session.id,
+            "observation": session.observation,
+            "reward": 0.0,
+            "score": 0.0,
+            "done": False,
+        }
 
     async def agentgym_reset(self, body: AgentGymReset) -> dict[str, Any]:
         session = self.table.get(body.id)
@@ -200,7 +223,7 @@ class EnvService:
             reply = await self._start_episode(
                 session, session.episode + 1, tasks[body.data_idx], f"agentgym-{session.id}"
             )
-        return {"observation": reply["observation"], "reward": 0.0, "done": False}
+        return {"observation": reply["observation"], "reward": 0.0, "score": 0.0, "done": False}
 
     async def agentgym_step(self, body: AgentGymStep) -> dict[str, Any]:
         session = self.table.get(body.id)
@@ -212,7 +235,13 @@ class EnvService:
             if over:
                 finish = await self._end_episode(session, truncated=outcome.truncated, error=None)
                 reward += sum(finish.values())
-        return {"observation": session.observation, "reward": reward, "done": over}
+            session.score += reward
+        return {
+            "observation": session.observation,
+            "reward": reward,
+            "score": session.score,
+            "done": over,
+        }
 
     def agentgym_observation(self, session_id: int) -> dict[str, Any]:
         session = self.table.get(session_id)

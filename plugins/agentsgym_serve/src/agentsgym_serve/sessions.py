@@ -43,7 +43,7 @@ from agentsgym_serve.errors import (
     WrongProtocol,
 )
 
-Origin = Literal["agentgym", "agentsgym"]
+Origin = Literal["agentgym", "agentsgym", "openenv"]
 DEFAULT_MAX_SESSIONS = 1024
 DEFAULT_IDLE_TIMEOUT = 600.0
 DEFAULT_TOMBSTONES = 65_536
@@ -86,6 +86,7 @@ class Session:
     last_used: float
     request_id: str | None = None
     hosted: Any = None  # the HostedEnv this session plays
+    on_close: Callable[[str], None] | None = None  # told the reason when the server closes it
     created_reply: dict[str, Any] | None = None
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     active: int = 0  # calls running or waiting for the lock: never reaped while > 0
@@ -100,6 +101,7 @@ class Session:
     failed: str | None = None
     messages: list[dict[str, str]] = field(default_factory=list)
     observation: str = ""
+    score: float = 0.0  # the episode's rewards so far (AgentGym's `score`)
     # the last reply of each kind, for retries: (episode, step, action, reply)
     last_reset: tuple[int, dict[str, Any]] | None = None
     last_step: tuple[int, int, str, dict[str, Any]] | None = None
@@ -221,6 +223,11 @@ class SessionTable:
                     raise WrongProtocol(
                         f"session {session_id} was created through /agentsgym/v1 and is "
                         "reached only there, with its token"
+                    )
+                if session.origin == "openenv":
+                    raise WrongProtocol(
+                        f"session {session_id} is an OpenEnv WebSocket session (/ws) and is "
+                        "reached only over its connection"
                     )
                 return session
             if _same_token(session.token, token):

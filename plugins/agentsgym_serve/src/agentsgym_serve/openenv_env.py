@@ -1,0 +1,301 @@
+"""OpenEnvEnv: any OpenEnv server played as an agentsgym env.
+
+``agentsgym.make("openenv+ws://host:port")`` (or ``openenv+http://``, ``+https://``,
+``+wss://``) gives an :class:`OpenEnvEnv`. Each episode holds one WebSocket session
+(openenv-core's own ``GenericEnvClient``): the reset opens it, the steps go over it,
+``finish_episode`` closes it. The runner tokenizes, assigns per-token rewards and
+checks the token stream, as for every env; the server sends observations, reward
+and done, mapped by env_config (:class:`OpenEnvConfig`):
+
+* **reset**: the task's ``task_data`` is the reset's kwargs (``{"seed": 3}``, or
+  ``{"data_idx": 3}`` / ``{"task_data": {...}}`` for an ``agentsgym serve`` server),
+  over ``reset_fields``;
+* **observation -> messages**: an observation with chat ``messages`` (what
+  ``agentsgym serve`` sends) gives those messages; else ``observation_field`` names
+  the field whose value is the user message (text, or JSON of anything else); else
+  the whole observation, as JSON with sorted keys, is the user message. The
+  conversation starts with ``system_prompt`` and ``conversation_start``;
+* **action**: the agent's reply goes in the action's ``action_field`` (``message``),
+  with ``action_fields`` added;
+* **reward and done**: the reply's ``reward`` (``None`` is 0), or its increase with
+  ``reward_mode: cumulative``; ``done`` as sent. An observation that says
+  ``truncated`` (``agentsgym serve`` at its step limit) leaves the end to the
+  runner's own ``max_steps_per_episode`` (set it like the server's), so the episode
+  is recorded as truncated, as locally. The observation's ``info`` (or its other
+  fields) becomes the step's ``info``.
+
+**Faults.** Connecting, and a reset whose connection failed (nothing was played
+yet, so sending it again on a new session is the same start), are retried with
+backoff within ``retry_window_seconds``, as is a server at capacity
+(``CAPACITY_REACHED``). A step is never retried: a WebSocket session dies with its
+connection, so a dropped step fails the episode with an error saying so; a server
+error fails it with the server's message. Failed episodes are recorded
+(``batch.failed``), never dropped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import Field
+
+from agentsgym import EnvConfig, MultistepEnv, hookimpl
+from agentsgym.errors import RemoteEnvError
+from agentsgym.redaction import redact_text
+from agentsgym.types import Messages, StepResult
+from agentsgym_serve.schemas import ChatMessage
+from agentsgym_serve.transport import RetryPolicy, client_policy
+
+if TYPE_CHECKING:
+    import datasets
+
+logger = logging.getLogger("agentsgym_serve.client")
+
+OPENENV_PREFIX = "openenv+"
+_SCHEMES = {"ws": "http", "wss": "https", "http": "http", "https": "https"}
+TRUNCATED_KEY = "truncated"
+
+
+def split_openenv_url(url: str) -> str:
+    """The server's ``http(s)://`` base of an ``openenv+ws://`` (etc.) URL."""
+    from agentsgym_serve.urls import normalise_url
+
+    text = url.strip()
+    if text[: len(OPENENV_PREFIX)].lower() == OPENENV_PREFIX:
+        text = text[len(OPENENV_PREFIX) :]
+    scheme, sep, rest = text.partition("://")
+    if not sep or scheme.lower() not in _SCHEMES:
+        raise ValueError(
+            f"{url!r} is not an OpenEnv server URL; expected openenv+ws://host:port "
+            "(or openenv+wss://, openenv+http://, openenv+https://)"
+        )
+    return normalise_url(f"{_SCHEMES[scheme.lower()]}://{rest}")
+
+
+def canonical_openenv_url(url: str) -> str:
+    """The URL as an env id: ``openenv+http(s)://host:port[/path]``."""
+    return OPENENV_PREFIX + split_openenv_url(url)
+
+
+class OpenEnvConfig(EnvConfig):
+    """env_config of an :class:`OpenEnvEnv`: how to read one OpenEnv server."""
+
+    system_prompt: str | None = Field(None, description="a system message starting every episode")
+    conversation_start: list[ChatMessage] = Field(
+        default_factory=list, description="messages before the first observation"
+    )
+    observation_field: str | None = Field(
+        None,
+        description="the observation field that holds the user message (for servers whose "
+        "observations carry no chat 'messages'); unset: the whole observation as JSON",
+    )
+    action_field: str = Field(
+        "message", min_length=1, description="the action field that carries the reply"
+    )
+    action_fields: dict[str, Any] = Field(
+        default_factory=dict, description="more fields of every action"
+    )
+    reset_fields: dict[str, Any] = Field(
+        default_factory=dict, description="reset kwargs under the task's own"
+    )
+    reward_mode: Literal["step", "cumulative"] = Field(
+        "step", description="'cumulative': the reward is the score so far; its increase counts"
+    )
+    dataset_size: int | None = Field(
+        None, ge=0, description="get_train_dataset() gives tasks {seed: 0..n-1}"
+    )
+    retry_window_seconds: float | None = Field(
+        None, ge=0, description="how long connecting and resets are retried (default 60 s)"
+    )
+    message_timeout_seconds: float = Field(
+        300.0, gt=0, description="the longest wait for one reply of the server"
+    )
+
+
+@dataclass
+class OpenEnvEpisode:
+    """An episode's session on the server."""
+
+    client: Any
+    prompt: Messages
+    prompt_step: int = 0
+    score: float = 0.0
+    observation: dict[str, Any] = field(default_factory=dict)
+
+
+class OpenEnvEnv(MultistepEnv):
+    """An env on an OpenEnv server (see the module docstring).
+
+    :param url: ``openenv+ws://host:port`` (or ``+wss``, ``+http``, ``+https``).
+    :param tokenizer: as for any env.
+    :param env_config: :class:`OpenEnvConfig` keys.
+    :param retry: the retry window and backoff of connecting and resetting.
+    """
+
+    config_class = OpenEnvConfig
+    config: OpenEnvConfig
+
+    def __init__(
+        self,
+        url: str,
+        tokenizer: Any = None,
+        env_config: dict[str, Any] | None = None,
+        *,
+        plugins: Iterable[object] = (),
+        retry: RetryPolicy | None = None,
+    ) -> None:
+        super().__init__(tokenizer, env_config, plugins=plugins)
+        self.url = split_openenv_url(url)
+        self.retry = client_policy(retry, self.config.retry_window_seconds)
+        start: Messages = []
+        if self.config.system_prompt is not None:
+            start.append({"role": "system", "content": self.config.system_prompt})
+        start += [m.model_dump() for m in self.config.conversation_start]  # type: ignore[misc]
+        self._start = start
+
+    @property
+    def env_id(self) -> str:
+        if self.spec is not None and "://" not in self.spec.id:
+            return self.spec.id
+        return redact_text(OPENENV_PREFIX + self.url)
+
+    # ------------------------------------------------------------------ calls
+    def _client(self) -> Any:
+        from openenv.core import GenericEnvClient
+
+        return GenericEnvClient(
+            base_url=self.url,
+            connect_timeout_s=self.retry.connect_timeout,
+            message_timeout_s=self.config.message_timeout_seconds,
+        )
+
+    async def _open_and_reset(self, kwargs: dict[str, Any]) -> tuple[Any, Any]:
+        """A connected client and its reset's result, retried while that is safe."""
+        deadline = time.monotonic() + self.retry.retry_window
+        attempt = 0
+        while True:
+            attempt += 1
+            client = self._client()
+            try:
+                await client.connect()
+                return client, await client.reset(**kwargs)
+            except Exception as exc:  # noqa: BLE001 (sorted below: retried or raised)
+                await _quietly_close(client)
+                retry = _retryable_reset(exc)
+                out_of_time = time.monotonic() >= deadline or (
+                    self.retry.max_attempts is not None and attempt >= self.retry.max_attempts
+                )
+                if not retry or out_of_time:
+                    why = "" if not retry else f" after {attempt} attempts (retry window)"
+                    raise RemoteEnvError(
+                        f"reset on OpenEnv server {redact_text(self.url)} failed{why}: "
+                        f"{type(exc).__name__}: {redact_text(str(exc))[:1000]}"
+                    ) from None
+                logger.info("OpenEnv reset on %s failed, retrying: %s", self.url, exc)
+                await asyncio.sleep(self.retry.delay(attempt))
+
+    # ------------------------------------------------------------------ hooks
+    @hookimpl
+    async def initialize_episode(self, task_data: dict[str, Any]) -> OpenEnvEpisode:
+        kwargs = {**self.config.reset_fields, **task_data}
+        client, result = await self._open_and_reset(kwargs)
+        observation = _as_dict(result.observation)
+        score = _reward(result.reward)
+        prompt = [*self._start, *self._messages(observation)]
+        return OpenEnvEpisode(client, prompt, score=score, observation=observation)
+
+    @hookimpl
+    def format_prompt(self, state: OpenEnvEpisode, step: int) -> Messages:
+        if state.prompt_step != step:
+            raise RemoteEnvError(
+                f"the runner asked for the prompt of step {step}, but the session last "
+                f"observed step {state.prompt_step}"
+            )
+        return [dict(m) for m in state.prompt]  # type: ignore[misc]
+
+    @hookimpl
+    async def step_episode(self, state: OpenEnvEpisode, action: str, step: int) -> StepResult:
+        payload = {**self.config.action_fields, self.config.action_field: action}
+        try:
+            result = await state.client.step(payload)
+        except Exception as exc:  # noqa: BLE001 (never retried: see the module docstring)
+            await _quietly_close(state.client)
+            dropped = "server error" if isinstance(exc, RuntimeError) else "connection failed"
+            raise RemoteEnvError(
+                f"step {step} on OpenEnv server {redact_text(self.url)} failed ({dropped}; a "
+                f"step is not sent twice): {type(exc).__name__}: {redact_text(str(exc))[:1000]}"
+            ) from None
+        observation = _as_dict(result.observation)
+        value = _reward(result.reward)
+        if self.config.reward_mode == "cumulative":
+            reward, state.score = value - state.score, value
+        else:
+            reward = value
+        done = bool(result.done) and not observation.get(TRUNCATED_KEY, False)
+        info = observation.get("info")
+        if not isinstance(info, dict):
+            info = {k: v for k, v in observation.items() if k not in ("messages",)}
+        state.prompt = self._messages(observation)
+        state.prompt_step = step + 1
+        state.observation = observation
+        return StepResult(state, reward, done, dict(info))
+
+    @hookimpl
+    async def finish_episode(self, state: OpenEnvEpisode | None) -> None:
+        if state is not None:
+            await _quietly_close(state.client)
+
+    def _messages(self, observation: dict[str, Any]) -> Messages:
+        name = self.config.observation_field
+        if name is None and isinstance(observation.get("messages"), list):
+            return [
+                {"role": str(m["role"]), "content": str(m["content"])}
+                for m in observation["messages"]
+            ]
+        value: Any = observation if name is None else observation.get(name, "")
+        text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+        return [{"role": "user", "content": text}]
+
+    # ------------------------------------------------------------------ datasets
+    def get_train_dataset(self) -> datasets.Dataset:
+        """Tasks ``{"seed": 0..dataset_size-1}``, as rows that name this server."""
+        if self.config.dataset_size is None:
+            raise NotImplementedError(
+                "an OpenEnv server does not list its tasks; set dataset_size in env_config"
+            )
+        return self.make_dataset({"seed": i} for i in range(self.config.dataset_size))
+
+
+def _retryable_reset(exc: Exception) -> bool:
+    """A failed connect or reset that may be sent again (nothing was played yet)."""
+    if isinstance(exc, RuntimeError):  # the server answered an error
+        return "CAPACITY_REACHED" in str(exc)
+    return isinstance(exc, (ConnectionError, OSError, asyncio.TimeoutError)) or (
+        type(exc).__module__.startswith("websockets")
+    )
+
+
+async def _quietly_close(client: Any) -> None:
+    try:
+        await client.close()
+    except Exception as exc:  # noqa: BLE001 (the episode's outcome stands)
+        logger.debug("closing an OpenEnv session failed: %s", exc)
+
+
+def _as_dict(observation: Any) -> dict[str, Any]:
+    return observation if isinstance(observation, dict) else {"observation": observation}
+
+
+def _reward(value: Any) -> float:
+    if value is None:
+        return 0.0
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise RemoteEnvError(f"the server sent a non-numeric reward: {value!r}") from None

@@ -1,0 +1,79 @@
+"""The action, observation and state of an agentsgym env in OpenEnv's protocol.
+
+They subclass openenv-core's own pydantic models (``openenv.core.env_server.types``),
+so ``GET /schema`` publishes what openenv's clients and tools expect, and an
+openenv-core client may parse replies with them:
+
+* :class:`AgentsgymAction`: ``{"message": str}``, the agent's reply text (OpenEnv's
+  text envs call it ``message`` too), optionally with the sampled ``token_ids`` and
+  ``truncated`` (the reply was cut at the length limit);
+* :class:`AgentsgymObservation`: the new chat ``messages`` (the episode's first prompt
+  after a reset, the next prompt after a step, empty once the episode is over), the
+  same as one ``text``, the env's own ``step_reward``, its ``reward_terms``
+  (``reward_shaping``) and, on an episode's last step, its ``finish_terms``
+  (``finish_episode``), ``truncated`` (the step limit ended it), the step's ``info``,
+  and the ``episode``/``step`` counters. The protocol's ``reward`` is the step's whole
+  reward (``step_reward`` + the terms), and ``done`` says the episode is over;
+* :class:`AgentsgymState`: the episode as the agent saw it.
+
+openenv-core is the optional dependency ``agentsgym-serve[openenv]``; importing this
+module without it raises :class:`ImportError` saying so.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+try:
+    from openenv.core.env_server.types import Action, Observation, State
+except ImportError as exc:  # pragma: no cover (the extra is installed in the tests)
+    raise ImportError(
+        "OpenEnv's protocol needs openenv-core: pip install 'agentsgym-serve[openenv]'"
+    ) from exc
+
+__all__ = ["AgentsgymAction", "AgentsgymObservation", "AgentsgymState"]
+
+
+class AgentsgymAction(Action):
+    """One agent reply."""
+
+    message: str = Field(description="the agent's reply text, exactly as generated")
+    token_ids: list[int] | None = Field(None, description="the sampled token ids, if any")
+    truncated: bool = Field(False, description="the reply was cut at the length limit")
+
+
+class AgentsgymObservation(Observation):
+    """What a reset or a step returns (``reward`` and ``done`` travel beside it)."""
+
+    messages: list[dict[str, str]] = Field(
+        default_factory=list,
+        description="chat messages ({role, content}): the first prompt after a reset (a "
+        "system message included), the next prompt after a step; empty once over",
+    )
+    text: str = Field("", description="the messages' contents joined by blank lines")
+    step_reward: float = Field(0.0, description="the env's step reward, without the terms")
+    reward_terms: dict[str, float] = Field(
+        default_factory=dict, description="reward_shaping terms of this step, by name"
+    )
+    finish_terms: dict[str, float] = Field(
+        default_factory=dict,
+        description="finish_episode terms, on the step that ended the episode",
+    )
+    truncated: bool = Field(False, description="the step limit ended the episode")
+    info: dict[str, Any] = Field(default_factory=dict, description="the step's info")
+    episode: int = Field(0, description="the episode's number in this session, from 1")
+    step: int = Field(0, description="actions applied in this episode")
+
+
+class AgentsgymState(State):
+    """The session's current episode (``episode_id`` is the id the env's hooks see)."""
+
+    env_id: str = Field("", description="the served env's id")
+    episode: int = Field(0, description="the episode's number in this session (0: none yet)")
+    done: bool = Field(False, description="the episode is over")
+    truncated: bool = Field(False, description="the step limit ended it")
+    messages: list[dict[str, str]] = Field(
+        default_factory=list, description="the whole conversation of this episode"
+    )

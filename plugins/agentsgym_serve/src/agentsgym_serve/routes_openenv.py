@@ -1,0 +1,311 @@
+"""OpenEnv's protocol, as openenv-core 0.3.0 serves it (docs/serving.md).
+
+* ``WS /ws``: one session per connection. The client sends ``{"type": "reset",
+  "data": {...}}``, ``{"type": "step", "data": action}``, ``{"type": "state"}`` or
+  ``{"type": "close"}``; the server answers ``{"type": "observation", "data":
+  {"observation", "reward", "done"}}``, ``{"type": "state", "data": state}`` or
+  ``{"type": "error", "data": {"message", "code"}}`` with openenv's codes
+  (``INVALID_JSON``, ``UNKNOWN_TYPE``, ``VALIDATION_ERROR``, ``EXECUTION_ERROR``,
+  ``CAPACITY_REACHED``, ``SESSION_ERROR``). A connection past ``--max-sessions`` is
+  answered ``CAPACITY_REACHED`` and closed; an idle one is closed with the reason.
+* ``POST /reset``, ``POST /step``: stateless, a fresh episode each. They share their
+  paths with AgentGym's calls; a body with an ``id`` is AgentGym's.
+* ``GET /state``, ``/schema``, ``/metadata`` (``/health`` is the app's).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from typing import Any
+
+from fastapi import APIRouter, Request, WebSocket
+from openenv.core.env_server.serialization import deserialize_action
+from openenv.core.env_server.types import (
+    EnvironmentMetadata,
+    ResetResponse,
+    SchemaResponse,
+    StepResponse,
+    WSCloseMessage,
+    WSErrorCode,
+    WSResetMessage,
+    WSStateMessage,
+    WSStepMessage,
+)
+from pydantic import BaseModel, ValidationError
+from starlette.responses import Response
+from starlette.websockets import WebSocketState
+
+from agentsgym_serve.errors import ServeError, ServerFull
+from agentsgym_serve.openenv_models import AgentsgymAction, AgentsgymObservation, AgentsgymState
+from agentsgym_serve.openenv_service import OpenEnvReset, OpenEnvService, OpenEnvStep
+from agentsgym_serve.responses import SafeJSONResponse, dump_json
+from agentsgym_serve.schemas import (
+    AgentGymObservation,
+    AgentGymReset,
+    AgentGymStep,
+    error_responses,
+)
+from agentsgym_serve.service import EnvService
+from agentsgym_serve.sessions import Session
+
+logger = logging.getLogger("agentsgym_serve")
+
+TAG = "OpenEnv protocol"
+router = APIRouter(tags=[TAG])
+MESSAGE_TYPES = "reset, step, state and close"
+CLOSE_GOING_AWAY = 1001
+HINTS = {
+    "step": 'a step\'s data is an action: {"message": str, "token_ids"?: [int], '
+    '"truncated"?: bool}',
+    "reset": "a reset's data takes seed, episode_id, task_data and data_idx (all optional)",
+    "": 'a message is {"type": "reset"|"step"|"state"|"close", "data": {...}}',
+}
+CLOSE_TRY_AGAIN_LATER = 1013
+
+
+def _openenv(request: Request | WebSocket) -> OpenEnvService:
+    return request.app.state.openenv  # type: ignore[no-any-return]
+
+
+def _service(request: Request) -> EnvService:
+    return request.app.state.service  # type: ignore[no-any-return]
+
+
+def _one_of(*models: type[BaseModel]) -> dict[str, Any]:
+    return {"anyOf": [m.model_json_schema() for m in models]}
+
+
+def _body_doc(*models: type[BaseModel]) -> dict[str, Any]:
+    schema = _one_of(*models)
+    # not required: openenv's /reset takes no body at all
+    return {"requestBody": {"required": False, "content": {"application/json": {"schema": schema}}}}
+
+
+def _reply_doc(*models: type[BaseModel]) -> dict[int | str, dict[str, Any]]:
+    ok = {200: {"content": {"application/json": {"schema": _one_of(*models)}}}}
+    return {**ok, **error_responses(400, 403, 404, 409, 410, 422, 503)}
+
+
+async def _json_body(request: Request) -> Any:
+    raw = await request.body()
+    if not raw.strip():
+        return {}
+    try:
+        return json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise _Invalid([{"loc": ["body"], "msg": f"invalid JSON: {exc}", "type": "json_invalid"}])
+
+
+class _Invalid(Exception):
+    def __init__(self, errors: list[Any]) -> None:
+        self.errors = errors
+
+
+def _invalid(errors: list[Any]) -> Response:
+    return SafeJSONResponse({"detail": errors}, status_code=422)
+
+
+def _in_body(exc: ValidationError) -> list[Any]:
+    """The errors as FastAPI words a body's: each ``loc`` starts with ``body``."""
+    return [{**e, "loc": ["body", *e["loc"]]} for e in exc.errors(include_url=False)]
+
+
+def _not_an_object(body: Any) -> Response:
+    return _invalid([{"loc": ["body"], "msg": "the body must be a JSON object", "type": "dict_type",
+                      "input": body}])  # fmt: skip
+
+
+@router.post(
+    "/reset",
+    openapi_extra=_body_doc(AgentGymReset, OpenEnvReset),
+    responses=_reply_doc(AgentGymObservation, ResetResponse),
+    summary="Reset: AgentGym's (a body with an id) or OpenEnv's (a fresh episode)",
+)
+async def reset(request: Request) -> Response:
+    try:
+        body = await _json_body(request)
+        if not isinstance(body, dict):
+            return _not_an_object(body)
+        if "id" in body:
+            return SafeJSONResponse(
+                await _service(request).agentgym_reset(AgentGymReset.model_validate(body))
+            )
+        params = OpenEnvReset.model_validate(body)
+    except _Invalid as exc:
+        return _invalid(exc.errors)
+    except ValidationError as exc:
+        return _invalid(_in_body(exc))
+    return SafeJSONResponse(await _openenv(request).stateless(params))
+
+
+@router.post(
+    "/step",
+    openapi_extra=_body_doc(AgentGymStep, OpenEnvStep),
+    responses=_reply_doc(AgentGymObservation, StepResponse),
+    summary="Step: AgentGym's (a body with an id) or OpenEnv's (one action on a fresh episode)",
+)
+async def step(request: Request) -> Response:
+    try:
+        body = await _json_body(request)
+        if not isinstance(body, dict):
+            return _not_an_object(body)
+        if "id" in body:
+            return SafeJSONResponse(
+                await _service(request).agentgym_step(AgentGymStep.model_validate(body))
+            )
+        params = OpenEnvStep.model_validate(body)
+        action = deserialize_action(params.action, AgentsgymAction)
+    except _Invalid as exc:
+        return _invalid(exc.errors)
+    except ValidationError as exc:
+        return _invalid(_in_body(exc))
+    task = OpenEnvReset.model_validate(params.model_dump(include=set(OpenEnvReset.model_fields)))
+    return SafeJSONResponse(await _openenv(request).stateless(task, action))
+
+
+@router.get("/state", response_model=AgentsgymState, summary="The state of a fresh env")
+async def state(request: Request) -> Response:
+    return SafeJSONResponse(_openenv(request).state(None))
+
+
+@router.get(
+    "/schema", response_model=SchemaResponse, summary="Action, observation and state schemas"
+)
+async def schema() -> Response:
+    return SafeJSONResponse(
+        {
+            "action": AgentsgymAction.model_json_schema(),
+            "observation": AgentsgymObservation.model_json_schema(),
+            "state": AgentsgymState.model_json_schema(),
+        }
+    )
+
+
+@router.get("/metadata", response_model=EnvironmentMetadata, summary="What env this is")
+async def metadata(request: Request) -> Response:
+    spec = _service(request).host.spec
+    return SafeJSONResponse(
+        {
+            "name": spec.id,
+            "description": spec.description or f"{spec.id}, served by agentsgym",
+            "readme_content": None,
+            "version": spec.version,
+            "author": spec.distribution,
+            "documentation_url": None,
+        }
+    )
+
+
+# ---------------------------------------------------------------------- WebSocket
+def _error(message: str, code: WSErrorCode, **extra: Any) -> dict[str, Any]:
+    return {"type": "error", "data": {"message": message, "code": code.value, **extra}}
+
+
+async def _answer(openenv: OpenEnvService, session: Session, text: str) -> dict[str, Any] | None:
+    """The reply to one message (None: the client closes the session)."""
+    try:
+        message = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return _error(
+            f"Invalid JSON: {exc}; send one JSON object per message, "
+            '{"type": "reset"|"step"|"state"|"close", "data": {...}}',
+            WSErrorCode.INVALID_JSON,
+        )
+    if not isinstance(message, dict):
+        return _error(
+            'a message is a JSON object {"type": ..., "data": ...}', WSErrorCode.VALIDATION_ERROR
+        )
+    kind = message.get("type", "")
+    try:
+        if kind == "step":
+            data = WSStepMessage.model_validate(message).data
+            payload = await openenv.step(session, deserialize_action(data, AgentsgymAction))
+            return {"type": "observation", "data": payload}
+        if kind == "reset":
+            data = WSResetMessage.model_validate(message).data
+            payload = await openenv.reset(session, OpenEnvReset.model_validate(data))
+            return {"type": "observation", "data": payload}
+        if kind == "state":
+            WSStateMessage.model_validate(message)
+            return {"type": "state", "data": openenv.state(session)}
+        if kind == "close":
+            WSCloseMessage.model_validate(message)
+            return None
+    except ValidationError as exc:
+        return _error(
+            f"Invalid message: {exc}; {HINTS.get(kind, HINTS[''])}",
+            WSErrorCode.VALIDATION_ERROR,
+            errors=exc.errors(include_url=False),
+        )
+    except ServeError as exc:
+        return _error(exc.detail, WSErrorCode.EXECUTION_ERROR, error=exc.code)
+    return _error(
+        f"Unknown message type: {kind!r}; this server takes {MESSAGE_TYPES}",
+        WSErrorCode.UNKNOWN_TYPE,
+    )
+
+
+async def _send(websocket: WebSocket, reply: dict[str, Any]) -> None:
+    await websocket.send_text(dump_json(reply).decode("ascii"))
+
+
+@router.websocket("/ws")
+async def ws(websocket: WebSocket) -> None:
+    openenv = _openenv(websocket)
+    await websocket.accept()
+    try:
+        session = openenv.open()
+    except ServerFull as exc:
+        await _send(websocket, _error(exc.detail, WSErrorCode.CAPACITY_REACHED,
+                                      active_sessions=exc.extra.get("sessions"),
+                                      max_sessions=exc.extra.get("max_sessions")))  # fmt: skip
+        await websocket.close(code=CLOSE_TRY_AGAIN_LATER, reason="server at capacity")
+        return
+    except ServeError as exc:
+        await _send(websocket, _error(exc.detail, WSErrorCode.SESSION_ERROR, error=exc.code))
+        await websocket.close(code=CLOSE_TRY_AGAIN_LATER)
+        return
+    ending = "the client disconnected"
+
+    def closed_by_server(reason: str) -> None:
+        # reaped (idle) or the server stops: tell the client why, then close
+        asyncio.ensure_future(_close_for(websocket, f"session closed: {reason}"))
+
+    session.on_close = closed_by_server
+    try:
+        while True:
+            message = await websocket.receive()
+            if message["type"] == "websocket.disconnect":
+                break
+            text = message.get("text")
+            if text is None:
+                try:
+                    text = (message.get("bytes") or b"").decode("utf-8")
+                except UnicodeDecodeError:
+                    text = ""
+            reply = await _answer(openenv, session, text)
+            if reply is None:
+                ending = "closed by the client"
+                break
+            await _send(websocket, reply)
+    except Exception as exc:  # noqa: BLE001 (a broken connection ends its session)
+        ending = f"the connection failed: {type(exc).__name__}: {exc}"
+    finally:
+        session.on_close = None
+        await openenv.close(session, ending)
+        if websocket.application_state != WebSocketState.DISCONNECTED:
+            with contextlib.suppress(Exception):
+                await websocket.close()
+
+
+async def _close_for(websocket: WebSocket, reason: str) -> None:
+    with contextlib.suppress(Exception):
+        await _send(websocket, _error(reason + "; reconnect to start a new session",
+                                      WSErrorCode.SESSION_ERROR))  # fmt: skip
+        # a close reason is at most 123 bytes
+        await websocket.close(
+            code=CLOSE_GOING_AWAY, reason=reason.encode()[:120].decode(errors="ignore")
+        )

@@ -1,0 +1,122 @@
+"""agentsgym plays OpenEnv servers: one built only with openenv-core's ``create_app``
+(its template echo env), and ``agentsgym serve`` itself over OpenEnv's protocol
+(token-exact against the local env). Faults end episodes with recorded errors."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+pytest.importorskip("openenv.core")
+
+import agentsgym
+from agentsgym_classical import BisectAgent
+from agentsgym_serve import BackgroundServer, OpenEnvEnv
+from openenv_echo import MAX_STEPS, echo_app
+from serve_helpers import GUESS, TINY, fingerprint, served
+
+pytestmark = pytest.mark.timeout(180)
+
+
+class Shout:
+    """A scripted agent: its replies' lengths are known, so are the rewards."""
+
+    def get_action(self, messages: list[dict[str, str]], state: Any) -> tuple[str, Any]:
+        return "hello" * (1 + len(messages) // 2), state
+
+
+def openenv_url(http_url: str) -> str:
+    return "openenv+" + http_url.replace("http://", "ws://")
+
+
+def test_an_openenv_create_app_server_plays_as_an_env() -> None:
+    with BackgroundServer(echo_app()) as server:
+        env = agentsgym.make(
+            openenv_url(server.url),
+            tokenizer=TINY,
+            env_config={"system_prompt": "Echo.", "observation_field": "echoed_message",
+                        "max_steps_per_episode": 10},
+        )  # fmt: skip
+        assert isinstance(env, OpenEnvEnv)
+        assert env.env_id == f"openenv+{server.url}"
+        batch = env.run_trial([{"seed": 1}, {"seed": 2}], Shout(), num_rollouts=2)
+    episodes = [e for g in batch.groups for e in g.episodes]
+    assert all(e.ok for e in episodes) and len(episodes) == 4
+    episode = batch.groups[1].episodes[0]
+    assert episode.messages[:2] == [
+        {"role": "system", "content": "Echo."},
+        {"role": "user", "content": "Echo environment ready! (seed 2)"},
+    ]
+    replies = [m["content"] for m in episode.messages if m["role"] == "assistant"]
+    assert len(replies) == MAX_STEPS  # done came from the server
+    assert [s.reward for s in episode.steps] == [pytest.approx(len(r) * 0.1) for r in replies]
+    assert episode.messages[3] == {"role": "user", "content": replies[0]}  # the echo
+    assert episode.steps[0].info["message_length"] == len(replies[0])
+    assert episode.tokenized and sum(episode.agent_token_mask) == episode.num_agent_tokens
+
+
+def test_the_whole_observation_is_the_message_without_a_field() -> None:
+    with BackgroundServer(echo_app()) as server:
+        env = OpenEnvEnv(openenv_url(server.url), env_config={"max_steps_per_episode": 10})
+        episode = env.run_trial([{"seed": 5}], Shout()).groups[0].episodes[0]
+    assert episode.ok
+    assert episode.messages[0]["content"] == (
+        '{"echoed_message": "Echo environment ready! (seed 5)", "message_length": 0}'
+    )
+
+
+def test_agentsgym_serve_over_openenv_is_token_exact() -> None:
+    tasks = [{"task_data": {"seed": 2 * i}} for i in range(8)]
+    config = {"max_steps_per_episode": 4}  # some episodes end at the step limit
+    with served(GUESS, config) as server:
+        env = agentsgym.make(openenv_url(server.url), tokenizer=TINY, env_config=config)
+        remote = env.run_trial(tasks, BisectAgent(), num_rollouts=2)
+        assert len(server.service.table) == 0
+    local = agentsgym.make(GUESS, tokenizer=TINY, env_config=config).run_trial(
+        [t["task_data"] for t in tasks], BisectAgent(), num_rollouts=2
+    )
+    assert any(e.truncated for g in local.groups for e in g.episodes)
+
+    strip = {"env_id", "task_data", "step_infos"}
+    remote_rows = _without(fingerprint(remote), strip)
+    local_rows = _without(fingerprint(local), strip)
+    assert remote_rows == local_rows  # token ids, masks, per-token rewards, messages
+
+
+def _without(rows: list[str], keys: set[str]) -> list[str]:
+    import json
+
+    out = []
+    for row in rows:
+        value = json.loads(row)
+        if isinstance(value, dict):
+            for key in keys:
+                value.pop(key, None)
+        out.append(json.dumps(value, sort_keys=True))
+    return out
+
+
+def test_a_full_server_is_waited_for_and_faults_are_recorded() -> None:
+    with BackgroundServer(echo_app(max_concurrent_envs=1)) as server:
+        env = OpenEnvEnv(
+            openenv_url(server.url),
+            env_config={"observation_field": "echoed_message", "max_steps_per_episode": 10},
+        )
+        # four episodes at once on a server of one session: the resets that find it
+        # full (CAPACITY_REACHED) are retried until a session frees
+        batch = env.run_trial([{"seed": i} for i in range(4)], Shout())
+        assert all(g.episodes[0].ok for g in batch.groups)
+        url = server.url
+    # the server is gone: connecting is retried for the retry window, then recorded
+    gone = OpenEnvEnv(openenv_url(url), env_config={"retry_window_seconds": 0.5})
+    [failed] = gone.run_trial([{"seed": 1}], Shout()).groups[0].failed
+    assert "reset on OpenEnv server" in failed.error and "attempts" in failed.error
+
+
+def test_a_step_that_fails_on_the_server_fails_its_episode() -> None:
+    with served(GUESS) as server:
+        env = OpenEnvEnv(openenv_url(server.url), env_config={"action_field": "text"})
+        batch = env.run_trial([{"data_idx": 0}], BisectAgent())
+    [failed] = batch.groups[0].failed
+    assert "step 0 on OpenEnv server" in failed.error and "VALIDATION_ERROR" in failed.error
