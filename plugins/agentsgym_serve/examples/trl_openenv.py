@@ -25,6 +25,7 @@ template are used), and train on a GPU with ``bf16``.
 from __future__ import annotations
 
 import argparse
+import copy
 import logging
 from typing import Any, ClassVar
 
@@ -89,7 +90,8 @@ def tiny_model_and_tokenizer() -> tuple[Any, Any]:
     from agentsgym import DEFAULT_TOKENIZER, load_tokenizer
     from agentsgym_trl.tiny_model import build_tiny_model
 
-    tokenizer = load_tokenizer(DEFAULT_TOKENIZER)
+    # a copy: the bundled tokenizer is shared by everything in this process
+    tokenizer = copy.copy(load_tokenizer(DEFAULT_TOKENIZER))
     tokenizer.chat_template = qwen2_5_chat_template
     return build_tiny_model(tokenizer, seed=0), tokenizer
 

@@ -64,6 +64,7 @@ HINTS = {
     "": 'a message is {"type": "reset"|"step"|"state"|"close", "data": {...}}',
 }
 CLOSE_TRY_AGAIN_LATER = 1013
+FIRST_MESSAGE_WAIT_SECONDS = 10.0
 
 
 def _openenv(request: Request | WebSocket) -> OpenEnvService:
@@ -259,12 +260,14 @@ async def ws(websocket: WebSocket) -> None:
     try:
         session = openenv.open()
     except ServerFull as exc:
+        await _first_message(websocket)
         await _send(websocket, _error(exc.detail, WSErrorCode.CAPACITY_REACHED,
                                       active_sessions=exc.extra.get("sessions"),
                                       max_sessions=exc.extra.get("max_sessions")))  # fmt: skip
         await websocket.close(code=CLOSE_TRY_AGAIN_LATER, reason="server at capacity")
         return
     except ServeError as exc:
+        await _first_message(websocket)
         await _send(websocket, _error(exc.detail, WSErrorCode.SESSION_ERROR, error=exc.code))
         await websocket.close(code=CLOSE_TRY_AGAIN_LATER)
         return
@@ -299,6 +302,13 @@ async def ws(websocket: WebSocket) -> None:
         if websocket.application_state != WebSocketState.DISCONNECTED:
             with contextlib.suppress(Exception):
                 await websocket.close()
+
+
+async def _first_message(websocket: WebSocket) -> None:
+    """Wait (a little) for the client's first message, so that a refusal is read as its
+    reply: sent at once, it races the client's send against the close, and is lost."""
+    with contextlib.suppress(Exception):
+        await asyncio.wait_for(websocket.receive(), FIRST_MESSAGE_WAIT_SECONDS)
 
 
 async def _close_for(websocket: WebSocket, reason: str) -> None:
