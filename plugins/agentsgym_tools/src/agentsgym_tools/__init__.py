@@ -9,13 +9,17 @@ core tokenizes as deltas, token-exact. See docs/tools.md.
 from agentsgym_tools.agent import ScriptedToolAgent, ToolCalls, Turn
 from agentsgym_tools.env import ToolEnv, ToolEnvConfig, ToolLike
 from agentsgym_tools.errors import ToolDeclarationError
+from agentsgym_tools.mcp_tools import MCPToolError, MCPTools
 from agentsgym_tools.parsing import HERMES_TEMPLATE, ParsedReply, ToolCallParser
 from agentsgym_tools.runner import ToolRunner, tool_message
 from agentsgym_tools.tool import Tool, as_tools, tool
 from agentsgym_tools.toolbox import Toolbox
+from agentsgym_tools.trl_environment import trl_environment
 
 __all__ = [
     "HERMES_TEMPLATE",
+    "MCPToolError",
+    "MCPTools",
     "ParsedReply",
     "ScriptedToolAgent",
     "Tool",
@@ -31,5 +35,6 @@ __all__ = [
     "as_tools",
     "tool",
     "tool_message",
+    "trl_environment",
 ]
 __version__ = "0.1.0"
