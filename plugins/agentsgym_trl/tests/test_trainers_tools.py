@@ -107,3 +107,27 @@ def test_credit_reaches_the_calls_of_the_rollout_that_answered_right() -> None:
         signs = torch.sign(out[index][mask]).unique().tolist()
         # every agent token of a rollout, its calls too, carries that rollout's advantage
         assert signs == [1.0 if episode.final_reward == 1.0 else -1.0]
+
+
+def test_the_transformers_agent_is_conditioned_on_the_tools_block() -> None:
+    from agentsgym_trl import TransformersAgent
+
+    tokenizer = agentsgym.load_tokenizer(agentsgym.DEFAULT_TOKENIZER)
+    env = agentsgym.make(CALCULATOR, tokenizer=tokenizer, env_config={"max_steps_per_episode": 2})
+    prompts: list[list[int]] = []
+    agent = TransformersAgent(
+        build_tiny_model(tokenizer, seed=0), tokenizer=tokenizer, max_new_tokens=6, seed=0
+    )
+    original = agent.get_action
+
+    def recording(messages: Any, agent_state: Any, **kwargs: Any) -> Any:
+        prompts.append(list(kwargs["prompt_token_ids"]))
+        return original(messages, agent_state, **kwargs)
+
+    agent.get_action = recording  # type: ignore[method-assign]
+    batch = env.run_trial([{"seed": 1}, {"seed": 2}], agent, num_rollouts=1)
+    for episode in batch.episodes:
+        assert episode.ok, episode.error
+        episode.check()  # the sampled ids, verbatim, after the prompt it was given
+        assert {s.info["token_source"] for s in episode.steps} == {"sampled"}
+    assert prompts and all('"name": "multiply"' in tokenizer.decode(p) for p in prompts)
