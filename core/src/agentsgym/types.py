@@ -83,4 +83,4 @@ class EpisodeContext:
     episode_index: int
     seed: int
     step: int = 0
-    tools: tuple[dict[str, Any], ...] = ()
+    tools: tuple[dict[str, Any], ...] = field(default=(), hash=False)  # dicts: unhashable
