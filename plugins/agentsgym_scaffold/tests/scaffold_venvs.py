@@ -11,11 +11,14 @@ site-packages, which comes first on ``sys.path``; the test environment is untouc
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import os
 import site
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 OFFLINE = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
 
@@ -63,9 +66,58 @@ class ChildVenv:
             check=False, capture_output=True, text=True, env=env, timeout=300,
         )
 
+    def metadata(self, distribution: str, module: str, *, cwd: Path) -> dict[str, Any]:
+        """What the venv's python says of an installed ``distribution``: ``version``,
+        ``requires``, ``eps`` (``[group, name, value]``) and the ``file`` of ``module``."""
+        code = (
+            f"import json, importlib.metadata as m, {module}\n"
+            f"d = m.distribution({distribution!r})\n"
+            "print(json.dumps({'version': d.version, 'requires': d.requires,\n"
+            "  'eps': [(e.group, e.name, e.value) for e in d.entry_points],\n"
+            f"  'file': {module}.__file__}}))"
+        )
+        result = self.run("-c", code, cwd=cwd)
+        assert result.returncode == 0, result.stderr
+        return json.loads(result.stdout)
+
+    def passing_tests(self, package: Path) -> str:
+        """Run the tests of ``package`` with the venv's pytest; assert they pass, return
+        pytest's output."""
+        result = self.run("-m", "pytest", "-q", "-p", "no:cacheprovider", cwd=package)
+        assert result.returncode == 0, result.stdout + result.stderr
+        return result.stdout
+
     def distributions(self) -> set[str]:
         """Names of the distributions installed in the venv's own site-packages."""
         return {
             p.name.split("-")[0].replace("_", "-").lower()
             for p in self.site_packages.glob("*.dist-info")
         }
+
+
+TOOLS_CHECKOUT = Path(__file__).resolve().parents[2] / "agentsgym_tools"
+"""agentsgym-tools in this checkout: what a ``new-env --tools`` package depends on."""
+
+
+def new_env_installed(root: Path, env_name: str, *options: str) -> tuple[ChildVenv, Path]:
+    """``agentsgym new-env ENV_NAME OPTIONS`` into ``root/agentsgym-pkg``, pip-installed (not
+    editable) into the fresh venv ``root/venv``; return the venv and the package folder.
+
+    A ``--tools`` package's agentsgym-tools is this checkout's: the test environment's
+    (an editable install of it), else installed into the venv from the checkout.
+    """
+    package = root / "agentsgym-pkg"
+    written = subprocess.run(
+        [sys.executable, "-m", "agentsgym", "new-env", env_name, "--dir", str(package), *options],
+        check=False, capture_output=True, text=True,
+    )
+    assert written.returncode == 0, written.stderr
+    venv = ChildVenv(root / "venv")
+    from_checkout = "--tools" in options and not _importable("agentsgym_tools")
+    result = venv.pip_install(*([str(TOOLS_CHECKOUT)] if from_checkout else []), str(package))
+    assert result.returncode == 0, result.stdout + result.stderr
+    return venv, package
+
+
+def _importable(module: str) -> bool:
+    return importlib.util.find_spec(module) is not None

@@ -42,6 +42,14 @@ def test_new_env_writes_the_package_and_says_what_next(tmp_path: Path) -> None:
     assert (target / "src" / "agentsgym_acme" / "env.py").is_file()
 
 
+def test_new_env_tools_writes_a_tool_env(tmp_path: Path) -> None:
+    target = tmp_path / "pkg"
+    text = invoke("new-env", "acme/Maze", "--tools", "--dir", str(target))
+    assert "env acme/Maze-v0" in text
+    assert "(ToolEnv)" in (target / "src" / "agentsgym_acme" / "env.py").read_text()
+    assert "ScriptedToolAgent" in (target / "src" / "agentsgym_acme" / "agent.py").read_text()
+
+
 @pytest.mark.parametrize(
     ("name", "message"),
     [

@@ -5,15 +5,13 @@ from __future__ import annotations
 
 import ast
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from agentsgym.errors import ScaffoldError
 from agentsgym_scaffold import FILES, package_names, render_package
-from scaffold_venvs import ChildVenv
+from scaffold_venvs import ChildVenv, new_env_installed
 
 ENV_ID = "acme/Word-Guess-v0"
 
@@ -21,33 +19,14 @@ ENV_ID = "acme/Word-Guess-v0"
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[ChildVenv, Path]:
     """The scaffold, written by the CLI and pip-installed (not editable) into a fresh venv."""
-    root = tmp_path_factory.mktemp("scaffold")
-    package = root / "agentsgym-acme"
-    written = subprocess.run(
-        [sys.executable, "-m", "agentsgym", "new-env", "acme/Word-Guess", "--dir", str(package)],
-        check=False, capture_output=True, text=True,
-    )
-    assert written.returncode == 0, written.stderr
-    venv = ChildVenv(root / "venv")
-    result = venv.pip_install(str(package))
-    assert result.returncode == 0, result.stdout + result.stderr
-    return venv, package
+    return new_env_installed(tmp_path_factory.mktemp("scaffold"), "acme/Word-Guess")
 
 
 @pytest.mark.timeout(300)
 def test_the_package_installs_with_its_metadata_and_entry_point(installed) -> None:
     venv, package = installed
     assert "agentsgym-acme" in venv.distributions()
-    code = (
-        "import json, importlib.metadata as m, agentsgym_acme\n"
-        "d = m.distribution('agentsgym-acme')\n"
-        "print(json.dumps({'version': d.version, 'requires': d.requires,\n"
-        "  'eps': [(e.group, e.name, e.value) for e in d.entry_points],\n"
-        "  'file': agentsgym_acme.__file__}))"
-    )
-    result = venv.run("-c", code, cwd=package.parent)
-    assert result.returncode == 0, result.stderr
-    meta = json.loads(result.stdout)
+    meta = venv.metadata("agentsgym-acme", "agentsgym_acme", cwd=package.parent)
     assert meta["version"] == "0.1.0"
     assert any(r.startswith("agentsgym>=") for r in meta["requires"])
     assert ["agentsgym", "acme", "agentsgym_acme.plugin"] in meta["eps"]
@@ -91,9 +70,7 @@ def test_the_installed_env_passes_check_env(installed) -> None:
 @pytest.mark.timeout(300)
 def test_the_packages_own_tests_pass(installed) -> None:
     venv, package = installed
-    result = venv.run("-m", "pytest", "-q", "-p", "no:cacheprovider", cwd=package)
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "6 passed" in result.stdout
+    assert "6 passed" in venv.passing_tests(package)
 
 
 @pytest.mark.timeout(300)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from importlib.util import find_spec
 from pathlib import Path
 
 import typer
@@ -18,15 +19,20 @@ def new_env(
     directory: Path | None = typer.Option(  # noqa: B008
         None, "--dir", help="folder to write the package into (default: ./agentsgym-NAMESPACE)"
     ),
+    tools: bool = typer.Option(
+        False, "--tools",
+        help="a tool env: agentsgym-tools' ToolEnv with an example tool, and a tool-calling solver",
+    ),
 ) -> None:
     """Write an installable env package: pyproject, env with every hook, agent, datasets, tests.
 
     It passes `agentsgym check-env` and its own tests as written; replace the example
-    game in its env.py and keep the shapes.
+    game in its env.py and keep the shapes. With --tools the env declares Python
+    functions as tools the model calls (it depends on agentsgym-tools).
     """
     from agentsgym_scaffold.writer import write_package
 
-    names, root, written = write_package(name, directory)
+    names, root, written = write_package(name, directory, tools=tools)
     console.print(
         f"[bold green]wrote {names.distribution}[/] ({len(written)} files) into "
         f"{escape(str(root))}: env [bold]{escape(names.env_id)}[/], default agent "
@@ -42,3 +48,9 @@ def new_env(
         f"  pytest {escape(str(root / 'tests'))}",
         highlight=False,
     )
+    if tools and find_spec("agentsgym_tools") is None:
+        console.print(
+            f"note: {escape(names.distribution)} depends on agentsgym-tools, which is not "
+            "installed here (from a clone of agentsgym: pip install -e ./plugins/agentsgym_tools)",
+            highlight=False,
+        )

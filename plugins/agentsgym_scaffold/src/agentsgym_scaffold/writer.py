@@ -4,6 +4,11 @@ The package passes ``agentsgym check-env`` and its own tests as written; its env
 stubs every hook with a working example game, for the author to replace. The templates
 (``templates/*.tmpl``, package data of this distribution) are :class:`string.Template`
 text (``$$`` is a literal ``$``).
+
+Two kinds of package share those templates: the plain one (a ``MultistepEnv``) and, with
+``tools=True`` (``new-env --tools``), a tool env (agentsgym-tools' ``ToolEnv``). A kind
+is a :class:`Kind`: its own templates for the files that differ (``tools_*.tmpl``) and
+the words it puts into the shared ones.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from importlib import resources
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from string import Template
+from typing import NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
@@ -22,7 +28,8 @@ from agentsgym.registry import ENV_ID_PATTERN, validate_env_id
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["FILES", "PackageNames", "package_names", "render_package", "write_package"]
+__all__ = ["FILES", "KINDS", "TOOL_FILES", "Kind", "PackageNames", "package_names",
+           "render_package", "write_package"]
 
 RESERVED_NAMESPACES = frozenset({"agentsgym"})
 
@@ -39,6 +46,52 @@ FILES: dict[str, str] = {
     "tests/test_contract.py": "test_contract.py.tmpl",
     "tests/test_env.py": "test_env.py.tmpl",
 }
+
+# ``new-env --tools``: these files differ, the others are the plain package's
+TOOL_FILES: dict[str, str] = {
+    **FILES,
+    "src/${package}/env.py": "tools_env.py.tmpl",
+    "src/${package}/agent.py": "tools_agent.py.tmpl",
+    "tests/test_env.py": "tools_test_env.py.tmpl",
+}
+
+# placeholder -> template, rendered first and given to every file (text both kinds share)
+FRAGMENTS: dict[str, str] = {"hook_rules": "hook_rules.tmpl"}
+
+
+class Kind(NamedTuple):
+    """A kind of package: its files (output path -> template) and its wording of the
+    shared templates (placeholder -> text, which may use the names' placeholders)."""
+
+    files: dict[str, str]
+    wording: dict[str, str]
+
+
+KINDS: dict[str, Kind] = {
+    "plain": Kind(FILES, {
+        "new_env_options": "",
+        "dependencies": '"${agentsgym_requirement}"',
+        "game": "guess the secret word among a few candidates",
+        "summary": "Guess the secret word among a few candidates",
+        "task_draws": "candidates and the secret",
+        "env_module": "`${config_class}` (env_config keys) and `${env_class}` (every episode hook)",
+        "agent_module": "`${agent_class}`, a scripted agent seeded per rollout",
+        "agent_description": "guesses the candidates in a seeded order (option: seed=N)",
+        "hard_variant": "num_candidates=12",
+    }),
+    "tools": Kind(TOOL_FILES, {
+        "new_env_options": " --tools",
+        "dependencies": '"${agentsgym_requirement}", "${tools_requirement}"',
+        "game": "find the candidate word with the highest Scrabble score, with a tool",
+        "summary": "Find the highest-scoring word with a Scrabble tool",
+        "task_draws": "candidates",
+        "env_module": "the tool `scrabble_score`, `${config_class}` (env_config keys) and "
+        "`${env_class}` (an agentsgym-tools `ToolEnv`: its tools and episode hooks)",
+        "agent_module": "`${agent_class}`, a `ScriptedToolAgent`: calls the tool, then answers",
+        "agent_description": "calls the tool, then answers (options: tokenizer, token_out)",
+        "hard_variant": "num_candidates=8",
+    }),
+}  # fmt: skip
 
 
 class PackageNames(BaseModel):
@@ -59,6 +112,7 @@ class PackageNames(BaseModel):
     agent_name: str
     snake_name: str
     agentsgym_requirement: str
+    tools_requirement: str
 
 
 def package_names(env_name: str) -> PackageNames:
@@ -103,40 +157,54 @@ def package_names(env_name: str) -> PackageNames:
     return PackageNames(
         env_id=env_id, namespace=namespace, name=name, snake_name=snake,
         distribution=f"agentsgym-{slug.replace('_', '-')}", package=f"agentsgym_{slug}",
-        entry_point_name=slug, agentsgym_requirement=_requirement(),
+        entry_point_name=slug, agentsgym_requirement=_requirement("agentsgym"),
+        tools_requirement=_requirement("agentsgym-tools"),
         env_class=f"{prefix}Env", config_class=f"{prefix}Config",
         state_class=f"{prefix}State", agent_class=f"{prefix}Agent",
         agent_name=f"{namespace}/{snake.replace('_', '-')}-scripted",
     )
 
 
-def _requirement() -> str:
-    """``agentsgym>=X.Y``: the minor version the package was scaffolded against."""
+def _requirement(distribution: str) -> str:
+    """``NAME>=X.Y``: the minor version of ``distribution`` the package was scaffolded against."""
     try:
-        major, minor = version("agentsgym").split(".")[:2]
+        major, minor = version(distribution).split(".")[:2]
     except (PackageNotFoundError, ValueError):
-        return "agentsgym"
-    return f"agentsgym>={major}.{minor}"
+        return distribution
+    return f"{distribution}>={major}.{minor}"
 
 
-def render_package(names: PackageNames) -> dict[str, str]:
-    """The package's files: relative path -> content."""
+def render_package(names: PackageNames, *, tools: bool = False) -> dict[str, str]:
+    """The package's files: relative path -> content (``tools``: a tool env's package)."""
+    kind = KINDS["tools" if tools else "plain"]
     values = names.model_dump()
+    values.update({key: _render(text, values, key) for key, text in kind.wording.items()})
+    for key, name in FRAGMENTS.items():
+        values[key] = _render(_template(name), values, name).rstrip("\n")
+    return {
+        Template(target).substitute(values): _render(_template(template), values, template)
+        for target, template in kind.files.items()
+    }
+
+
+def _template(name: str) -> str:
     templates = resources.files(__package__).joinpath("templates")
-    files: dict[str, str] = {}
-    for target, template in FILES.items():
-        text = templates.joinpath(template).read_text(encoding="utf-8")
-        path = Template(target).substitute(values)
-        try:
-            files[path] = Template(text).substitute(values)
-        except (KeyError, ValueError) as exc:  # a template bug, not the user's
-            raise ScaffoldError(f"scaffold template {template} is broken: {exc!r}") from exc
-    return files
+    return templates.joinpath(name).read_text(encoding="utf-8")
 
 
-def write_package(env_name: str, directory: Path | str | None = None) -> tuple[PackageNames, Path, list[Path]]:
+def _render(text: str, values: dict[str, str], source: str) -> str:
+    try:
+        return Template(text).substitute(values)
+    except (KeyError, ValueError) as exc:  # a template bug, not the user's
+        raise ScaffoldError(f"scaffold template {source} is broken: {exc!r}") from exc
+
+
+def write_package(
+    env_name: str, directory: Path | str | None = None, *, tools: bool = False
+) -> tuple[PackageNames, Path, list[Path]]:
     """Write the package for ``env_name`` into ``directory`` (default ``./<distribution>``);
-    return the names, the package folder, and the files written.
+    return the names, the package folder, and the files written. ``tools``: a tool env
+    (agentsgym-tools' ``ToolEnv``, a ``ScriptedToolAgent`` solver) instead of the plain one.
 
     :raises ScaffoldError: a bad name, or a folder that is not empty (nothing is overwritten).
     """
@@ -148,7 +216,7 @@ def write_package(env_name: str, directory: Path | str | None = None) -> tuple[P
             "another folder with --dir, or remove this one"
         )
     written = []
-    for relative, content in render_package(names).items():
+    for relative, content in render_package(names, tools=tools).items():
         path = root / relative
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(content, encoding="utf-8")
