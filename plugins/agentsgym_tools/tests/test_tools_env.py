@@ -74,3 +74,16 @@ def test_check_env_passes_on_every_tokenizer_pack(pack: str) -> None:
         agent = calculator_solver(tokenizer, token_out=token_out)
         report = check_env(CALCULATOR, tokenizer=tokenizer, agent=agent, raise_on_failure=False)
         assert report.passed, (token_out, report.failures)
+
+
+def test_tools_that_cannot_be_had_fail_the_episode_not_the_run() -> None:
+    from agentsgym_tools.calculator import CalculatorEnv
+
+    class Unreachable(CalculatorEnv):
+        def get_tools(self, task_data: dict) -> list:
+            raise ConnectionError("the tool server is down")
+
+    env = Unreachable(agentsgym.load_tokenizer(agentsgym.DEFAULT_TOKENIZER))
+    batch = env.run_trial([{"seed": 1}, {"seed": 2}], calculator_solver(), num_rollouts=1)
+    assert len(batch.failed) == 2
+    assert all("ConnectionError: the tool server is down" in e.error for e in batch.failed)

@@ -66,12 +66,9 @@ class EpisodeRun:
             task_data=env.sessions[session_id],
             tokenized=env.chat is not None,
         )
-        self.toolbox = env.episode_tools(self.episode.task_data)
-        self.tools: tuple[dict[str, Any], ...] = tuple(self.toolbox.schemas if self.toolbox else ())
+        self.toolbox: Any = None  # the first turn asks the env (its code: it may fail)
+        self.tools: tuple[dict[str, Any], ...] = ()
         self.tokens: EpisodeTokenizer | None = None
-        if env.chat is not None:
-            chat = env.chat.with_tools(self.tools) if self.tools else env.chat
-            self.tokens = EpisodeTokenizer(chat, env.config.on_template_mismatch)
         self.spans: list[AgentSpan] = []
         self.state: Any = None
         self.phase = "initialize_episode"
@@ -110,7 +107,9 @@ class EpisodeRun:
                     context=self._context(step) if self.caller.takes_context else None,
                     pool=self.runtime.pool,
                 )
-                answered = await self._run_tools(action) if self.toolbox is not None else None
+                if self.toolbox is not None:  # on the loop: a sync env's turn never waits
+                    self.phase = "the tools"
+                answered = await self.toolbox.respond(action) if self.toolbox else None
                 turn = partial(self._step_turn, step, action, answered)
                 done = await self.runtime.turn(turn, lambda: self.phase)
                 if done:
@@ -145,6 +144,11 @@ class EpisodeRun:
         return result
 
     async def _first_turn(self) -> None:
+        self.toolbox = self.env.episode_tools(self.episode.task_data)
+        self.tools = tuple(self.toolbox.schemas) if self.toolbox else ()
+        if self.env.chat is not None:
+            chat = self.env.chat.with_tools(self.tools) if self.tools else self.env.chat
+            self.tokens = EpisodeTokenizer(chat, self.env.config.on_template_mismatch)
         self.state = await self._hook(
             "initialize_episode",
             session_id=self.episode.session_id,
@@ -165,10 +169,6 @@ class EpisodeRun:
         if self.tokens is not None:
             self.phase = "tokenizing the env turn"
             await self.runtime.cpu(self.tokens.add_env_turn, self.episode.messages, new_messages)
-
-    async def _run_tools(self, action: AgentAction) -> tuple[Message, Messages] | None:
-        self.phase = "the tools"  # on the loop, not in the turn: a sync env's turn never waits
-        return await self.toolbox.respond(action)  # type: ignore[no-any-return]
 
     async def _step_turn(self, step: int, action: AgentAction, answered: Any = None) -> bool:
         """Apply an action; prompt for the next one unless the episode ended."""
