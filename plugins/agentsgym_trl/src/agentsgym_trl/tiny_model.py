@@ -89,7 +89,8 @@ def build_tiny_model(
         bundled one).
     :param warm_start: ``"guess-number"`` or a list of ``(messages, reply)``
         examples to fit briefly (see :func:`warm_start`); ``low``/``high`` set the
-        guess range of the ``"guess-number"`` examples.
+        guess range of the ``"guess-number"`` examples, which play GuessTheNumber
+        (agentsgym-classical must be installed).
     :param config: overrides of :func:`tiny_config` (``hidden_size``, ...).
     """
     import torch
