@@ -9,8 +9,8 @@ __all__ = [
     "OutputLockedError", "PluginLoadError", "RegistrationError", "RemoteEnvError",
     "ResumeMismatchError", "RunSettingsError", "ScaffoldError", "TemplateMismatchError",
     "TokenFidelityError", "TokenizerRequiredError", "TrainerOptionError", "UnknownAgentError",
-    "UnknownEnvError", "UnknownExecutorError", "UnknownTrainerError", "UntrustedClassPathError",
-    "UntrustedRemoteEnvError",
+    "UnknownEnvError", "UnknownExecutorError", "UnknownModelError", "UnknownTrainerError",
+    "UntrustedClassPathError", "UntrustedRemoteEnvError",
 ]  # fmt: skip
 
 
@@ -55,6 +55,10 @@ class UnknownTrainerError(_UnknownName):
 
 class UnknownExecutorError(_UnknownName):
     """An executor name that no installed plugin registered."""
+
+
+class UnknownModelError(_UnknownName):
+    """A model name that no installed plugin registered (``register_models``)."""
 
 
 class UntrustedClassPathError(AgentsGymError):

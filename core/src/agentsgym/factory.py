@@ -8,7 +8,7 @@ from typing import Any
 
 from agentsgym.env import MultistepEnv
 from agentsgym.errors import AgentsGymError, EnvConfigError
-from agentsgym.registry import get_registry, import_env_class
+from agentsgym.registry import get_registry, import_env_class, model_folder
 
 DEFAULT_TOKENIZER = "agentsgym/tiny-chatml"
 
@@ -61,13 +61,14 @@ def make(
 
 
 def load_tokenizer(tokenizer: Any) -> Any:
-    """A tokenizer object from a tokenizer, a name/path, or the bundled default."""
+    """A tokenizer object from a tokenizer, a registered model name, a name/path or the default."""
     if not isinstance(tokenizer, str):  # an object, or None
         return tokenizer
     if tokenizer == DEFAULT_TOKENIZER:
         from agentsgym.default_tokenizer import load_default_tokenizer
 
         return load_default_tokenizer()
+    tokenizer = model_folder(tokenizer) or tokenizer  # a registered model name
     try:
         from transformers import AutoTokenizer
     except ImportError as exc:

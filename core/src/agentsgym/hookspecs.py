@@ -33,10 +33,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "PROJECT_NAME", "RegisterAgent", "RegisterComponent", "RegisterEnv", "RegisterEnvSource",
-    "RegisterExecutor", "RegisterTrainer", "finish_episode", "format_prompt", "hookimpl",
-    "hookspec", "initialize_episode", "register_agents", "register_commands",
-    "register_env_sources", "register_envs", "register_executors", "register_trainers",
-    "reward_shaping", "step_episode",
+    "RegisterExecutor", "RegisterModel", "RegisterTrainer", "finish_episode", "format_prompt",
+    "hookimpl", "hookspec", "initialize_episode", "register_agents", "register_commands",
+    "register_env_sources", "register_envs", "register_executors", "register_models",
+    "register_trainers", "reward_shaping", "step_episode",
 ]  # fmt: skip
 
 PROJECT_NAME = "agentsgym"
@@ -61,7 +61,7 @@ class RegisterComponent(Protocol):
     def __call__(self, name: str, factory: Any, *, description: str = "") -> None: ...
 
 
-RegisterAgent = RegisterTrainer = RegisterExecutor = RegisterComponent
+RegisterAgent = RegisterTrainer = RegisterExecutor = RegisterModel = RegisterComponent
 
 
 class RegisterEnvSource(Protocol):
@@ -144,6 +144,19 @@ def register_executors(register: RegisterExecutor) -> None:
         :class:`~agentsgym.AgentSpec` recipes) and ``async arun(request, *,
         on_episode=None, on_trial=None)`` returning episodes by ``(task_index,
         rollout_index)``.
+    :return: nothing; results go through ``register``.
+    """
+
+
+@hookspec
+def register_models(register: RegisterModel) -> None:
+    """Register model names: a name every ``--model``/``--tokenizer`` option accepts.
+
+    Called once per process; :func:`agentsgym.load_tokenizer` and model loaders resolve names.
+
+    :param register: ``register(name, factory, description="...")``. ``factory`` is a
+        callable or a ``"package.module:callable"`` string, called without arguments
+        (offline); it returns the path of a local transformers model folder.
     :return: nothing; results go through ``register``.
     """
 

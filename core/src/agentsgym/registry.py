@@ -17,6 +17,7 @@ from agentsgym.errors import (
     UnknownAgentError,
     UnknownEnvError,
     UnknownExecutorError,
+    UnknownModelError,
     UnknownTrainerError,
     UntrustedClassPathError,
     UntrustedRemoteEnvError,
@@ -39,7 +40,7 @@ __all__ = [
     "CLASS_PATH_PATTERN", "ENV_ID_PATTERN", "ComponentSpec", "EnvSourceSpec", "EnvSpec",
     "RegisterAgent", "RegisterEnv", "RegisterEnvSource", "RegisterExecutor", "RegisterTrainer",
     "Registry", "env_class", "get_registry", "import_env_class", "import_object", "make_agent",
-    "make_trainer", "reset_registry", "resolve", "validate_env_id",
+    "make_trainer", "model_folder", "reset_registry", "resolve", "validate_env_id",
 ]  # fmt: skip
 
 ENV_ID_PATTERN = re.compile(
@@ -52,6 +53,7 @@ COMPONENT_KINDS: dict[str, tuple[str, type[Exception]]] = {
     "agent": ("register_agents", UnknownAgentError),
     "trainer": ("register_trainers", UnknownTrainerError),
     "executor": ("register_executors", UnknownExecutorError),
+    "model": ("register_models", UnknownModelError),
 }
 
 
@@ -328,3 +330,9 @@ def make_agent(name: str, **options: Any) -> Any:
 def make_trainer(name: str, **options: Any) -> Any:
     """Build a registered trainer adapter by name with the given options."""
     return get_registry().trainer(name).build(**options)
+
+
+def model_folder(name: str) -> str | None:
+    """The local folder of a registered model name (``register_models``), else None."""
+    spec = get_registry().components["model"].get(name)
+    return None if spec is None else str(spec.build())

@@ -51,4 +51,5 @@ def register_commands(cli: typer.Typer) -> None:
     cli.command("list-agents", rich_help_panel=look)(listing.list_agents)
     cli.command("list-trainers", rich_help_panel=look)(listing.list_trainers)
     cli.command("list-executors", rich_help_panel=look)(listing.list_executors)
+    cli.command("list-models", rich_help_panel=look)(listing.list_models)
     cli.command("check-env", rich_help_panel=author)(check.check_env_command)

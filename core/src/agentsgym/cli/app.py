@@ -36,7 +36,8 @@ def show_flags_as_flags(params: list[Any]) -> list[Any]:
 
 COMMAND_ORDER = (
     "rollout", "eval", "train", "finish-output", "list-envs", "describe", "list-agents",
-    "list-trainers", "list-executors", "view", "new-env", "check-env", "serve", "atropos",
+    "list-trainers", "list-executors", "list-models", "view", "new-env", "check-env", "serve",
+    "atropos",
 )
 """The order of --help: a run's commands first, in the order of the README; other
 plugins' commands after them, by name (plugins load in no particular order)."""

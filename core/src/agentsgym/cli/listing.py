@@ -1,4 +1,4 @@
-"""``agentsgym list-envs`` / ``list-agents`` / ``list-trainers`` / ``list-executors``."""
+"""``agentsgym list-*``: the registered envs, agents, trainers, executors and models."""
 
 from __future__ import annotations
 
@@ -140,3 +140,8 @@ def list_trainers(as_json: bool = typer.Option(False, "--json")) -> None:
 def list_executors(as_json: bool = typer.Option(False, "--json")) -> None:
     """List every registered executor (where the trials of a run are played)."""
     _component_table("executor", get_registry().executors, as_json)
+
+
+def list_models(as_json: bool = typer.Option(False, "--json")) -> None:
+    """List every registered model name (what --model and --tokenizer accept)."""
+    _component_table("model", get_registry().components["model"], as_json)
