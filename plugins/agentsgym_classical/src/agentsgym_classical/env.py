@@ -20,6 +20,13 @@ reply is not such a reply: the grader reads only its answer region (its last
 ``\\boxed{}`` on, else its last 2,000 characters), so it is judged, by its text alone,
 and scored ``wrong_reward`` or ``unparsed_reward`` like any other.
 
+A reply cut at the agent's length limit (``reply.truncated``) before any final-answer
+marker (``\\boxed{``, ``####``) is not graded: its last number is a fragment of
+unfinished work. It scores ``unparsed_reward``, its info says ``cut_off``, and the
+feedback says it was cut off. Feedback on a wrong answer quotes the answer as the
+grader read it, only when that is a short, well-formed expression
+(:func:`agentsgym_classical.prompts.shown_answer`), and never the reference answer.
+
 Step ``info`` carries ``correct`` and ``answer`` (the canonical parsed answer), the
 keys ``agentsgym eval`` reads for accuracy, pass@k and cons@k, and ``graded`` (always
 true here, since an ungraded reply fails the episode instead of being recorded).
@@ -31,11 +38,12 @@ import logging
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
-from agentsgym import MultistepEnv, RewardTerm, StepResult, hookimpl
+from agentsgym import AgentAction, MultistepEnv, RewardTerm, StepResult, hookimpl
 from agentsgym_classical import prompts
 from agentsgym_classical.config import ClassicalConfig
 from agentsgym_classical.errors import GradingError
 from agentsgym_classical.grading import AnswerKind, Verdict, grade
+from agentsgym_classical.grading.normalize import has_final_answer_marker
 from agentsgym_classical.problem import Problem
 
 logger = logging.getLogger(__name__)
@@ -95,6 +103,18 @@ class ClassicalEnv(MultistepEnv):
             )
         return state.feedback
 
+    @hookimpl(specname="step_episode", tryfirst=True)
+    def step_cut_off_reply(
+        self, state: AttemptState, action: str, reply: AgentAction
+    ) -> StepResult | None:
+        """A reply cut at the length limit before a final-answer marker: its last number
+        is a fragment of unfinished work, not an answer, so it is neither graded nor
+        quoted. Any other reply goes on to :meth:`step_episode`."""
+        if not reply.truncated or has_final_answer_marker(action):
+            return None
+        verdict = Verdict(status="unparsed", detail=prompts.CUT_OFF_DETAIL)
+        return self._not_correct(state, verdict, {"cut_off": True})
+
     @hookimpl
     def step_episode(self, state: AttemptState, action: str) -> StepResult:
         problem = state.problem
@@ -110,19 +130,27 @@ class ClassicalEnv(MultistepEnv):
         attempts = state.attempts + 1
         if not verdict.graded:
             raise self._grading_error(verdict, problem, attempts)
-        left = self.config.max_steps_per_episode - attempts
         if verdict.correct:
             next_state = AttemptState(problem, attempts, "", solved=True)
             return StepResult(
                 next_state, self.config.correct_reward, True, self._info(verdict, attempts)
             )
+        return self._not_correct(state, verdict)
+
+    def _not_correct(
+        self, state: AttemptState, verdict: Verdict, extra: dict[str, Any] | None = None
+    ) -> StepResult:
+        """The result of an attempt that was wrong or had no answer: feedback, next try."""
+        attempts = state.attempts + 1
+        left = self.config.max_steps_per_episode - attempts
         reward = (
             self.config.wrong_reward if verdict.status == "wrong" else self.config.unparsed_reward
         )
         next_state = AttemptState(
-            problem, attempts, prompts.feedback(verdict, self.instruction, left)
+            state.problem, attempts, prompts.feedback(verdict, self.instruction, left)
         )
-        return StepResult(next_state, reward, left <= 0, self._info(verdict, attempts))
+        info = {**self._info(verdict, attempts), **(extra or {})}
+        return StepResult(next_state, reward, left <= 0, info)
 
     @hookimpl
     def reward_shaping(

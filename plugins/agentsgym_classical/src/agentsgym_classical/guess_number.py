@@ -1,6 +1,11 @@
 """GuessTheNumber, the small example env (``agentsgym/GuessTheNumber-v0``): find a hidden integer
 in ``[low, high]`` from "higher"/"lower" hints, guessing with an integer in square
-brackets (``[50]``). Reward 1.0 for finding it, 0.0 otherwise."""
+brackets (``[50]``). Reward 1.0 for finding it, 0.0 otherwise.
+
+A guess is the first ``[N]`` of a reply: the bracket is the format the task asks for
+(a bare number is not a guess, and clients of AgentGym's protocol rely on that). A
+reply cut at the agent's length limit without a bracketed guess holds no guess, and
+the feedback says it was cut off."""
 
 from __future__ import annotations
 
@@ -11,10 +16,15 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
-from agentsgym import EnvConfig, MultistepEnv, StepResult, hookimpl
+from agentsgym import AgentAction, EnvConfig, MultistepEnv, StepResult, hookimpl
 from agentsgym.config import MAX_STEPS_PER_EPISODE
 
 GUESS = re.compile(r"\[\s*(-?\d+)\s*\]")
+NO_GUESS = "I could not find a guess like [50] in your reply."
+CUT_OFF = (
+    "Your reply was cut off at the length limit before a guess like [50]. "
+    "Reply with just your guess."
+)
 MAX_BOUND = 10**12  # bounds of the hidden number's range: bisection needs at most 41 guesses
 
 
@@ -72,8 +82,7 @@ class GuessTheNumberEnv(MultistepEnv):
     def step_episode(self, state: GuessState, action: str) -> StepResult:
         match = GUESS.search(action)
         if match is None:
-            feedback = "I could not find a guess like [50] in your reply."
-            return StepResult(replace(state, feedback=feedback), 0.0, False, {"valid": False})
+            return StepResult(replace(state, feedback=NO_GUESS), 0.0, False, {"valid": False})
         guess = int(match.group(1))
         correct = guess == state.target
         if correct:
@@ -84,6 +93,17 @@ class GuessTheNumberEnv(MultistepEnv):
         info = {"valid": True, "guess": guess, "correct": correct}
         next_state = GuessState(state.target, [*state.guesses, guess], feedback)
         return StepResult(next_state, float(correct), correct, info)
+
+    @hookimpl(specname="step_episode", tryfirst=True)
+    def step_cut_off_reply(
+        self, state: GuessState, action: str, reply: AgentAction
+    ) -> StepResult | None:
+        """A reply cut at the length limit without a bracketed guess holds no guess (its
+        last number is a fragment); any other reply goes on to :meth:`step_episode`."""
+        if not reply.truncated or GUESS.search(action):
+            return None
+        info = {"valid": False, "cut_off": True}
+        return StepResult(replace(state, feedback=CUT_OFF), 0.0, False, info)
 
     # Seeds are disjoint between splits: train uses even seeds, eval odd ones.
     def get_train_dataset(self, size: int = 200) -> Any:
@@ -108,7 +128,9 @@ class BisectAgent:
         if bounds:
             low, high = int(bounds.group(1)), int(bounds.group(2))
         for message in messages:
-            hint = re.search(r"(-?\d+) is wrong; the number is (higher|lower)", message.get("content", ""))
+            hint = re.search(
+                r"(-?\d+) is wrong; the number is (higher|lower)", message.get("content", "")
+            )
             if message.get("role") == "user" and hint:
                 guess = int(hint.group(1))
                 if hint.group(2) == "higher":

@@ -53,6 +53,12 @@ def register_envs(register: RegisterEnv) -> None:
         description="embedded generated multi-step arithmetic word problems (offline, seeded)",
         default_agent=SOLVER,
     )
+    register(
+        "classical/QuickArithmetic-v0",
+        "agentsgym_classical.quick:QuickArithmeticEnv",
+        description="one operation on small numbers, answered with the number only "
+        "(a format-following task a small model learns on a CPU)",
+    )
 
 
 @hookimpl

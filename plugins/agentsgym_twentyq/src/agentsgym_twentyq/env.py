@@ -2,7 +2,11 @@
 
 ``task_data`` is ``{"solution": word, "seed": int}`` (``category`` optional, for words
 outside TextArena's lists). Reward 1.0 for a correct guess, 0.0 otherwise; a guess
-ends the episode, and so does running out of turns (reward 0.0).
+ends the episode, and so does running out of turns (reward 0.0). A reply that asks
+no question and makes no guess (a statement, or a reply cut at the agent's length
+limit before its question) uses up its turn without asking the gamemaster; the next
+message says what was missing (step info ``kind: "none"``, with ``cut_off`` when the
+reply was cut).
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ import logging
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from agentsgym import MultistepEnv, StepResult, hookimpl
+from agentsgym import AgentAction, MultistepEnv, StepResult, hookimpl
 from agentsgym_twentyq.config import TwentyQuestionsConfig
 from agentsgym_twentyq.game import GameState, new_game, pick_secret, play_turn
 from agentsgym_twentyq.gamemaster import Gamemaster, RulesGamemaster
@@ -99,8 +103,8 @@ class TwentyQuestionsEnv(MultistepEnv):
         )
 
     @hookimpl
-    def step_episode(self, state: GameState, action: str) -> StepResult:
-        next_state, info = play_turn(state, action, self.gamemaster)
+    def step_episode(self, state: GameState, action: str, reply: AgentAction) -> StepResult:
+        next_state, info = play_turn(state, action, self.gamemaster, cut_off=reply.truncated)
         reward = next_state.reward if next_state.done else 0.0
         return StepResult(next_state, reward, next_state.done, info)
 

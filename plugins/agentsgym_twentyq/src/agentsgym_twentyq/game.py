@@ -38,13 +38,21 @@ import textarena as ta
 from agentsgym.errors import DatasetRowError
 from agentsgym_twentyq.errors import GamemasterError
 from agentsgym_twentyq.gamemaster import ANSWERS, Gamemaster, GamemasterReply
-from agentsgym_twentyq.parsing import extract_question, is_correct, is_guessable, parse_guess
+from agentsgym_twentyq.parsing import find_question, is_correct, is_guessable, parse_guess
 from agentsgym_twentyq.words import Level, Secret, lookup_category, word_list
 
 PLAYER_ID = 0
 WIN_REASON = "Congratulations! You guessed the word."
 WRONG_REASON = "Invalid guess. You guessed incorrectly."
 LIMIT_REASON = "The turn limit has been reached"
+NO_QUESTION = (
+    "I could not find a yes-or-no question (ending in ?) or a [guess] in your reply. Ask "
+    "one short question, or wrap your guess in square brackets."
+)
+CUT_OFF = (
+    "Your reply was cut off at the length limit before a question or a [guess]. Ask one "
+    "short question, or wrap your guess in square brackets."
+)
 
 
 @dataclass(frozen=True)
@@ -151,9 +159,14 @@ def fork_state(ta_state: ta.SinglePlayerState) -> ta.SinglePlayerState:
 
 
 def play_turn(
-    state: GameState, action: str, gamemaster: Gamemaster
+    state: GameState, action: str, gamemaster: Gamemaster, *, cut_off: bool = False
 ) -> tuple[GameState, dict[str, Any]]:
-    """Apply one player reply: judge a guess or have the gamemaster answer a question."""
+    """Apply one player reply: judge a guess or have the gamemaster answer a question.
+
+    A reply that holds neither (a statement, or one ``cut_off`` at the length limit
+    before its question) uses up its turn without asking the gamemaster: the env says
+    what it could not find (``info["kind"] == "none"``), and nothing enters the history.
+    """
     ta_state = fork_state(state.ta_state)
     ta_state.add_observation(
         from_id=PLAYER_ID,
@@ -170,8 +183,16 @@ def play_turn(
             reward=1 if correct else 0, reason=WIN_REASON if correct else WRONG_REASON
         )
         info = {"kind": "guess", "guess": guess, "correct": correct}
+    elif (question := find_question(action, cut_off=cut_off)) is None:
+        answer = CUT_OFF if cut_off else NO_QUESTION
+        ta_state.add_observation(
+            from_id=ta.GAME_ID,
+            to_id=-1,
+            message=answer,
+            observation_type=ta.ObservationType.GAME_MESSAGE,
+        )
+        info = {"kind": "none", **({"cut_off": True} if cut_off else {})}
     else:
-        question = extract_question(action)
         reply = _ask(gamemaster, question, state)
         answer = reply.answer
         ta_state.game_state["history"].append((question, answer))

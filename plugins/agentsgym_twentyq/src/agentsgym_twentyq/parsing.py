@@ -83,6 +83,33 @@ def extract_question(reply: str, max_chars: int = 500) -> str:
     return question[:max_chars]
 
 
+MAX_PLAIN_REQUEST_CHARS = 200
+"""Longest reply without a ``?`` that still counts as one request ("Tell me its first
+letter"); a longer one is a statement, not a question."""
+
+
+def find_question(reply: str, *, cut_off: bool = False, max_chars: int = 500) -> str | None:
+    """The question a reply asks, or ``None`` when it asks none.
+
+    Its last sentence ending in ``?``; else, for a reply that ended on its own (not
+    ``cut_off`` at the length limit), the whole reply when it is one short request
+    without sentence breaks ("Tell me the first letter"). A rambling statement ("I'm
+    here to help. I'm ready.") or a reply cut off before its question asks nothing:
+    sending its fragments to the gamemaster would only teach the player that any text
+    gets an answer.
+    """
+    text = strip_thinking(reply).strip()
+    sentences = [s.strip() for s in question_sentences(text) if s.strip(" ?")]
+    if sentences:
+        return " ".join(sentences[-1].split())[:max_chars]
+    request = text.rstrip(" .!")
+    if cut_off or not request or len(request) > MAX_PLAIN_REQUEST_CHARS:
+        return None
+    if SENTENCE_END.search(request):
+        return None
+    return " ".join(request.split())
+
+
 def question_sentences(text: str) -> list[str]:
     """Every sentence of ``text`` that ends in ``?`` (with its ``?``), in order.
 

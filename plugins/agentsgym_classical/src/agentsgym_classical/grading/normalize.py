@@ -41,6 +41,11 @@ HASH_ANSWER = re.compile(r"####[ \t]*([^\n]*)")
 THOUSANDS = re.compile(r"^-?\d{1,3}(?:,\d{3})+(?:\.\d+)?$")
 
 
+def has_final_answer_marker(reply: str) -> bool:
+    """Whether a reply marks a final answer explicitly: a ``\\boxed{`` or a ``####``."""
+    return BOXED in reply or "####" in reply
+
+
 def hash_answer(reply: str) -> str | None:
     """The text after the last ``####`` marker, cleaned of ``$``, commas and a full stop."""
     matches = HASH_ANSWER.findall(reply)
@@ -62,7 +67,9 @@ def rewrite_hash_answer(reply: str) -> str:
     answer = hash_answer(reply)
     if answer is None:
         return reply
-    return f"The final answer is ${answer}$." if "\\" in answer else f"The final answer is {answer}."
+    return (
+        f"The final answer is ${answer}$." if "\\" in answer else f"The final answer is {answer}."
+    )
 
 
 def choice_patterns(letters: str) -> tuple[re.Pattern[str], re.Pattern[str]]:
