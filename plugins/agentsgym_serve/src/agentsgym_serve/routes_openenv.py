@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import json
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from fastapi import APIRouter, Request, WebSocket
@@ -126,20 +127,11 @@ def _not_an_object(body: Any) -> Response:
     summary="Reset: AgentGym's (a body with an id) or OpenEnv's (a fresh episode)",
 )
 async def reset(request: Request) -> Response:
-    try:
-        body = await _json_body(request)
-        if not isinstance(body, dict):
-            return _not_an_object(body)
-        if "id" in body:
-            return SafeJSONResponse(
-                await _service(request).agentgym_reset(AgentGymReset.model_validate(body))
-            )
-        params = OpenEnvReset.model_validate(body)
-    except _Invalid as exc:
-        return _invalid(exc.errors)
-    except ValidationError as exc:
-        return _invalid(_in_body(exc))
-    return SafeJSONResponse(await _openenv(request).stateless(params))
+    return await _by_protocol(
+        request,
+        lambda body: _service(request).agentgym_reset(AgentGymReset.model_validate(body)),
+        lambda body: _openenv(request).stateless(OpenEnvReset.model_validate(body)),
+    )
 
 
 @router.post(
@@ -149,22 +141,37 @@ async def reset(request: Request) -> Response:
     summary="Step: AgentGym's (a body with an id) or OpenEnv's (one action on a fresh episode)",
 )
 async def step(request: Request) -> Response:
+    def openenv_step(body: dict[str, Any]) -> Awaitable[Any]:
+        params = OpenEnvStep.model_validate(body)
+        action = deserialize_action(params.action, AgentsgymAction)
+        fields = set(OpenEnvReset.model_fields)
+        task = OpenEnvReset.model_validate(params.model_dump(include=fields))
+        return _openenv(request).stateless(task, action)
+
+    return await _by_protocol(
+        request,
+        lambda body: _service(request).agentgym_step(AgentGymStep.model_validate(body)),
+        openenv_step,
+    )
+
+
+async def _by_protocol(
+    request: Request,
+    agentgym: Callable[[dict[str, Any]], Awaitable[Any]],
+    openenv: Callable[[dict[str, Any]], Awaitable[Any]],
+) -> Response:
+    """AgentGym's call for a body with an ``id``, else OpenEnv's; a body that is not JSON,
+    not an object or not valid for the call is answered 422, as FastAPI answers."""
     try:
         body = await _json_body(request)
         if not isinstance(body, dict):
             return _not_an_object(body)
-        if "id" in body:
-            return SafeJSONResponse(
-                await _service(request).agentgym_step(AgentGymStep.model_validate(body))
-            )
-        params = OpenEnvStep.model_validate(body)
-        action = deserialize_action(params.action, AgentsgymAction)
+        call = agentgym(body) if "id" in body else openenv(body)
     except _Invalid as exc:
         return _invalid(exc.errors)
     except ValidationError as exc:
         return _invalid(_in_body(exc))
-    task = OpenEnvReset.model_validate(params.model_dump(include=set(OpenEnvReset.model_fields)))
-    return SafeJSONResponse(await _openenv(request).stateless(task, action))
+    return SafeJSONResponse(await call)
 
 
 @router.get("/state", response_model=AgentsgymState, summary="The state of a fresh env")
