@@ -24,8 +24,8 @@ from pathlib import Path
 from rich.console import Console
 
 import agentsgym
-from agentsgym_classical import BisectAgent
 from agentsgym.output import write_records
+from agentsgym_classical import BisectAgent
 from agentsgym_viewer import (
     EpisodeFilter,
     episode_table,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import time
 
-from agentsgym_classical import GuessState, GuessTheNumberEnv
 from agentsgym.hookspecs import hookimpl
 from agentsgym.types import StepResult
+from agentsgym_classical import GuessState, GuessTheNumberEnv
 
 STEP_SECONDS = 1.5
 

@@ -22,12 +22,12 @@ from hypothesis import strategies as st
 import agentsgym
 from agentsgym import EnvConfig
 from agentsgym.agents import FunctionAgent, ScriptedAgent
-from agentsgym_classical import GuessTheNumberConfig
 from agentsgym.engine import TrialJob
 from agentsgym.errors import AgentsGymError, DatasetRowError, EnvConfigError
 from agentsgym.output.journal import encode_rows
 from agentsgym.output.records import rollout_rows
 from agentsgym.rows import load_rows
+from agentsgym_classical import GuessTheNumberConfig
 
 pytestmark = pytest.mark.timeout(120)
 

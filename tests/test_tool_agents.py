@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from aiohttp import web
+from typing_extensions import Self
 
 import agentsgym
 
@@ -64,7 +65,7 @@ class ToolCallingServer:
         choice = {"index": 0, "message": message, "finish_reason": "stop"}
         return web.json_response({"choices": [choice]})
 
-    def __enter__(self) -> ToolCallingServer:
+    def __enter__(self) -> Self:
         self.thread.start()
         self.ready.wait(30)
         return self

@@ -17,9 +17,9 @@ import pytest
 from pydantic import Field
 
 from agentsgym import hookimpl
-from agentsgym_classical import GuessTheNumberConfig, GuessTheNumberEnv
 from agentsgym.redaction import REDACTED
 from agentsgym.testing import CliResult, register_env, run_cli
+from agentsgym_classical import GuessTheNumberConfig, GuessTheNumberEnv
 
 ENV_ID = "test/GameMaster-v0"
 PLANTED = [f"sk-planted-{n}" for n in range(6)]

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 import agentsgym
-from agentsgym_classical import BisectAgent
 from agentsgym.testing import run_cli
+from agentsgym_classical import BisectAgent
 from serve_helpers import GUESS, served
 
 pytestmark = pytest.mark.timeout(180)

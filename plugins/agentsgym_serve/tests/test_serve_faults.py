@@ -13,8 +13,8 @@ import pytest
 
 import agentsgym
 from agentgym_style_server import build_app
-from agentsgym_classical import BisectAgent
 from agentsgym.errors import EnvConfigError, RemoteEnvError
+from agentsgym_classical import BisectAgent
 from agentsgym_serve import AgentGymEnv, BackgroundServer, RemoteEnv, RetryPolicy
 from serve_helpers import GUESS, TINY, FaultProxy, fingerprint, served
 

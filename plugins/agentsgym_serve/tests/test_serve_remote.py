@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 import agentsgym
-from agentsgym_classical import BisectAgent
 from agentsgym.errors import EnvConfigError, RemoteEnvError, UntrustedRemoteEnvError
+from agentsgym_classical import BisectAgent
 from agentsgym_serve import RemoteEnv
 from serve_helpers import GUESS, TINY, fingerprint, served
 
