@@ -24,14 +24,18 @@ import argparse
 import collections
 import json
 import statistics
+import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import torch
 
 import agentsgym
-from agentsgym import AgentAction
 from agentsgym_trl import TransformersAgent, load_model
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from recording_agents import RecordingAgent
 
 MODEL = "smollm2"
 TEMPERATURE = 0.7
@@ -103,24 +107,6 @@ def baseline(name: str, tasks: int, rollouts: int, seed: int) -> dict[str, Any]:
     }  # fmt: skip
 
 
-class Recorder:
-    """Keeps the prompt ids the server reported for every turn."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.wants_prompt_token_ids = inner.wants_prompt_token_ids
-        self.reported: dict[tuple[str, int], list[int] | None] = {}
-
-    async def get_action(
-        self, messages: Any, agent_state: Any, *, context: Any, prompt_token_ids: Any = None
-    ) -> tuple[AgentAction, Any]:
-        from agentsgym.agents import acall_agent
-
-        action, _ = await acall_agent(self.inner, messages, None, prompt_token_ids)
-        self.reported[(context.session_id, context.step)] = action.prompt_token_ids
-        return action, agent_state
-
-
 def fidelity(tasks: int, rollouts: int, seed: int) -> list[dict[str, Any]]:
     from agentsgym_serve.model_server import OpenAICompatServer
     from agentsgym_trl import ModelPolicy
@@ -131,7 +117,7 @@ def fidelity(tasks: int, rollouts: int, seed: int) -> list[dict[str, Any]]:
     config = {"high": 100, "max_steps_per_episode": 6}
     with OpenAICompatServer(policy, models=[MODEL]) as server:
         for api in ("completions", "chat"):
-            agent = Recorder(
+            agent = RecordingAgent(
                 agentsgym.make_agent(
                     "openai",
                     base_url=server.base_url,

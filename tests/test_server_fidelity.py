@@ -22,31 +22,15 @@ pytest.importorskip("torch")
 
 import agentsgym
 from agentsgym import AgentAction, FunctionAgent
-from agentsgym.agents import acall_agent
 from agentsgym_serve.model_server import OpenAICompatServer
 from agentsgym_trl import ModelPolicy
 from envs_for_tests import CountdownEnv
+from recording_agents import RecordingAgent
 
 TINY = "agentsgym/tiny-chatml"
 GUESS = "agentsgym/GuessTheNumber-v0"
 
 pytestmark = pytest.mark.usefixtures("torch_single_thread")
-
-
-class RecordingAgent:
-    """Forwards to the openai agent and keeps the prompt ids the server reported."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.wants_prompt_token_ids = inner.wants_prompt_token_ids
-        self.reported: dict[tuple[str, int], list[int] | None] = {}
-
-    async def get_action(
-        self, messages: Any, agent_state: Any, *, context: Any, prompt_token_ids: Any = None
-    ) -> tuple[AgentAction, Any]:
-        action, _ = await acall_agent(self.inner, messages, None, prompt_token_ids)
-        self.reported[(context.session_id, context.step)] = action.prompt_token_ids
-        return action, agent_state
 
 
 @pytest.fixture(scope="module")

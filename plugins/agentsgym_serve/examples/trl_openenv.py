@@ -25,7 +25,6 @@ template are used), and train on a GPU with ``bf16``.
 from __future__ import annotations
 
 import argparse
-import copy
 import logging
 from typing import Any, ClassVar
 
@@ -88,11 +87,11 @@ def tiny_model_and_tokenizer() -> tuple[Any, Any]:
     from trl.chat_template_utils import qwen2_5_chat_template
 
     from agentsgym import DEFAULT_TOKENIZER, load_tokenizer
+    from agentsgym_trl.chat_templates import with_template
     from agentsgym_trl.tiny_model import build_tiny_model
 
     # a copy: the bundled tokenizer is shared by everything in this process
-    tokenizer = copy.copy(load_tokenizer(DEFAULT_TOKENIZER))
-    tokenizer.chat_template = qwen2_5_chat_template
+    tokenizer = with_template(load_tokenizer(DEFAULT_TOKENIZER), qwen2_5_chat_template)
     return build_tiny_model(tokenizer, seed=0), tokenizer
 
 

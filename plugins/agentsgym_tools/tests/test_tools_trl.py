@@ -4,7 +4,6 @@ GRPOTrainer takes it and trains a step on the tiny model."""
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 import pytest
@@ -43,11 +42,13 @@ def test_grpo_trains_a_step_on_it(tmp_path: Any) -> None:
     from trl.chat_template_utils import qwen2_5_chat_template
 
     import agentsgym
+    from agentsgym_trl.chat_templates import with_template
     from agentsgym_trl.tiny_model import build_tiny_model
 
-    # a copy: the bundled tokenizer is shared by everything in this process
-    tokenizer = copy.copy(agentsgym.load_tokenizer(agentsgym.DEFAULT_TOKENIZER))
-    tokenizer.chat_template = qwen2_5_chat_template  # TRL parses Qwen2.5's tool calls
+    # a copy (the bundled tokenizer is shared) with Qwen2.5's template: TRL parses its calls
+    tokenizer = with_template(
+        agentsgym.load_tokenizer(agentsgym.DEFAULT_TOKENIZER), qwen2_5_chat_template
+    )
     factory = trl_environment(CALCULATOR, tokenizer=tokenizer)
     rows = [
         {"prompt": [{"role": "user", "content": "Solve it."}], "task_data": {"seed": i}}
