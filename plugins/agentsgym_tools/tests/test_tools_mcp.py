@@ -89,3 +89,10 @@ def test_one_session_per_loop_and_close_stops_it() -> None:
     assert len(mcp._connections) == 1
     mcp.close()
     assert mcp._connections == {}
+
+
+def test_a_secret_in_the_server_command_stays_out_of_the_error() -> None:
+    broken = MCPTools(sys.executable, ["-c", "raise SystemExit(3)", "--api-key", "sk-planted-123"])
+    with pytest.raises(ToolDeclarationError) as failed:
+        broken.tools()
+    assert "sk-planted-123" not in str(failed.value) and "--api-key" in str(failed.value)

@@ -197,7 +197,7 @@ class OpenEnvEnv(MultistepEnv):
                         f"reset on OpenEnv server {redact_text(self.url)} failed{why}: "
                         f"{type(exc).__name__}: {redact_text(str(exc))[:1000]}"
                     ) from None
-                logger.info("OpenEnv reset on %s failed, retrying: %s", self.url, exc)
+                logger.info("OpenEnv reset on %s failed, retrying: %s", redact_text(self.url), exc)
                 await asyncio.sleep(self.retry.delay(attempt))
 
     # ------------------------------------------------------------------ hooks

@@ -20,6 +20,7 @@ import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from agentsgym.redaction import redact_argv, redact_text
 from agentsgym_tools.errors import ToolDeclarationError
 from agentsgym_tools.tool import Tool
 
@@ -149,8 +150,9 @@ class MCPTools:
             return await asyncio.wait_for(listing(), self.start_timeout_seconds)
         except Exception as exc:
             raise ToolDeclarationError(
-                f"could not list the tools of the MCP server {self.params.command} "
-                f"{' '.join(self.params.args)}: {type(exc).__name__}: {exc}"
+                f"could not list the tools of the MCP server "
+                f"{' '.join(redact_argv([self.params.command, *self.params.args]))}: "
+                f"{type(exc).__name__}: {redact_text(str(exc))}"
             ) from exc
 
     async def _session(self) -> Any:
