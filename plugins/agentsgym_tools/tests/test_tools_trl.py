@@ -36,7 +36,7 @@ def test_the_environment_class_has_the_env_tools_and_judges_the_final_reply() ->
 
 
 def test_grpo_trains_a_step_on_it(tmp_path: Any) -> None:
-    pytest.importorskip("trl")
+    pytest.importorskip("agentsgym_trl", reason="TRL's GRPOTrainer and the tiny model come with agentsgym-trl")
     from datasets import Dataset
     from trl import GRPOConfig, GRPOTrainer
     from trl.chat_template_utils import qwen2_5_chat_template
