@@ -52,6 +52,7 @@ def test_unreadable_calls_and_plain_replies() -> None:
     assert episode.messages[2]["role"] == "user"
     assert episode.messages[2]["content"].startswith("Error: your tool call could not be parsed")
     assert episode.final_reward == 1.0 and len(episode.steps) == 2
+    assert episode.steps[0].info["tool_calls"] == 0  # attempted, but none could be read
 
 
 def test_check_env_passes_and_the_cli_plays_it(tmp_path) -> None:

@@ -188,9 +188,9 @@ class EpisodeRun:
             if action.prompt_token_ids is not None and len(self.tokens.segments) > segments_before:
                 action.info = {**action.info, SERVER_PROMPT_MISMATCH_KEY: True}
         if answered is not None:  # a tool turn: its results are the next prompt
-            reply, tool_messages = answered
-            self.episode.messages[-1] = reply
-            result = StepResult(self.state, 0.0, False, {"tool_calls": len(tool_messages)})
+            self.episode.messages[-1] = reply = answered[0]  # its calls, parsed
+            calls = len(reply.get("tool_calls") or ())  # 0: calls it made that could not be read
+            result = StepResult(self.state, 0.0, False, {"tool_calls": calls})
             terms: dict[str, float] = {}
         else:
             hook_args = {"state": self.state, "action": action.text, "step": step, "reply": action}
