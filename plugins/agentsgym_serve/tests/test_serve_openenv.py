@@ -168,7 +168,9 @@ def test_bad_messages_get_errors_that_say_what_to_do() -> None:
 
 
 def test_many_sessions_at_once_a_cap_and_idle_expiry() -> None:
-    with served(GUESS, max_sessions=40, idle_timeout=0.5) as server:
+    # The cap on a server whose sessions cannot expire meanwhile, however slow the
+    # machine; idle expiry on one with a short idle timeout.
+    with served(GUESS, max_sessions=40, idle_timeout=3600) as server:
 
         async def crowd() -> None:
             clients = [GenericEnvClient(base_url=server.url) for _ in range(40)]
@@ -185,6 +187,8 @@ def test_many_sessions_at_once_a_cap_and_idle_expiry() -> None:
         asyncio.run(crowd())
         deadline = asyncio.run(_wait_empty(server))
         assert deadline
+
+    with served(GUESS, max_sessions=40, idle_timeout=0.5) as server:
 
         async def idle() -> str:
             async with GenericEnvClient(base_url=server.url) as env:
