@@ -1,5 +1,5 @@
 """Sources of plugin modules for the tests of discovery, installed as distributions
-with :func:`agentsgym.testing.install_plugin`."""
+with :func:`agentsgym_scaffold.install_plugin`."""
 
 from __future__ import annotations
 

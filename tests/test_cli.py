@@ -206,7 +206,7 @@ def test_an_interrupted_run_keeps_the_trials_that_finished(
     import signal
     import time
 
-    from agentsgym.testing import install_plugin
+    from agentsgym_scaffold import install_plugin
 
     site = tmp_path / "site"
     install_plugin(site, "agentsgym-stall", "agentsgym_stall", STALLING_AGENT)

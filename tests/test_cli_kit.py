@@ -58,7 +58,7 @@ def test_version_names_agentsgym_and_every_installed_plugin() -> None:
 
 
 def test_version_reports_a_broken_plugin(tmp_path: Path) -> None:
-    from agentsgym.testing import install_plugin
+    from agentsgym_scaffold import install_plugin
 
     install_plugin(tmp_path, "agentsgym-broken", "agentsgym_broken", "raise ImportError('no numpy')",
                       version="2.5")

@@ -21,7 +21,8 @@ from agentsgym.errors import (
     UntrustedRemoteEnvError,
 )
 from agentsgym.registry import get_registry
-from agentsgym.testing import install_plugin, run_cli
+from agentsgym.testing import run_cli
+from agentsgym_scaffold import install_plugin
 from fake_dists import GOOD_PLUGIN
 
 GUESS = "agentsgym/GuessTheNumber-v0"
@@ -261,6 +262,9 @@ def test_names_that_moved_import_from_their_old_place() -> None:
         from agentsgym.trainers import BatchTrainer as old_batch_trainer
     assert old_batch_trainer is BatchTrainer and old_remote_env is RemoteEnv
     assert any("agentsgym_serve" in str(w.message) for w in caught)
+    with pytest.warns(DeprecationWarning, match="agentsgym_scaffold"):
+        from agentsgym.testing import install_plugin as old_install_plugin
+    assert old_install_plugin is install_plugin
 
 
 def test_a_moved_name_without_its_package_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:

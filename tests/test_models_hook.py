@@ -11,7 +11,8 @@ import pytest
 import agentsgym
 from agentsgym.errors import UnknownModelError
 from agentsgym.registry import get_registry, model_folder
-from agentsgym.testing import install_plugin, run_cli
+from agentsgym.testing import run_cli
+from agentsgym_scaffold import install_plugin
 
 MODEL_PLUGIN = """
 from importlib import resources

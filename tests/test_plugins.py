@@ -14,7 +14,7 @@ import agentsgym
 from agentsgym.errors import PluginLoadError, RegistrationError
 from agentsgym.plugins import LoadSettings, load_plugins
 from agentsgym.registry import get_registry
-from agentsgym.testing import install_plugin
+from agentsgym_scaffold import install_plugin
 from fake_dists import GOOD_PLUGIN
 
 

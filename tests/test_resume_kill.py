@@ -22,7 +22,8 @@ import datasets
 import pytest
 
 from agentsgym.output import OutputPaths, read_manifest, scan_journal
-from agentsgym.testing import install_plugin, run_cli
+from agentsgym.testing import run_cli
+from agentsgym_scaffold import install_plugin
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -63,6 +63,7 @@ MOVED_MODULES: dict[str, tuple[str, str]] = {
 MOVED_NAMES: dict[str, dict[str, tuple[str, str]]] = {
     "agentsgym": {name: ("agentsgym_serve", SERVE) for name in ("RemoteEnv", "AgentGymEnv")},
     "agentsgym.agents": {"TransformersAgent": ("agentsgym_trl", TRL)},
+    "agentsgym.testing": {"install_plugin": ("agentsgym_scaffold", SCAFFOLD)},
     "agentsgym.builtin": {
         name: ("agentsgym_classical.guess_number", CLASSICAL)
         for name in ("BisectAgent", "GuessState", "GuessTheNumberConfig", "GuessTheNumberEnv")

@@ -150,7 +150,7 @@ def test_rows_that_name_a_server_play_only_when_allowed(
 def test_a_registered_id_can_point_at_a_server(
     guess_server: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from agentsgym.testing import install_plugin
+    from agentsgym_scaffold import install_plugin
 
     monkeypatch.delenv("AGENTSGYM_ALLOW_REMOTE_ENVS", raising=False)
     monkeypatch.syspath_prepend(str(tmp_path))

@@ -232,7 +232,7 @@ def test_a_trainer_from_a_plugin_runs_through_the_train_command(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from agentsgym.registry import reset_registry
-    from agentsgym.testing import install_plugin
+    from agentsgym_scaffold import install_plugin
 
     site = tmp_path / "site"
     monkeypatch.syspath_prepend(str(site))

@@ -22,25 +22,9 @@ from agentsgym.engine.trials import (
 from agentsgym.worker_pool import WorkerPool
 
 __all__ = [
-    "DEFAULT_MAX_CONCURRENCY",
-    "EPISODE_HOOK_NAMES",
-    "EpisodeCallback",
-    "EpisodeRun",
-    "HookRuntime",
-    "PlayableEnv",
-    "TrialCallback",
-    "TrialJob",
-    "WorkerPool",
-    "aplay_episode",
-    "aplay_trial",
-    "arun_jobs",
-    "arun_trial",
-    "as_messages",
-    "as_step_result",
-    "check_run_settings",
-    "collect_terms",
-    "has_async_hooks",
-    "make_group",
-    "rollout_seed",
+    "DEFAULT_MAX_CONCURRENCY", "EPISODE_HOOK_NAMES", "EpisodeCallback", "EpisodeRun",
+    "HookRuntime", "PlayableEnv", "TrialCallback", "TrialJob", "WorkerPool", "aplay_episode",
+    "aplay_trial", "arun_jobs", "arun_trial", "as_messages", "as_step_result",
+    "check_run_settings", "collect_terms", "has_async_hooks", "make_group", "rollout_seed",
     "run_trial",
-]
+]  # fmt: skip

@@ -1,14 +1,11 @@
-"""Test envs and plugins without a package: register_env registers an env class for a
-test; install_plugin installs a plugin module as a distribution, for tests of discovery."""
+"""Test envs without a package: register_env registers an env class for a test."""
 
 from __future__ import annotations
 
 import inspect
 import sys
-import textwrap
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentsgym.errors import RegistrationError
@@ -17,7 +14,7 @@ from agentsgym.registry import EnvSpec, get_registry, import_env_class, validate
 if TYPE_CHECKING:
     from agentsgym.env import MultistepEnv
 
-__all__ = ["install_plugin", "register_env"]
+__all__ = ["register_env"]
 
 
 @contextmanager
@@ -59,26 +56,3 @@ def register_env(
         yield spec
     finally:
         registry.envs.pop(env_id, None)
-
-
-def install_plugin(
-    site: Path, distribution: str, module: str, source: str, *,
-    entry_point: str | None = None, version: str = "1.0",
-) -> Path:
-    """Write ``module.py`` (``{module}`` in ``source`` becomes its name) and an
-    installed-looking ``dist-info`` with the ``agentsgym`` entry point ``entry_point``
-    (default: ``module``) into ``site``; return the module file.
-
-    With ``site`` on ``sys.path`` (``monkeypatch.syspath_prepend``) importlib.metadata
-    finds it like a pip-installed distribution, so the discovery under test is the real
-    one; reset the registry (``agentsgym_fresh_registry``) before using it.
-    """
-    site.mkdir(parents=True, exist_ok=True)
-    path = site / f"{module}.py"
-    path.write_text(textwrap.dedent(source).replace("{module}", module))
-    info = site / f"{distribution.replace('-', '_')}-{version}.dist-info"
-    info.mkdir()
-    metadata = f"Metadata-Version: 2.1\nName: {distribution}\nVersion: {version}\n"
-    (info / "METADATA").write_text(metadata)
-    (info / "entry_points.txt").write_text(f"[agentsgym]\n{entry_point or module} = {module}\n")
-    return path

@@ -3,11 +3,13 @@
 ``--tools`` (``tools=True``) a tool env (agentsgym-tools' ``ToolEnv``) instead.
 
 In Python: ``write_package("acme/Maze", "path")``, or ``render_package(package_names(...))``
-for the files without writing them.
+for the files without writing them. For tests of plugin discovery, ``install_plugin``
+installs a plugin module as a distribution in a folder on ``sys.path``.
 """
 
 from __future__ import annotations
 
+from agentsgym_scaffold.installed import install_plugin
 from agentsgym_scaffold.writer import (
     FILES,
     KINDS,
@@ -21,4 +23,4 @@ from agentsgym_scaffold.writer import (
 )
 
 __all__ = ["FILES", "KINDS", "RESERVED_NAMESPACES", "TOOL_FILES", "Kind", "PackageNames",
-           "package_names", "render_package", "write_package"]
+           "install_plugin", "package_names", "render_package", "write_package"]
