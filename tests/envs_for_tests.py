@@ -115,3 +115,37 @@ class ClosingCountdownEnv(ConfiguredCountdownEnv):
 
     def close(self) -> None:
         type(self).closed += 1
+
+
+class _SchemaOnlyToolbox:
+    """The core's toolbox protocol at its smallest: schemas, and no call ever answered."""
+
+    def __init__(self, schemas: list[dict[str, Any]]) -> None:
+        self.schemas = schemas
+
+    async def respond(self, action: Any) -> None:
+        return None
+
+
+def _function(name: str, description: str) -> dict[str, Any]:
+    parameters = {"type": "object", "properties": {}}
+    return {"type": "function", "function": {"name": name, "description": description,
+                                             "parameters": parameters}}
+
+
+class PerTaskToolsCountdownEnv(CountdownEnv):
+    """Countdown whose tasks name their tools (``episode_tools`` written by hand)."""
+
+    def get_train_dataset(self) -> Any:
+        return self.make_dataset([{"start": 2, "tools": ["peek", "poke"]}, {"start": 3}])
+
+    def episode_tools(self, task_data: dict[str, Any]) -> Any:
+        names = task_data.get("tools", [])
+        return _SchemaOnlyToolbox([_function(n, f"{n} at the counter") for n in names]) if names else None
+
+
+class BrokenToolsCountdownEnv(CountdownEnv):
+    """Countdown whose tools cannot be had."""
+
+    def episode_tools(self, task_data: dict[str, Any]) -> Any:
+        raise ConnectionError("the tool server is down")

@@ -24,7 +24,7 @@ DETERMINISM = "episodes are deterministic for the same task_data, also concurren
 
 def test_builtin_env_passes(agentsgym_check_env) -> None:
     report = agentsgym_check_env("agentsgym/GuessTheNumber-v0")
-    assert report.passed and len(report.checks) == 11
+    assert report.passed and len(report.checks) == 12
     assert {c.name for c in report.checks} >= {
         DETERMINISM,
         "finish_episode runs once per episode",
@@ -273,6 +273,78 @@ class MutatesTask(Countdown):
     def initialize_episode(self, task_data: dict[str, Any]) -> dict[str, Any]:
         task_data["tags"].append("seen")  # the dataset's task, shared by every rollout
         return {"left": task_data["count"]}
+
+
+class HandToolbox:
+    """The core's toolbox protocol written by hand: answers each call of a reply with a
+    tool message; ``lenient=False`` raises for a tool it does not know."""
+
+    def __init__(self, schemas: list[dict[str, Any]], lenient: bool = True) -> None:
+        self.schemas, self.lenient = schemas, lenient
+
+    async def respond(self, action: Any) -> Any:
+        if not action.tool_calls:
+            return None
+        known = {s["function"]["name"] for s in self.schemas}
+        answers = []
+        for call in action.tool_calls:
+            name = call["function"]["name"]
+            if name not in known and not self.lenient:
+                raise KeyError(name)
+            content = "Error: no such tool" if name not in known else "3"
+            answers.append({"role": "tool", "tool_call_id": call["id"], "content": content})
+        reply = {"role": "assistant", "content": action.text, "tool_calls": action.tool_calls}
+        return reply, answers
+
+
+def schema(name: str) -> dict[str, Any]:
+    parameters = {"type": "object", "properties": {"n": {"type": "integer"}}}
+    return {"type": "function", "function": {"name": name, "parameters": parameters}}
+
+
+class WithTools(Countdown):
+    def episode_tools(self, task_data: dict[str, Any]) -> Any:
+        return HandToolbox([schema("count"), schema("peek")])
+
+
+class ToolsThatCrash(Countdown):
+    def episode_tools(self, task_data: dict[str, Any]) -> Any:
+        return HandToolbox([schema("count")], lenient=False)
+
+
+class ToolDeclaredTwice(Countdown):
+    def episode_tools(self, task_data: dict[str, Any]) -> Any:
+        return HandToolbox([schema("count"), schema("count")])
+
+
+class NamelessTool(Countdown):
+    def episode_tools(self, task_data: dict[str, Any]) -> Any:
+        return HandToolbox([{"type": "function", "function": {"parameters": {}}}])
+
+
+TOOLS = "tools are declared and bad calls answered as tool messages"
+
+
+def test_an_env_whose_tools_answer_bad_calls_passes_the_tool_check() -> None:
+    with register_env("count/Countdown-v0", WithTools, default_agent="scripted"):
+        report = check_env("count/Countdown-v0", tokenizer=None, raise_on_failure=False)
+    assert report.passed, report.failures
+    assert {c.name: c.detail for c in report.checks}[TOOLS] == "2 of 2 tasks declare tools"
+    with register_env("count/Countdown-v0", Countdown, default_agent="scripted"):
+        report = check_env("count/Countdown-v0", tokenizer=None, raise_on_failure=False)
+    assert {c.name: c.detail for c in report.checks}[TOOLS] == "the env declares no tools"
+
+
+@pytest.mark.parametrize(
+    ("env_class", "found"),
+    [
+        (ToolsThatCrash, "a call to an unknown tool failed the episode: KeyError"),
+        (ToolDeclaredTwice, "declares a tool twice: ['count', 'count']"),
+        (NamelessTool, "are not OpenAI function schemas with names"),
+    ],
+)
+def test_tool_declarations_and_bad_calls_are_checked(env_class: type[MultistepEnv], found: str) -> None:
+    assert found in failures(env_class)[TOOLS]
 
 
 def failures(env_class: type[MultistepEnv]) -> dict[str, str]:

@@ -184,6 +184,39 @@ def test_describe_json_marks_registered_defaults() -> None:
     assert item["docs"]
 
 
+def test_describe_and_list_envs_verbose_show_the_tools_of_a_sample_task() -> None:
+    from envs_for_tests import BrokenToolsCountdownEnv, CountdownEnv, PerTaskToolsCountdownEnv
+
+    from agentsgym.testing import register_env
+
+    with register_env("test/ToolCount-v0", PerTaskToolsCountdownEnv), register_env(
+        "test/BrokenTools-v0", BrokenToolsCountdownEnv
+    ), register_env("test/Count-v0", CountdownEnv):
+        item = json.loads(invoke("describe", "test/ToolCount-v0", "--json"))
+        no_arguments = {"type": "object", "properties": {}}
+        assert item["tools"] == [
+            {"name": "peek", "description": "peek at the counter", "parameters": no_arguments},
+            {"name": "poke", "description": "poke at the counter", "parameters": no_arguments},
+        ]
+        assert item["datasets"]["train"]["sample_task"] == {"start": 2, "tools": ["peek", "poke"]}
+        assert "tools:\n  peek(): peek at the counter\n  poke(): poke at the counter\n" in invoke(
+            "describe", "test/ToolCount-v0"
+        )
+        assert json.loads(invoke("describe", "test/Count-v0", "--json"))["tools"] == []
+        assert "tools: none" in invoke("describe", "test/Count-v0")
+        broken = json.loads(invoke("describe", "test/BrokenTools-v0", "--json"))["tools"]
+        assert broken == {"error": "ConnectionError: the tool server is down"}
+        text = invoke("describe", "test/BrokenTools-v0")
+        assert "tools: not shown: ConnectionError: the tool server is down" in text
+        listed = {i["id"]: i for i in json.loads(invoke("list-envs", "--json", "--verbose"))
+                  if "id" in i}  # fmt: skip
+        assert [t["name"] for t in listed["test/ToolCount-v0"]["tools"]] == ["peek", "poke"]
+        assert listed["test/Count-v0"]["tools"] == []
+        assert listed["test/BrokenTools-v0"]["tools"] == broken
+        table = invoke("list-envs", "--verbose")
+        assert "tools:\n  peek(): peek at the counter\n  poke(): poke at the counter\n" in table
+
+
 def test_describe_of_an_unknown_env_is_one_readable_error() -> None:
     result = cli("describe", "agentsgym/GuessNumber-v0")
     assert result.returncode == 2 and "Did you mean: agentsgym/GuessTheNumber-v0" in result.stderr

@@ -65,6 +65,20 @@ def test_check_env_passes_and_the_cli_plays_it(tmp_path) -> None:
     assert len(rows) == 4 and all(row["final_reward"] == 1.0 for row in rows)  # 2 tasks x 2
 
 
+def test_describe_and_list_envs_show_the_tools() -> None:
+    described = run_cli("describe", CALCULATOR, "--json")
+    assert described.code == 0, described.output
+    tools = {t["name"]: t for t in json.loads(described.stdout)["tools"]}
+    assert set(tools) == {"add", "multiply"}
+    assert tools["add"]["description"] == "Add two integers."
+    assert tools["add"]["parameters"]["properties"]["a"]["type"] == "integer"
+    assert "  add(a, b): Add two integers." in run_cli("describe", CALCULATOR).stdout
+    listed = json.loads(run_cli("list-envs", "--json", "--verbose").stdout)
+    assert {t["name"] for t in next(i for i in listed if i.get("id") == CALCULATOR)["tools"]} == {
+        "add", "multiply"
+    }
+
+
 @pytest.mark.parametrize("pack", ["qwen2.5-1.5b-instruct", "llama-3.2-instruct", "qwen3-4b"])
 def test_check_env_passes_on_every_tokenizer_pack(pack: str) -> None:
     folder = Path(__file__).resolve().parents[3].parent / "shared" / "tokenizers" / pack

@@ -20,17 +20,9 @@ from agentsgym.agents.base import (
 from agentsgym.agents.scripted import FunctionAgent, ScriptedAgent
 
 __all__ = [
-    "REPAIRED_SURROGATES_KEY",
-    "Agent",
-    "AgentCaller",
-    "FunctionAgent",
-    "OpenAIAgent",
-    "ScriptedAgent",
-    "acall_agent",
-    "as_action",
-    "call_agent",
-    "follow_concurrency",
-]
+    "REPAIRED_SURROGATES_KEY", "Agent", "AgentCaller", "FunctionAgent", "OpenAIAgent",
+    "ScriptedAgent", "acall_agent", "as_action", "call_agent", "follow_concurrency",
+]  # fmt: skip
 
 
 def __getattr__(name: str) -> Any:

@@ -1,4 +1,4 @@
-"""``agentsgym describe ENV_ID``: one env's docs, config keys, datasets and default agent.
+"""``agentsgym describe ENV_ID``: one env's docs, config keys, datasets, tools and agent.
 The config keys come from the env's pydantic config class, so an env documents its
 settings by declaring them (``list-envs --verbose`` shows them for every env)."""
 
@@ -116,15 +116,18 @@ def env_description(spec: EnvSpec) -> dict[str, Any]:
         "registered_env_config": _jsonable(spec.default_env_config),
         "config": config_keys(spec),
         "hooks": [h for h in EPISODE_HOOK_NAMES if hasattr(cls, h)],
-        "datasets": _datasets(spec),
+        **datasets_and_tools(spec),
     }
 
 
-def _datasets(spec: EnvSpec) -> dict[str, Any]:
+def datasets_and_tools(spec: EnvSpec) -> dict[str, Any]:
+    """``datasets``: each split's size and first task; ``tools``: the name and description
+    of each tool of an episode of that task (tools may differ per task), else an error."""
     try:
         env = make(spec.id)
     except Exception as exc:  # noqa: BLE001 - the env's own code: describe shows what broke
-        return {"error": f"the env does not build: {type(exc).__name__}: {exc}"}
+        error = f"the env does not build: {type(exc).__name__}: {exc}"
+        return {"datasets": {"error": error}, "tools": {"error": error}}
     found: dict[str, Any] = {}
     for split, getter in (("train", env.get_train_dataset), ("eval", env.get_eval_dataset)):
         try:
@@ -139,7 +142,15 @@ def _datasets(spec: EnvSpec) -> dict[str, Any]:
         if isinstance(sample, str):  # JSON column read back as text
             sample = json.loads(sample)
         found[split] = {"size": len(dataset), "sample_task": sample}
-    return found
+    sample = next((v["sample_task"] for v in found.values() if v and v.get("sample_task")), {})
+    try:
+        toolbox = env.episode_tools(sample)
+    except Exception as exc:  # noqa: BLE001 - as above
+        return {"datasets": found, "tools": {"error": f"{type(exc).__name__}: {exc}"}}
+    functions = [s.get("function", s) for s in (toolbox.schemas if toolbox else [])]
+    keys = ("name", "description", "parameters")
+    tools = [{key: f.get(key, "" if key == "description" else None) for key in keys} for f in functions]
+    return {"datasets": found, "tools": tools}
 
 
 def describe(
@@ -180,6 +191,7 @@ def describe(
         registered = ", ".join(f"{k}={json.dumps(v)}" for k, v in item["registered_env_config"].items())
         console.print(f"registered for this id: {escape(registered)}", highlight=False)
     console.print(datasets_table(item["datasets"]))
+    console.print(tools_text(item["tools"]), highlight=False)
     agent = item["default_agent"] or "none (give --agent)"
     about = f": {item['default_agent_description']}" if item["default_agent_description"] else ""
     console.print(f"default agent: [bold]{escape(agent)}[/]{escape(about)}", highlight=False)
@@ -203,6 +215,19 @@ def config_table(keys: list[dict[str, Any]], *, title: str | None = None) -> Tab
     if any(key["registered"] for key in keys):
         table.caption = "* registered default of this id"
     return table
+
+
+def tools_text(tools: list[dict[str, Any]] | dict[str, str]) -> str:
+    """``tools:`` then ``  name(argument, ...): description`` per tool, for describe and
+    ``list-envs --verbose``."""
+    if isinstance(tools, dict):
+        return f"tools: not shown: {escape(tools['error'])}"
+    lines = ["tools:" + ("" if tools else " none")]
+    for tool in tools:
+        arguments = ", ".join((tool["parameters"] or {}).get("properties") or {})
+        lines.append(f"  [bold]{escape(str(tool['name']))}[/]({escape(arguments)}): "
+                     f"{escape(tool['description'])}")  # fmt: skip
+    return "\n".join(lines)
 
 
 def datasets_table(found: dict[str, Any]) -> Table:

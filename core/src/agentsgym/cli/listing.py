@@ -18,9 +18,9 @@ from agentsgym.specs import ComponentSpec
 
 def env_listing(verbose: bool = False) -> list[dict[str, Any]]:
     """What ``list-envs --json`` prints: one object per env, then broken plugins.
-    ``verbose`` adds plugin hooks and config keys, which imports the env classes (an env
+    ``verbose`` adds plugin hooks, config keys and tools, which builds the envs (an env
     whose class does not import gets ``config_error``)."""
-    from agentsgym.cli.describe import config_keys
+    from agentsgym.cli.describe import config_keys, datasets_and_tools
 
     registry = get_registry()
     plugins = {p.name: p for p in registry.host.plugins}
@@ -34,6 +34,7 @@ def env_listing(verbose: bool = False) -> list[dict[str, Any]]:
             item["hooks"] = plugins[spec.plugin].hooks if spec.plugin in plugins else []
             try:
                 item["config"] = config_keys(spec)
+                item["tools"] = datasets_and_tools(spec)["tools"]
             except Exception as exc:  # noqa: BLE001 - one broken env must not hide the others
                 item["config_error"] = f"{type(exc).__name__}: {exc}"
         items.append(item)
@@ -47,8 +48,8 @@ def env_listing(verbose: bool = False) -> list[dict[str, Any]]:
 def list_envs(
     as_json: bool = typer.Option(False, "--json", help="print a JSON list instead of a table"),
     verbose: bool = typer.Option(
-        False, "--verbose", help="also show each env's config keys (type, default, description) "
-        "and its plugin's hooks"
+        False, "--verbose", help="also show each env's config keys (type, default, description), "
+        "tools and its plugin's hooks"
     ),
 ) -> None:
     """List every registered env, and every plugin that failed to load."""
@@ -89,7 +90,7 @@ def list_envs(
 
 def _print_configs(items: list[dict[str, Any]]) -> None:
     """One table of config keys per env (too wide for a column of the main table)."""
-    from agentsgym.cli.describe import config_table
+    from agentsgym.cli.describe import config_table, tools_text
 
     for item in items:
         if "config_error" in item:
@@ -101,6 +102,7 @@ def _print_configs(items: list[dict[str, Any]]) -> None:
             continue
         hooks = ", ".join(item.get("hooks", [])) or "none"
         console.print(config_table(item["config"], title=f"{item['id']} env_config"))
+        console.print(tools_text(item["tools"]), highlight=False)
         console.print(f"[dim]plugin hooks: {escape(hooks)}[/]", highlight=False)
 
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentsgym.agents import ScriptedAgent
+from agentsgym.agents import FunctionAgent, ScriptedAgent
 from agentsgym.errors import EnvConfigError
 from agentsgym.factory import DEFAULT_TOKENIZER, load_tokenizer, make
 from agentsgym.hookspecs import hookimpl
@@ -26,6 +26,7 @@ from agentsgym.registry import EnvSpec, env_class, get_registry
 from agentsgym.rows import parse_rows
 from agentsgym.testing.agents import slow_agent
 from agentsgym.trajectory import Episode, TrajectoryBatch
+from agentsgym.types import AgentAction
 
 if TYPE_CHECKING:
     from agentsgym.env import MultistepEnv
@@ -128,6 +129,7 @@ class _Checker:
         self.check("datasets follow the row schema and survive parquet", self.datasets)
         self.check("episodes play without a tokenizer", self.plays_without_tokenizer)
         self.check("token streams keep the fidelity invariants", self.plays_with_tokenizer)
+        self.check("tools are declared and bad calls answered as tool messages", self.tools)
         self.check("step infos are JSON-serialisable", self.infos_are_json)
         self.check("episodes leave task_data unchanged", self.task_data_unchanged)
         self.check("finish_episode runs once per episode", self.finish_runs_once)
@@ -235,6 +237,37 @@ class _Checker:
         env, batch = self.play(self.tokenizer)
         _assert_tokens(batch, env)
         return f"{len(batch)} rows"
+
+    def tools(self) -> str:
+        env, tasks = self.make(), self.task_list()
+        schemas = [(task, getattr(env.episode_tools(task), "schemas", None)) for task in tasks]
+        declared = [(task, list(found)) for task, found in schemas if found]
+        for task, found in declared:
+            names = [str((s.get("function") or {}).get("name") or "") for s in found]
+            assert all(s.get("type") == "function" for s in found) and all(names), (
+                f"tools of task {task} are not OpenAI function schemas with names: {found!r:.300}"
+            )
+            assert len(set(names)) == len(names), f"task {task} declares a tool twice: {names}"
+            json.dumps(found)
+        if not declared:
+            return "the env declares no tools"
+        task, found = declared[0]
+        calls = [{"id": "call_0", "type": "function", "function": {"name": name, "arguments": args}}
+                 for name, args in (("agentsgym_check_no_such_tool", "{}"),
+                                    (found[0]["function"]["name"], "{not json"))]  # fmt: skip
+
+        def bad_calls(messages: Any, state: Any) -> tuple[Any, Any]:  # then a plain reply
+            replied = any(m["role"] == "assistant" for m in messages)
+            return ("I am not sure." if replied else AgentAction("", tool_calls=calls)), state
+
+        env = self.make(max_steps_per_episode=2)
+        episode = env.run_trial([task], FunctionAgent(bad_calls)).all_episodes[0]
+        assert episode.error is None, f"a call to an unknown tool failed the episode: {episode.error}"
+        answers = [m for m in episode.messages if m["role"] == "tool"]
+        assert len(answers) == 2 and all(isinstance(m.get("content"), str) for m in answers), (
+            f"an unknown tool and bad arguments must each get a tool message, got {answers}"
+        )
+        return f"{len(declared)} of {len(tasks)} tasks declare tools"
 
     def played(self) -> list[Episode]:
         episodes = [e for batch in self.batches for e in batch.all_episodes]
