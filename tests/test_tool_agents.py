@@ -115,3 +115,51 @@ def test_the_openai_agent_declares_tools_and_plays_the_servers_calls(
     assert recorded["id"] == "c0" and recorded["function"]["arguments"] == {"a": 3, "b": 4}
     assert [s.info.get("tool_calls") for s in episode.steps] == [1, 1, None]
     assert {s.info["token_source"] for s in episode.steps} == {"retokenized"}
+
+
+class RefusingServer(ToolCallingServer):
+    """Refuses every completion with HTTP 500 and a many-line validation report, as
+    llama.cpp's server answers a prompt given as token ids."""
+
+    REPORT = "3 validation errors for CreateCompletionRequest\n" + "\n".join(
+        f"prompt.{i}\n  Input should be a valid string [type=string_type, input_value={i}]"
+        for i in range(40)
+    )
+
+    def _serve(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        app = web.Application()
+        app.router.add_post("/v1/completions", self._refuse)
+        app.router.add_post("/v1/chat/completions", self._refuse)
+        app.router.add_get("/v1/models", self._models)
+        self.runner = web.AppRunner(app)
+        self.loop.run_until_complete(self.runner.setup())
+        site = web.TCPSite(self.runner, "127.0.0.1", 0)
+        self.loop.run_until_complete(site.start())
+        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self.ready.set()
+        self.loop.run_forever()
+
+    async def _refuse(self, request: web.Request) -> web.Response:
+        return web.json_response({"error": {"message": self.REPORT, "code": 500}}, status=500)
+
+
+@pytest.mark.parametrize("api", ["completions", "chat"])
+def test_a_refusal_is_one_line_and_names_api_chat_for_token_prompts(api: str) -> None:
+    from agentsgym.agents import call_agent
+    from agentsgym.errors import AgentError
+
+    with RefusingServer() as server:
+        agent = agentsgym.make_agent(
+            "openai", base_url=f"http://127.0.0.1:{server.port}/v1", model="m", api=api,
+            max_retries=1, backoff=0.01,
+        )  # fmt: skip
+        with pytest.raises(AgentError) as info:
+            call_agent(
+                agent, [{"role": "user", "content": "hi"}], None, prompt_token_ids=[1, 2, 3]
+            )
+        agent.close()
+    message = str(info.value)
+    assert "\n" not in message and len(message) < 600, message
+    assert "HTTP 500" in message and "3 validation errors for CreateCompletionRequest" in message
+    assert ("use api=chat" in message) == (api == "completions")

@@ -345,7 +345,7 @@ class OpenAIAgent:
             )
         return AgentError(
             f"the server at {self.base_url} kept failing with HTTP {exc.status} "
-            f"({tries}): {exc.message}"
+            f"({tries}): {exc.message}{self._token_prompt_hint()}"
         )
 
     async def _status_error(self, exc: ServerStatusError) -> AgentError:
@@ -370,7 +370,14 @@ class OpenAIAgent:
                 )
         return AgentError(
             f"the server at {self.base_url} refused the request (HTTP {status}): {exc.message}"
+            + self._token_prompt_hint()
         )
+
+    def _token_prompt_hint(self) -> str:
+        if self.api != "completions":
+            return ""
+        return ("; api=completions sends the prompt as token ids, which some servers "
+                "(llama.cpp's) refuse: use api=chat there")  # fmt: skip
 
     def _unknown_model(self, models: list[str]) -> AgentError:
         served = ", ".join(repr(m) for m in models) or "nothing"

@@ -44,8 +44,10 @@ def error_message(body: Any, text: str = "") -> str:
         inner = body.get("error") if isinstance(body.get("error"), dict) else body
         message = inner.get("message") or body.get("detail")
         if message:
-            return str(message)
-    return text[:300] or "(empty body)"
+            text = str(message)
+    # One line: servers answer with whole validation reports (llama.cpp's run to 70 lines).
+    line = " ".join(text.split())
+    return (line[:300] + " [...]" if len(line) > 300 else line) or "(empty body)"
 
 
 class JSONClient:
