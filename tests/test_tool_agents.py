@@ -115,6 +115,13 @@ def test_the_openai_agent_declares_tools_and_plays_the_servers_calls(
     assert recorded["id"] == "c0" and recorded["function"]["arguments"] == {"a": 3, "b": 4}
     assert [s.info.get("tool_calls") for s in episode.steps] == [1, 1, None]
     assert {s.info["token_source"] for s in episode.steps} == {"retokenized"}
+    # the calls are retokenized as the template writes them: one segment, the full render
+    assert len(episode.segments) == 1
+    rendered = env.tokenizer.apply_chat_template(
+        episode.messages, tools=server.requests[0]["tools"], tokenize=False
+    )
+    assert episode.full_token_ids == env.tokenizer(rendered, add_special_tokens=False)["input_ids"]
+    assert "<tool_call>" in env.tokenizer.decode(episode.full_token_ids)
 
 
 class RefusingServer(ToolCallingServer):

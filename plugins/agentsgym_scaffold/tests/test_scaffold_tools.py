@@ -102,8 +102,15 @@ def test_the_rendered_tool_env_plays_in_process(
     agentsgym_register_env(rendered_tools.env_id, WordScoreEnv)
     env = agentsgym.make(rendered_tools.env_id, tokenizer=agentsgym.DEFAULT_TOKENIZER)
     tasks = env.get_train_dataset(size=2)["task_data"]
-    batch = env.run_trial(tasks, WordScoreAgent(token_out=True), num_rollouts=2)
+    agent = WordScoreAgent(env.tokenizer, token_out=True)
+    batch = env.run_trial(tasks, agent, num_rollouts=2)
     assert not batch.failed and batch.final_rewards == [1.0] * 4
+    assert {step.token_source for e in batch.episodes for step in e.steps} == {"unchecked"}
+    # without a tokenizer its calls come structured, as from a chat server: retokenized
+    structured = env.run_trial(tasks, WordScoreAgent(), num_rollouts=1)
+    assert structured.final_rewards == [1.0] * 2
+    assert all(len(e.segments) == 1 for e in structured.episodes)
+    assert {s.token_source for e in structured.episodes for s in e.steps} == {"retokenized"}
     episode = batch.episodes[0]
     calls = env.config.num_candidates
     assert [m["role"] for m in episode.messages] == [

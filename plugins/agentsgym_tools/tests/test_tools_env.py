@@ -91,6 +91,24 @@ def test_check_env_passes_on_every_tokenizer_pack(pack: str) -> None:
         assert report.passed, (token_out, report.failures)
 
 
+@pytest.mark.parametrize("pack", ["qwen2.5-1.5b-instruct", "llama-3.2-instruct", "qwen3-4b"])
+def test_the_default_agent_solves_it_on_every_tokenizer_pack(pack: str, tmp_path: Path) -> None:
+    """The default agent returns calls as a chat server does; the runner writes them as
+    the pack's template does, so every episode is won, in one segment."""
+    folder = Path(__file__).resolve().parents[3].parent / "shared" / "tokenizers" / pack
+    if not (folder / "tokenizer.json").exists():
+        pytest.skip(f"tokenizer pack {pack} not found at {folder} (../shared is absent)")
+    out = tmp_path / "calc.jsonl"
+    result = run_cli(
+        "rollout", CALCULATOR, "--tokenizer", str(folder), "--num-tasks", "3", "--out", str(out)
+    )
+    assert result.code == 0, result.output
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(rows) == 6 and all(row["final_reward"] == 1.0 for row in rows), rows[0]
+    assert all(row["num_segments"] == 1 for row in rows)
+    assert check_env(CALCULATOR, tokenizer=str(folder), raise_on_failure=False).passed
+
+
 def test_tools_that_cannot_be_had_fail_the_episode_not_the_run() -> None:
     from agentsgym_tools.calculator import CalculatorEnv
 

@@ -9,6 +9,7 @@ episode must not sink a batch. ``finish_episode`` runs at the end however it end
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -19,7 +20,8 @@ from agentsgym.engine.hook_runtime import HookRuntime
 from agentsgym.errors import EpisodeError, EpisodeTimeoutError
 from agentsgym.redaction import redact_text
 from agentsgym.rewards import assign_token_rewards
-from agentsgym.tokenization import AgentSpan, EpisodeTokenizer
+from agentsgym.tokenization import AgentSpan, EpisodeTokenizer, reply_as_rendered
+from agentsgym.tokenization.incremental import base_messages
 from agentsgym.trajectory import Episode, StepRecord, TokenSegment, rewards_array
 from agentsgym.types import AgentAction, EpisodeContext, Message, Messages, StepResult
 from agentsgym.worker_pool import WorkerPool
@@ -183,8 +185,9 @@ class EpisodeRun:
             self.phase = "tokenizing the agent turn"
             segments_before = len(self.tokens.segments)
             span = await self.runtime.cpu(
-                self.tokens.add_agent_turn, action, token_in=self.caller.token_in
-            )
+                self.tokens.add_agent_turn, _as_written(self.tokens.chat, action, answered),
+                token_in=self.caller.token_in,
+            )  # fmt: skip
             if action.prompt_token_ids is not None and len(self.tokens.segments) > segments_before:
                 action.info = {**action.info, SERVER_PROMPT_MISMATCH_KEY: True}
         if answered is not None:  # a tool turn: its results are the next prompt
@@ -250,15 +253,10 @@ class EpisodeRun:
         # Its own turn and budget; not through _hook, which stops an abandoned episode's turns.
         episode = self.episode
         self.phase = "finish_episode"
-        terms = collect_terms(
-            await self.runtime.call(
-                "finish_episode",
-                state=self.state,
-                truncated=episode.truncated,
-                error=episode.error,
-                session_id=episode.session_id,
-            )
-        )
+        terms = collect_terms(await self.runtime.call(
+            "finish_episode", state=self.state, truncated=episode.truncated, error=episode.error,
+            session_id=episode.session_id,
+        ))  # fmt: skip
         if terms and episode.error is None and episode.steps:
             last = episode.steps[-1]
             for name, value in terms.items():
@@ -303,6 +301,14 @@ class EpisodeRun:
             except Exception as exc:  # noqa: BLE001 - logged and recorded on the episode
                 episode.error = redact_text(f"{type(exc).__name__}: {exc}")
                 logger.error("episode %s broke a token invariant: %s", episode.session_id, exc)
+
+
+def _as_written(chat: Any, action: AgentAction, answered: Any) -> AgentAction:
+    """A reply of calls a chat server parsed, without ids: tokenized as the template writes them."""
+    if answered is None or action.token_ids is not None or not action.tool_calls:
+        return action
+    written = reply_as_rendered(chat, base_messages(False), *answered)
+    return action if written is None else dataclasses.replace(action, text=written)
 
 
 async def aplay_episode(

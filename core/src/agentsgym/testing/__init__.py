@@ -4,8 +4,6 @@ env package runs in its CI), :func:`register_env`, :func:`slow_agent` and :func:
 (:mod:`agentsgym.pytest_plugin`, loaded automatically) offers the first two as fixtures.
 """
 
-from typing import Any
-
 from agentsgym.satellites import moved_name
 from agentsgym.testing.agents import AsyncSlowAgent, SlowAgent, slow_agent
 from agentsgym.testing.check import CheckReport, CheckResult, EnvCheckError, check_env
@@ -18,5 +16,5 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     return moved_name(__name__, name)

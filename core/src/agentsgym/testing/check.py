@@ -240,8 +240,7 @@ class _Checker:
 
     def tools(self) -> str:
         env, tasks = self.make(), self.task_list()
-        schemas = [(task, getattr(env.episode_tools(task), "schemas", None)) for task in tasks]
-        declared = [(task, list(found)) for task, found in schemas if found]
+        declared = [(t, list(s)) for t in tasks if (s := getattr(env.episode_tools(t), "schemas", 0))]
         for task, found in declared:
             names = [str((s.get("function") or {}).get("name") or "") for s in found]
             assert all(s.get("type") == "function" for s in found) and all(names), (
@@ -252,16 +251,14 @@ class _Checker:
         if not declared:
             return "the env declares no tools"
         task, found = declared[0]
-        calls = [{"id": "call_0", "type": "function", "function": {"name": name, "arguments": args}}
-                 for name, args in (("agentsgym_check_no_such_tool", "{}"),
-                                    (found[0]["function"]["name"], "{not json"))]  # fmt: skip
-
-        def bad_calls(messages: Any, state: Any) -> tuple[Any, Any]:  # then a plain reply
-            replied = any(m["role"] == "assistant" for m in messages)
-            return ("I am not sure." if replied else AgentAction("", tool_calls=calls)), state
-
+        calls = [{"id": f"call_{i}", "type": "function", "function": {"name": n, "arguments": a}}
+                 for i, (n, a) in enumerate((("agentsgym_check_no_such_tool", "{}"),
+                                             (found[0]["function"]["name"], "{not json")))]  # fmt: skip
+        bad_calls = FunctionAgent(lambda messages, state: (  # then a plain reply
+            "I am not sure." if any(m["role"] == "assistant" for m in messages)
+            else AgentAction("", tool_calls=calls), state))  # fmt: skip
         env = self.make(max_steps_per_episode=2)
-        episode = env.run_trial([task], FunctionAgent(bad_calls)).all_episodes[0]
+        episode = env.run_trial([task], bad_calls).all_episodes[0]
         assert episode.error is None, f"a call to an unknown tool failed the episode: {episode.error}"
         answers = [m for m in episode.messages if m["role"] == "tool"]
         assert len(answers) == 2 and all(isinstance(m.get("content"), str) for m in answers), (

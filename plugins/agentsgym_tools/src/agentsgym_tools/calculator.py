@@ -97,8 +97,8 @@ def _solve(messages: Messages) -> Turn:
     return f"The result is \\boxed{{{results[-1]}}}."  # or the error it got
 
 
-def calculator_solver(
-    tokenizer: Any = "agentsgym/tiny-chatml", token_out: bool = False
-) -> ScriptedToolAgent:
-    """A scripted agent that solves Calculator tasks with its tools (the env's default)."""
+def calculator_solver(tokenizer: Any = None, token_out: bool = False) -> ScriptedToolAgent:
+    """A scripted agent that solves Calculator tasks with its tools (the env's default):
+    calls structured, as a chat server returns them, or written as ``tokenizer``'s
+    template writes them (``token_out``: with their token ids)."""
     return ScriptedToolAgent(_solve, tokenizer, token_out=token_out)

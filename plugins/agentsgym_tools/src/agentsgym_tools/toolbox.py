@@ -20,13 +20,14 @@ __all__ = ["Toolbox"]
 
 
 class Toolbox:
-    """The tools of one episode, their parser and their runner."""
+    """The tools of one episode, their parser and their runner (one per episode)."""
 
     def __init__(self, tools: Sequence[Tool], parser: ToolCallParser, runner: ToolRunner) -> None:
         self.tools = list(tools)
         self.schemas = [t.schema for t in self.tools]
         self.parser = parser
         self.runner = runner
+        self.calls_seen = 0
 
     async def respond(self, action: AgentAction) -> tuple[Message, Messages] | None:
         """(the reply as an assistant message with its calls, the tool messages answering
@@ -37,8 +38,11 @@ class Toolbox:
             return reply, [Message(role="user", content=ERROR_PREFIX + parsed.error)]
         if not parsed.calls:
             return None
+        # Calls written as text have no ids: number them across the episode's replies.
+        first, self.calls_seen = self.calls_seen, self.calls_seen + len(parsed.calls)
         calls = [
-            {**call, "id": call.get("id") or f"call_{i}"} for i, call in enumerate(parsed.calls)
+            {**call, "id": call.get("id") or f"call_{first + i}"}
+            for i, call in enumerate(parsed.calls)
         ]
         return _assistant(parsed, calls), await self.runner.run(calls)
 
