@@ -148,8 +148,8 @@ def datasets_and_tools(spec: EnvSpec) -> dict[str, Any]:
     except Exception as exc:  # noqa: BLE001 - as above
         return {"datasets": found, "tools": {"error": f"{type(exc).__name__}: {exc}"}}
     functions = [s.get("function", s) for s in (toolbox.schemas if toolbox else [])]
-    keys = ("name", "description", "parameters")
-    tools = [{key: f.get(key, "" if key == "description" else None) for key in keys} for f in functions]
+    tools = [{"name": f.get("name"), "description": f.get("description", ""),
+              "parameters": f.get("parameters")} for f in functions]  # fmt: skip
     return {"datasets": found, "tools": tools}
 
 

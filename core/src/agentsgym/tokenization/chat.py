@@ -59,6 +59,7 @@ class ChatTokenizer:
         self._backend = _backend_of(tokenizer)
         self.template_kwargs = dict(chat_template_kwargs or {})
         self.special_texts = _special_token_texts(tokenizer)
+        self._specials = re.compile("(" + ("|".join(map(re.escape, self.special_texts)) or "(?!)") + ")")
         self._render = _renderer(tokenizer, self.template_kwargs)
         self.eot_text, self.eot_ids = self._probe_end_of_turn()
         self.generation_prompt = self._probe_generation_prompt()
@@ -82,15 +83,6 @@ class ChatTokenizer:
                 self._with_tools.clear()
             kwargs = {**self.template_kwargs, "tools": list(tools)}
             chat = self._with_tools[key] = ChatTokenizer(self.tokenizer, kwargs)
-            probe = [{"role": "user", "content": "Hi."}]
-            if tools and chat.render(probe, add_generation_prompt=True) == self.render(
-                probe, add_generation_prompt=True
-            ):
-                logger.warning(
-                    "the chat template of %s does not render tools: the model is never told its "
-                    "tools. Use a tokenizer whose template does (`agentsgym list-models`)",
-                    getattr(self.tokenizer, "name_or_path", "the tokenizer"),
-                )
         return chat
 
     @property
@@ -150,19 +142,32 @@ class ChatTokenizer:
         if not risky:
             return self._encode(piece)
         parts = self._split_by_placeholders(piece, messages, risky, start, render)
-        if parts is None:
-            parts = self._split_by_markers(piece, messages, risky, start, render)
+        if parts is not None:  # env text reads as plain text would; replies as generated
+            return self._encode_parts(parts, [messages[i]["role"] != "assistant" for i in risky])
+        parts = self._split_by_markers(piece, messages, risky, start, render)
         if parts is None:
             contents = [str(messages[i].get("content", "")) for i in protect]
             return self.encode_template_text(piece, contents)
         return self._encode_parts(parts)
 
-    def _encode_parts(self, parts: list[str]) -> list[int]:
-        """Template text and model text alternating, each tokenized as what it is."""
+    def _encode_parts(self, parts: list[str], merges: Sequence[bool] = ()) -> list[int]:
+        """Template and model text alternating; special tokens come from the template only.
+        Model text ``j`` with ``merges[j]`` is tokenized with the text around it, else alone."""
         ids: list[int] = []
+        run = ""
         for index, part in enumerate(parts):
-            ids += self.encode_model_text(part) if index % 2 else self._encode(part)
-        return ids
+            if index % 2 and not (index // 2 < len(merges) and merges[index // 2]):
+                ids += self.encode_model_text(run) + self.encode_model_text(part)
+                run = ""
+                continue
+            pieces = [part] if index % 2 else self._specials.split(part)  # text, token, ...
+            for k, piece in enumerate(pieces):
+                if k % 2:
+                    ids += self.encode_model_text(run) + self._encode(piece)
+                    run = ""
+                else:
+                    run += piece
+        return ids + self.encode_model_text(run)
 
     def _split_by_placeholders(
         self, piece: str, messages: Messages, risky: list[int], start: int, render: Render
@@ -187,11 +192,8 @@ class ChatTokenizer:
         contents = {i: str(messages[i]["content"]) for i in risky}
         if any(_MARK_START in c or _MARK_END in c for c in contents.values()):
             return None
-        special = re.compile("|".join(re.escape(s) for s in self.special_texts))
-        marked = {
-            i: special.sub(lambda m: _MARK_START + m.group(0) + _MARK_END, c)
-            for i, c in contents.items()
-        }
+        mark = partial(self._specials.sub, lambda m: _MARK_START + m.group(0) + _MARK_END)
+        marked = {i: mark(c) for i, c in contents.items()}
         marked_piece = _render_with_contents(messages, marked, start, render)
         if marked_piece is None:
             return None

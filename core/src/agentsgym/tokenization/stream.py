@@ -100,7 +100,6 @@ class EpisodeTokenizer:
         self._reply_text: str | None = None  # the last reply as generated
         self.segments: list[SegmentBuilder] = []
         self.has_logprobs = True
-        self.server_mismatches = 0  # agent turns whose server prompt ids differed
         self.whole_renders = 0  # env turns that rendered the whole conversation
         self._base: Messages | None = None
         self._pending_reply: str | None = None
@@ -269,7 +268,6 @@ class EpisodeTokenizer:
         held = self.current.token_ids
         if held == list(prompt_ids):
             return
-        self.server_mismatches += 1
         detail = (
             f"the stream has {len(held)} ids, the server's prompt {len(prompt_ids)}, first "
             f"difference at {_first_mismatch(held, prompt_ids)}"

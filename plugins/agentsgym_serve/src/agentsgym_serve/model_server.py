@@ -98,8 +98,7 @@ class ScriptedPolicy:
         if self.chat_tokenizer is None:
             return Reply(text)
         chat = self.chat_tokenizer
-        rendered = chat.render(messages, add_generation_prompt=True)
-        prompt = chat.encode_template_text(rendered, [str(m.get("content", "")) for m in messages])
+        prompt = chat.encode_prompt(messages)
         ids = chat.encode_model_text(text) + chat.eot_ids
         return Reply(text, ids, [0.0] * len(ids), prompt)
 

@@ -3,11 +3,11 @@
 An env declares plain functions as tools (:class:`ToolEnv`); their schemas reach the
 chat template's ``tools=``, the model's calls are read by transformers' response
 parsing, run concurrently under timeouts, and answered as ``tool`` messages that the
-core tokenizes as deltas, token-exact. See docs/tools.md.
+core tokenizes as deltas, token-exact. See the README of agentsgym-tools.
 """
 
 from agentsgym_tools.agent import ScriptedToolAgent, ToolCalls, Turn
-from agentsgym_tools.env import ToolEnv, ToolEnvConfig, ToolLike
+from agentsgym_tools.env import ToolEnv, ToolEnvConfig, ToolLike, renders_tools
 from agentsgym_tools.errors import ToolDeclarationError
 from agentsgym_tools.mcp_tools import MCPToolError, MCPTools
 from agentsgym_tools.parsing import HERMES_TEMPLATE, ParsedReply, ToolCallParser
@@ -33,6 +33,7 @@ __all__ = [
     "Toolbox",
     "Turn",
     "as_tools",
+    "renders_tools",
     "tool",
     "tool_message",
     "trl_environment",

@@ -10,18 +10,23 @@ bound each reply's calls.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from pydantic import Field
 
 from agentsgym import EnvConfig, MultistepEnv
+from agentsgym.tokenization import ChatTokenizer
+from agentsgym.types import Message
 from agentsgym_tools.parsing import ToolCallParser
 from agentsgym_tools.runner import ToolRunner
 from agentsgym_tools.tool import Tool, as_tools
 from agentsgym_tools.toolbox import Toolbox
 
-__all__ = ["ToolEnv", "ToolEnvConfig", "ToolLike"]
+__all__ = ["ToolEnv", "ToolEnvConfig", "ToolLike", "renders_tools"]
+
+logger = logging.getLogger(__name__)
 
 ToolLike = Tool | Callable[..., Any] | Mapping[str, Any]
 
@@ -48,6 +53,12 @@ class ToolEnv(MultistepEnv):
         eot = self.chat.eot_text if self.chat is not None else ""
         self.tool_parser = ToolCallParser(tokenizer, eot_text=eot)
         self._default_tools = as_tools(type(self).tools)  # declaration errors surface here
+        if self.chat is not None and self._default_tools and not renders_tools(self.chat):
+            logger.warning(
+                "the chat template of %s does not render tools: a model playing %s is never "
+                "told its tools (see `agentsgym list-models`: smollm2-tools, say)",
+                getattr(self.tokenizer, "name_or_path", "the tokenizer"), type(self).__name__,
+            )
 
     def get_tools(self, task_data: dict[str, Any]) -> Sequence[ToolLike]:
         """The tools of an episode of ``task_data`` (default: the class's ``tools``)."""
@@ -63,3 +74,15 @@ class ToolEnv(MultistepEnv):
             max_calls=int(getattr(self.config, "max_tool_calls_per_turn", 8)),
         )
         return Toolbox(tools, self.tool_parser, runner)
+
+
+_PROBE_TOOL = {"type": "function", "function": {"name": "probe", "description": "A probe.",
+               "parameters": {"type": "object", "properties": {}}}}  # fmt: skip
+
+
+def renders_tools(chat: ChatTokenizer) -> bool:
+    """Whether ``chat``'s template writes declared tools into the prompt at all
+    (SmolLM2-135M-Instruct's ignores ``tools=``)."""
+    hi = [Message(role="user", content="Hi.")]
+    plain = chat.render(hi, add_generation_prompt=True)
+    return chat.with_tools([_PROBE_TOOL]).render(hi, add_generation_prompt=True) != plain

@@ -167,9 +167,7 @@ def fit_examples(
     chat = ChatTokenizer(tokenizer)
     rows: list[tuple[list[int], list[int]]] = []
     for messages, reply in examples:
-        prompt = chat.encode_template_text(
-            chat.render(messages, add_generation_prompt=True), [m["content"] for m in messages]
-        )
+        prompt = chat.encode_prompt(messages)
         answer = chat.encode_model_text(reply) + chat.eot_ids
         rows.append((prompt + answer, [-100] * len(prompt) + answer))
     rng = random.Random(seed)

@@ -194,8 +194,7 @@ class TransformersAgent:
         if self._chat is None:
             self._chat = ChatTokenizer(self.tokenizer)
         chat = self._chat
-        text = chat.render(messages, add_generation_prompt=True)
-        return chat.encode_template_text(text, [str(m.get("content", "")) for m in messages])
+        return chat.encode_prompt(messages)
 
     def _check_prompt(self, prompt: Sequence[int]) -> None:
         if not prompt:
