@@ -170,3 +170,34 @@ def test_a_refusal_is_one_line_and_names_api_chat_for_token_prompts(api: str) ->
     assert "\n" not in message and len(message) < 600, message
     assert "HTTP 500" in message and "3 validation errors for CreateCompletionRequest" in message
     assert ("use api=chat" in message) == (api == "completions")
+
+
+def test_the_loopback_server_renders_the_tools_and_calls_as_the_stream_does() -> None:
+    """Chat mode against the loopback server (vLLM-like, token ids): it renders the
+    request's tools and the calls' JSON-text arguments as vLLM does, so the prompt ids it
+    reports are the episode's stream: one segment, no mismatch."""
+    pytest.importorskip("fastapi")
+    from agentsgym_serve.model_server import OpenAICompatServer, ScriptedPolicy
+    from agentsgym_tools.calculator import calculator_solver
+
+    writer = calculator_solver(agentsgym.DEFAULT_TOKENIZER)  # calls as the template writes them
+
+    def reply(messages: list[dict[str, Any]]) -> str:
+        text, _ = writer.get_action(messages, None)
+        return str(text)
+
+    policy = ScriptedPolicy(reply, tokenizer=agentsgym.DEFAULT_TOKENIZER)
+    env = agentsgym.make("tools/Calculator-v0", tokenizer=agentsgym.DEFAULT_TOKENIZER)
+    with OpenAICompatServer(policy, models=["m"]) as server:
+        agent = agentsgym.make_agent("openai", base_url=server.base_url, model="m", max_retries=0)
+        try:
+            batch = env.run_trial([{"seed": 1}, {"seed": 2}], agent, num_rollouts=1)
+        finally:
+            agent.close()
+        assert all(r.get("tools") for r in server.requests)
+    for episode in batch.episodes:
+        assert episode.ok and episode.final_reward == 1.0, episode.error
+        assert [s.info.get("tool_calls") for s in episode.steps] == [1, 1, None]
+        assert {s.info["token_source"] for s in episode.steps} == {"server"}
+        assert not any(s.info.get("server_prompt_mismatch") for s in episode.steps)
+        assert len(episode.segments) == 1

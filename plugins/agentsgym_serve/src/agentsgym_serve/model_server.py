@@ -15,6 +15,9 @@ any object with the :class:`Policy` methods, such as agentsgym-trl's ``ModelPoli
 tokenizer's template as vLLM does). A policy's replies need the fields of
 :class:`Reply`.
 
+Chat requests are rendered as vLLM renders them: with the request's ``tools``, and a
+tool call's JSON-text ``arguments`` parsed into an object.
+
 With ``vllm=True`` (default) it behaves like vLLM: ``return_token_ids: true`` adds
 ``prompt_token_ids`` (top level for chat, on the choice for completions) and
 ``token_ids`` on the choice, and ``logprobs`` returns one logprob per generated
@@ -31,6 +34,7 @@ once.
 # (``request: Request``) at runtime, and ``Request`` is imported inside _build_app.
 import asyncio
 import itertools
+import json
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -62,11 +66,14 @@ class Policy(Protocol):
 
 
 class ScriptedPolicy:
-    """Replies from a list (in order, cycling) or from ``reply(messages) -> str``.
+    """Replies from a list (in order, cycling) or from ``reply(messages) -> str`` (a
+    completion request has no messages: it is called with ``[]``).
 
     With a ``tokenizer`` it also reports token ids like vLLM would: the chat-template
-    rendering of the messages as prompt ids, and the reply's tokens followed by the
-    template's end-of-turn token as completion ids (logprobs 0.0).
+    rendering of the messages (with the request's ``tools``) as prompt ids, and the
+    reply's tokens followed by the template's end-of-turn token as completion ids
+    (logprobs 0.0). Replies are text: it has no tool parser, so calls come back as the
+    text that holds them, for the env to parse.
     """
 
     run_inline = True  # cheap: answered on the server's loop, no thread hop
@@ -98,7 +105,9 @@ class ScriptedPolicy:
         if self.chat_tokenizer is None:
             return Reply(text)
         chat = self.chat_tokenizer
-        prompt = chat.encode_prompt(messages)
+        prompt = (chat.with_tools(params["tools"]) if params.get("tools") else chat).encode_prompt(
+            messages
+        )
         ids = chat.encode_model_text(text) + chat.eot_ids
         return Reply(text, ids, [0.0] * len(ids), prompt)
 
@@ -112,8 +121,33 @@ class ScriptedPolicy:
         return Reply(text, ids, [0.0] * len(ids), list(prompt_ids))
 
 
+def _as_rendered(messages: Messages) -> Messages:
+    """The messages as vLLM hands them to the chat template: a tool call's ``arguments``,
+    JSON text on the wire, parsed into an object (templates render it with ``tojson``)."""
+    rendered = []
+    for message in messages:
+        calls = message.get("tool_calls") if isinstance(message, dict) else None
+        if calls:
+            message = {**message, "tool_calls": [_parsed(call) for call in calls]}
+        rendered.append(message)
+    return rendered
+
+
+def _parsed(call: dict[str, Any]) -> dict[str, Any]:
+    function = call.get("function")
+    if not isinstance(function, dict) or not isinstance(function.get("arguments"), str):
+        return call
+    try:
+        arguments = json.loads(function["arguments"])
+    except json.JSONDecodeError:
+        return call
+    return {**call, "function": {**function, "arguments": arguments}}
+
+
 CHAT_FIELDS = {
     "model",
+    "tools",
+    "tool_choice",
     "messages",
     "temperature",
     "top_p",
@@ -288,7 +322,7 @@ class OpenAICompatServer:
                 if self.delay:
                     await asyncio.sleep(self.delay)
                 answer = self.policy.chat if kind == "chat" else self.policy.complete
-                argument = body["messages"] if kind == "chat" else body["prompt"]
+                argument = _as_rendered(body["messages"]) if kind == "chat" else body["prompt"]
                 if getattr(self.policy, "run_inline", False):
                     reply = answer(argument, body)
                 else:

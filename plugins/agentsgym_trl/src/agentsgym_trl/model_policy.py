@@ -68,7 +68,7 @@ class ModelPolicy:
 
     def chat(self, messages: Messages, params: dict[str, Any]) -> PolicyReply:
         agent = self._agent(params)
-        prompt = agent.render_messages(messages)
+        prompt = agent.render_messages(messages, params.get("tools"))
         return self._reply(agent, prompt)
 
     def complete(self, prompt: str | list[int], params: dict[str, Any]) -> PolicyReply:

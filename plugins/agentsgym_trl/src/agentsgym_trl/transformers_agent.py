@@ -187,14 +187,17 @@ class TransformersAgent:
         self.close()
 
     # ------------------------------------------------------------------ internals
-    def render_messages(self, messages: Messages) -> list[int]:
-        """The prompt ids of ``messages`` under the tokenizer's chat template."""
+    def render_messages(
+        self, messages: Messages, tools: Sequence[dict[str, Any]] | None = None
+    ) -> list[int]:
+        """The prompt ids of ``messages`` under the tokenizer's chat template, declaring
+        ``tools`` when given."""
         from agentsgym.tokenization import ChatTokenizer
 
         if self._chat is None:
             self._chat = ChatTokenizer(self.tokenizer)
-        chat = self._chat
-        return chat.encode_prompt(messages)
+        chat = self._chat.with_tools(tools) if tools else self._chat
+        return chat.encode_prompt(messages)  # type: ignore[no-any-return]
 
     def _check_prompt(self, prompt: Sequence[int]) -> None:
         if not prompt:
