@@ -30,7 +30,7 @@ class ToolCallingServer:
     def _serve(self) -> None:
         asyncio.set_event_loop(self.loop)
         app = web.Application()
-        app.router.add_post("/v1/chat/completions", self._chat)
+        self._route(app)
         app.router.add_get("/v1/models", self._models)
         self.runner = web.AppRunner(app)
         self.loop.run_until_complete(self.runner.setup())
@@ -39,6 +39,9 @@ class ToolCallingServer:
         self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
         self.ready.set()
         self.loop.run_forever()
+
+    def _route(self, app: web.Application) -> None:
+        app.router.add_post("/v1/chat/completions", self._chat)
 
     async def _models(self, request: web.Request) -> web.Response:
         return web.json_response({"data": [{"id": "m"}]})
@@ -133,19 +136,9 @@ class RefusingServer(ToolCallingServer):
         for i in range(40)
     )
 
-    def _serve(self) -> None:
-        asyncio.set_event_loop(self.loop)
-        app = web.Application()
+    def _route(self, app: web.Application) -> None:
         app.router.add_post("/v1/completions", self._refuse)
         app.router.add_post("/v1/chat/completions", self._refuse)
-        app.router.add_get("/v1/models", self._models)
-        self.runner = web.AppRunner(app)
-        self.loop.run_until_complete(self.runner.setup())
-        site = web.TCPSite(self.runner, "127.0.0.1", 0)
-        self.loop.run_until_complete(site.start())
-        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        self.ready.set()
-        self.loop.run_forever()
 
     async def _refuse(self, request: web.Request) -> web.Response:
         return web.json_response({"error": {"message": self.REPORT, "code": 500}}, status=500)
