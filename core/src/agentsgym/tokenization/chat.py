@@ -141,14 +141,15 @@ class ChatTokenizer:
         risky = [i for i in protect if self.has_special_text(str(messages[i].get("content", "")))]
         if not risky:
             return self._encode(piece)
+        env_text = [messages[i]["role"] != "assistant" for i in risky]
         parts = self._split_by_placeholders(piece, messages, risky, start, render)
         if parts is not None:  # env text reads as plain text would; replies as generated
-            return self._encode_parts(parts, [messages[i]["role"] != "assistant" for i in risky])
+            return self._encode_parts(parts, env_text)
         parts = self._split_by_markers(piece, messages, risky, start, render)
         if parts is None:
             contents = [str(messages[i].get("content", "")) for i in protect]
             return self.encode_template_text(piece, contents)
-        return self._encode_parts(parts)
+        return self._encode_parts(parts, [all(env_text)] * len(parts))  # (marks: in no order)
 
     def _encode_parts(self, parts: list[str], merges: Sequence[bool] = ()) -> list[int]:
         """Template and model text alternating; special tokens come from the template only.
