@@ -145,11 +145,11 @@ def datasets_and_tools(spec: EnvSpec) -> dict[str, Any]:
     sample = next((v["sample_task"] for v in found.values() if v and v.get("sample_task")), {})
     try:
         toolbox = env.episode_tools(sample)
-    except Exception as exc:  # noqa: BLE001 - as above
+        functions = [s.get("function", s) for s in (toolbox.schemas if toolbox else [])]
+        tools = [{"name": f.get("name"), "description": f.get("description", ""),
+                  "parameters": f.get("parameters")} for f in functions]  # fmt: skip
+    except Exception as exc:  # noqa: BLE001 - as above (a malformed schema included)
         return {"datasets": found, "tools": {"error": f"{type(exc).__name__}: {exc}"}}
-    functions = [s.get("function", s) for s in (toolbox.schemas if toolbox else [])]
-    tools = [{"name": f.get("name"), "description": f.get("description", ""),
-              "parameters": f.get("parameters")} for f in functions]  # fmt: skip
     return {"datasets": found, "tools": tools}
 
 
