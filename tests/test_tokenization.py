@@ -178,3 +178,25 @@ def test_concurrent_episodes_keep_template_tokens_intact() -> None:
     )
     for episode in batch.episodes:
         assert episode.full_token_ids == reference_ids(tokenizer, episode.messages)
+
+
+def test_special_token_text_leaves_the_shared_tokenizer_as_it_was() -> None:
+    # Envs, agents and trainers share one tokenizer: after encoding text that holds
+    # special-token text, a raw encode still parses special tokens (2 ids, not 7).
+    from agentsgym.tokenization import ChatTokenizer
+    from tokenizer_packs import load_pack
+
+    tokenizer = load_pack("qwen2.5-1.5b-instruct")
+    backend = tokenizer.backend_tokenizer
+    parsed = backend.encode("<|im_start|>user", add_special_tokens=False).ids
+    assert len(parsed) == 2
+    chat = ChatTokenizer(tokenizer)
+    assert len(chat.encode_model_text("<|im_start|>user")) > 2  # model text stays plain
+    assert backend.encode("<|im_start|>user", add_special_tokens=False).ids == parsed
+    conversation = [{"role": "user", "content": INJECTION}]
+    chat.encode_prompt(conversation, add_generation_prompt=False)
+    assert backend.encode_special_tokens is False
+    # a tokenizer a user set to split special tokens is put back to that setting too
+    backend.encode_special_tokens = True
+    assert chat.encode_text("<|im_start|>user") == parsed
+    assert backend.encode_special_tokens is True

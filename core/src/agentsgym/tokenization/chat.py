@@ -106,8 +106,8 @@ class ChatTokenizer:
 
     def encode_model_text(self, text: str) -> list[int]:
         """Tokenize text the model produced, never parsing it into special tokens."""
-        # Without special-token text both settings give the same ids; keeping the
-        # tokenizer's setting as it is spares switching it back and forth.
+        # Without special-token text both settings give the same ids, so the shared
+        # tokenizer's setting is switched (and put back) only for text that holds some.
         return self._encode(text, split_special_tokens=self.has_special_text(text))
 
     def encode_template_text(self, text: str, contents: Sequence[str]) -> list[int]:
@@ -218,16 +218,23 @@ class ChatTokenizer:
             return []
         with self._lock:
             backend = self._backend
-            if backend is not None and backend.truncation is None and backend.padding is None:
-                # The Rust tokenizer directly: what the Python wrapper does for one text
-                # (it switches truncation and padding off, so only then), without building
-                # a BatchEncoding: a few times faster on short text.
-                if backend.encode_special_tokens != split_special_tokens:
-                    backend.encode_special_tokens = split_special_tokens
-                return list(backend.encode(text, add_special_tokens=False).ids)
-            encoded = self.tokenizer(
-                text, add_special_tokens=False, split_special_tokens=split_special_tokens
-            )
+            # The setting lives on the tokenizer that the caller (and other envs, agents,
+            # trainers) share: switched for this call only, then put back as it was.
+            before = None if backend is None else backend.encode_special_tokens
+            try:
+                if backend is not None and backend.truncation is None and backend.padding is None:
+                    # The Rust tokenizer directly: what the Python wrapper does for one
+                    # text (it switches truncation and padding off, so only then), without
+                    # building a BatchEncoding: a few times faster on short text.
+                    if before != split_special_tokens:
+                        backend.encode_special_tokens = split_special_tokens
+                    return list(backend.encode(text, add_special_tokens=False).ids)
+                encoded = self.tokenizer(
+                    text, add_special_tokens=False, split_special_tokens=split_special_tokens
+                )
+            finally:
+                if backend is not None and backend.encode_special_tokens != before:
+                    backend.encode_special_tokens = before
         return list(encoded["input_ids"])
 
     def _probe_end_of_turn(self) -> tuple[str, list[int]]:
