@@ -71,6 +71,7 @@ from agentsgym.trainers import RolloutSource, StepCallback, StepMetrics, TrainRe
 from agentsgym.trajectory import Episode, TrajectoryBatch
 from agentsgym_trl.batch_trainer import policy_sampling
 from agentsgym_trl.chat_templates import apply_chat_template_choice, check_source_template
+from agentsgym_trl.grpo_config import build_grpo_config
 from agentsgym_trl.screening import RetokenizedPolicy, RolloutScreen, reward_signal
 from agentsgym_trl.trl_trainer import ExtraView, grpo_trainer_class
 
@@ -352,9 +353,11 @@ class TRLGRPOAdapter:
         save_steps: int = 0,
         save_total_limit: int | None = 2,
     ) -> Any:
-        """The ``GRPOConfig``: one generation round and one optimizer step per step."""
+        """The ``GRPOConfig``: one generation round and one optimizer step per step.
+
+        Fields go under the names the installed ``GRPOConfig`` declares (see
+        :mod:`agentsgym_trl.grpo_config`)."""
         import torch
-        from trl import GRPOConfig
 
         cuda = torch.cuda.is_available()
         group = source.num_rollouts
@@ -380,18 +383,11 @@ class TRLGRPOAdapter:
             "shuffle_dataset": True,
         }
         fields.update(self.grpo_overrides)
-        if "gradient_checkpointing" in fields:  # the pre-5.x name of the same switch
-            fields["activation_checkpointing"] = fields.pop("gradient_checkpointing")
         if fields["num_generations"] < 2:
             raise TrainerOptionError(
                 "trl-grpo needs at least 2 rollouts per task (--num-rollouts 2)"
             )
-        with warnings.catch_warnings():
-            # GRPOConfig's own default for the old name triggers transformers' rename warning.
-            warnings.filterwarnings(
-                "ignore", message=".*gradient_checkpointing.*", category=FutureWarning
-            )
-            return GRPOConfig(**fields)
+        return build_grpo_config(fields, given=set(self.grpo_overrides))
 
     def prompt_dataset(self, source: RolloutSource) -> Any:
         """TRL's train dataset: one ``prompt`` per task, the JSON of its dataset row."""
