@@ -80,9 +80,12 @@ def fake_gguf(site: Path, monkeypatch: pytest.MonkeyPatch) -> GGUFModel:
     (package / "m.gguf").write_bytes(b"GGUF")
     monkeypatch.syspath_prepend(str(site))
     return GGUFModel(
-        name="Fake", package="fake_gguf_pkg", distribution="fake-gguf", requirement="fake-gguf",
+        name="Fake",
+        package="fake_gguf_pkg",
+        distribution="fake-gguf",
+        requirement="fake-gguf",
         filename="m.gguf",
-    )  # fmt: skip
+    )
 
 
 def test_the_folder_is_converted_once_atomically_under_concurrency(
@@ -113,6 +116,59 @@ def test_the_folder_is_converted_once_atomically_under_concurrency(
     assert (folder / "config.json").is_file() and (folder / "agentsgym_model.json").is_file()
     assert sorted(p.name for p in cache.iterdir() if not p.name.startswith(".")) == [folder.name]
     assert "fake_gguf_pkg" not in sys.modules  # found without importing the package
+
+
+KILLED_MIDWAY = """
+import os, signal, sys
+from pathlib import Path
+from agentsgym_trl import models
+
+def convert(gguf, target):
+    (target / "config.json").write_text("{}")
+    os.kill(os.getpid(), signal.SIGKILL)  # kill -9 in the middle of the conversion
+
+models._convert = convert
+model = models.GGUFModel(
+    name="Fake",
+    package="fake_gguf_pkg",
+    distribution="fake-gguf",
+    requirement="fake-gguf",
+    filename="m.gguf",
+)
+models.prepare_gguf_model(model, Path(sys.argv[1]))
+"""
+
+
+def test_a_conversion_killed_midway_leaves_nothing_after_the_next_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+    import signal
+    import subprocess
+
+    site = tmp_path / "site"
+    model = fake_gguf(site, monkeypatch)
+    cache = tmp_path / "cache"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), *sys.path])}
+    killed = subprocess.run(
+        [sys.executable, "-c", KILLED_MIDWAY, str(cache)],
+        check=False,
+        env=env,
+        capture_output=True,
+    )
+    assert killed.returncode == -signal.SIGKILL, killed.stderr.decode()
+    left = [p.name for p in cache.iterdir() if p.is_dir()]
+    assert len(left) == 1 and left[0].startswith(".Fake-fake-gguf-unknown.staging-")
+    # A folder built from this one (a chat template variant) is being staged right now:
+    # its staging folder shares the prefix of the name and must survive.
+    variant = cache / ".Fake-fake-gguf-unknown-tools-0123456789.staging-abc"
+    variant.mkdir()
+
+    monkeypatch.setattr(models, "_convert", lambda gguf, target: None)
+    folder = prepare_gguf_model(model, cache)
+    assert sorted(p.name for p in cache.iterdir() if p.is_dir()) == sorted(
+        [folder.name, variant.name]
+    )
 
 
 def test_the_cache_folder_follows_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -283,7 +339,9 @@ def test_smollm2_tools_is_the_same_model_with_a_template_that_renders_tools(
     folder = Path(models.smollm2_tools_folder())
     base = Path(smollm2_folder)
     assert folder.parent == base.parent and folder != base
-    assert (folder / "model.safetensors").stat().st_ino == (base / "model.safetensors").stat().st_ino
+    assert (folder / "model.safetensors").stat().st_ino == (
+        base / "model.safetensors"
+    ).stat().st_ino
     own, tools = agentsgym.load_tokenizer("smollm2"), agentsgym.load_tokenizer("smollm2-tools")
     schema = {"type": "function", "function": {"name": "add", "parameters": {"type": "object"}}}
     plain = [{"role": "user", "content": "Hi."}, {"role": "assistant", "content": "Hello."}]

@@ -9,7 +9,8 @@ folder (float32 weights, tokenizer, chat template) under the model cache:
 ``$AGENTSGYM_MODEL_CACHE``, else ``$XDG_CACHE_HOME/agentsgym/models``, else
 ``~/.cache/agentsgym/models``. Later uses load that folder. The folder is built
 beside its final place and renamed into it, under a file lock, so concurrent
-processes never see a half-written model.
+processes never see a half-written model. A build killed midway (kill -9) leaves its
+staging folder behind; the next build of that folder removes it.
 
 SmolLM2's own chat template renders no tools (``tools=`` is ignored, so a model
 playing a tool env would never be told its tools). ``smollm2-tools`` is the same
@@ -26,6 +27,7 @@ smollm2``, ``--agent-option model=smollm2``, ``agentsgym train --model smollm2``
 from __future__ import annotations
 
 import contextlib
+import glob
 import hashlib
 import importlib.metadata
 import importlib.util
@@ -76,6 +78,9 @@ SMOLLM2_TOOLS_TEMPLATE = Path(__file__).parent / "templates" / "smollm2_tools.ji
 
 MARKER = "agentsgym_model.json"
 """Written last into a model folder: the folder is complete."""
+
+STAGING = ".staging-"
+"""In the name of a folder being built: ``.<folder name>.staging-<random>``, beside it."""
 
 
 class GGUFModel(BaseModel):
@@ -133,8 +138,12 @@ def prepare_gguf_model(model: GGUFModel, cache_dir: Path | None = None) -> Path:
     except importlib.metadata.PackageNotFoundError:
         version = "unknown"
     folder = (cache_dir or model_cache_dir()) / f"{model.name}-{model.distribution}-{version}"
-    about = {"source": str(gguf), "distribution": model.distribution, "version": version,
-             "size": gguf.stat().st_size}  # fmt: skip
+    about = {
+        "source": str(gguf),
+        "distribution": model.distribution,
+        "version": version,
+        "size": gguf.stat().st_size,
+    }
     return _built_once(folder, lambda staging: _convert(gguf, staging), about)
 
 
@@ -163,11 +172,13 @@ def _built_once(folder: Path, build: Callable[[Path], None], about: dict[str, An
     if _complete(folder):
         return folder
     folder.parent.mkdir(parents=True, exist_ok=True)
-    with _file_lock(folder.parent / f".{folder.name}.lock"):
+    with _file_lock(folder.parent / f".{folder.name}.lock") as exclusive:
+        if exclusive:
+            _remove_stale_staging(folder)
         if _complete(folder):  # another process built it while this one waited
             return folder
         logger.info("building %s (once)", folder)
-        staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
+        staging = Path(tempfile.mkdtemp(prefix=_staging_prefix(folder), dir=folder.parent))
         try:
             build(staging)
             (staging / MARKER).write_text(json.dumps(about, indent=2))
@@ -177,6 +188,23 @@ def _built_once(folder: Path, build: Callable[[Path], None], about: dict[str, An
         finally:
             shutil.rmtree(staging, ignore_errors=True)
     return folder
+
+
+def _staging_prefix(folder: Path) -> str:
+    return f".{folder.name}{STAGING}"
+
+
+def _remove_stale_staging(folder: Path) -> None:
+    """Remove the staging folders of ``folder`` that a killed build left behind.
+
+    Called while holding ``folder``'s lock: a build holds it from its staging
+    folder's creation to its rename, and the lock dies with its process, so no living
+    process is building into any staging folder of ``folder`` now. (Another folder's
+    staging never matches: the name ends in :data:`STAGING` right after ``folder``'s.)
+    """
+    for stale in folder.parent.glob(glob.escape(_staging_prefix(folder)) + "*"):
+        logger.info("removing %s, left by a build of %s that did not finish", stale, folder)
+        shutil.rmtree(stale, ignore_errors=True)
 
 
 def smollm2_folder() -> str:
@@ -217,16 +245,18 @@ def _convert(gguf: Path, target: Path) -> None:
 
 
 @contextlib.contextmanager
-def _file_lock(path: Path) -> Iterator[None]:
-    """An exclusive lock held while converting (POSIX ``flock``; none elsewhere)."""
+def _file_lock(path: Path) -> Iterator[bool]:
+    """An exclusive lock held while converting (POSIX ``flock``; none elsewhere).
+
+    Yields whether the lock is really held (False where ``flock`` is missing)."""
     try:
         import fcntl
     except ImportError:  # pragma: no cover - Windows: the atomic rename still protects
-        yield
+        yield False
         return
     with open(path, "a") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
-            yield
+            yield True
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
