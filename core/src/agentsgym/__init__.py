@@ -20,7 +20,7 @@ __all__ = [
     "EpisodeContext", "FunctionAgent", "MultistepEnv", "RewardTerm", "ScriptedAgent", "StepResult",
     "TrajectoryBatch", "TrajectoryGroup", "arun_dataset", "errors", "hookimpl", "hookspec",
     "load_tokenizer", "make", "make_agent", "make_trainer", "parse_rows", "resolve",
-    "rows_to_dataset", "run_dataset",
+    "rows_to_dataset", "run_dataset", "RetryPolicy", "retry_async", "retry_sync",
 ]  # fmt: skip
 
 _LAZY_MODULES = {
@@ -31,6 +31,7 @@ _LAZY_MODULES = {
     "agentsgym.executors": ("AgentSpec",),
     "agentsgym.factory": ("DEFAULT_TOKENIZER", "load_tokenizer", "make"),
     "agentsgym.registry": ("make_agent", "make_trainer", "resolve"),
+    "agentsgym.retry": ("RetryPolicy", "retry_async", "retry_sync"),
     "agentsgym.rows": ("parse_rows", "rows_to_dataset"),
     "agentsgym.specs": ("EnvSpec",),
     "agentsgym.trajectory": ("Episode", "TrajectoryBatch", "TrajectoryGroup"),
@@ -61,6 +62,7 @@ if TYPE_CHECKING:
     from agentsgym.executors import AgentSpec
     from agentsgym.factory import DEFAULT_TOKENIZER, load_tokenizer, make
     from agentsgym.registry import make_agent, make_trainer, resolve
+    from agentsgym.retry import RetryPolicy, retry_async, retry_sync
     from agentsgym.rows import parse_rows, rows_to_dataset
     from agentsgym.specs import EnvSpec
     from agentsgym.trajectory import Episode, TrajectoryBatch, TrajectoryGroup

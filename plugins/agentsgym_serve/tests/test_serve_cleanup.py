@@ -81,11 +81,11 @@ def test_the_pool_of_a_loop_asyncio_run_ends_is_closed_with_it(leaks: Any) -> No
         for seed in (1, 2):  # a new loop each time, and no aclose()
             batch = asyncio.run(env.arun_trial([{"seed": seed}], BisectAgent()))
             assert batch.final_rewards == [1.0]
-            assert env.transport._pools.sessions == {}  # closed on its loop, as it ended
+            assert len(env.transport._sessions) == 0  # closed on its loop, as it ended
         assert env.run_trial([{"seed": 3}], BisectAgent()).final_rewards == [1.0]
-        assert len(env.transport._pools.sessions) == 1  # the runner's loop lives on
+        assert len(env.transport._sessions) == 1  # the runner's loop lives on
         env.close()
-        assert env.transport._pools.sessions == {}
+        assert len(env.transport._sessions) == 0
         assert leaks() == []
 
 
@@ -96,7 +96,7 @@ def test_aclose_closes_this_loops_pool_and_a_later_call_opens_a_new_one(leaks: A
         async def main(env: Any) -> None:
             first = await env.arun_trial([{"seed": 1}], BisectAgent())
             await env.aclose()
-            assert env.transport._pools.sessions == {}
+            assert len(env.transport._sessions) == 0
             second = await env.arun_trial([{"seed": 1}], BisectAgent())
             assert first.final_rewards == second.final_rewards == [1.0]
             await env.aclose()

@@ -46,7 +46,7 @@ _LAZY = {
     "OpenEnvConfig": "agentsgym_serve.openenv_env",
     "OpenEnvEnv": "agentsgym_serve.openenv_env",
     "RemoteEnv": "agentsgym_serve.remote_env",
-    "RetryPolicy": "agentsgym_serve.transport",
+    "RetryPolicy": "agentsgym_serve.retry_policy",
     "SessionTable": "agentsgym_serve.sessions",
     "connect": "agentsgym_serve.client",
     "create_app": "agentsgym_serve.app",
@@ -73,4 +73,4 @@ if TYPE_CHECKING:
     from agentsgym_serve.remote_env import RemoteEnv
     from agentsgym_serve.server import BackgroundServer
     from agentsgym_serve.sessions import SessionTable
-    from agentsgym_serve.transport import RetryPolicy
+    from agentsgym_serve.retry_policy import RetryPolicy

@@ -41,14 +41,10 @@ from agentsgym import EnvConfig, MultistepEnv, hookimpl
 from agentsgym.errors import RemoteEnvError
 from agentsgym.redaction import redact_text
 from agentsgym.types import Messages, StepResult
+from agentsgym_serve.call_failures import RemoteCallError
+from agentsgym_serve.retry_policy import Retry, RetryPolicy, client_policy
 from agentsgym_serve.schemas import ChatMessage
-from agentsgym_serve.transport import (
-    RemoteCallError,
-    Retry,
-    RetryPolicy,
-    Transport,
-    client_policy,
-)
+from agentsgym_serve.transport import Transport
 from agentsgym_serve.urls import is_remote_url, split_protocol
 
 if TYPE_CHECKING:

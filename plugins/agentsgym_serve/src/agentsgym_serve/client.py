@@ -14,15 +14,10 @@ from collections.abc import Iterable
 from typing import Any
 
 from agentsgym import MultistepEnv
+from agentsgym_serve.call_failures import RemoteCallError
+from agentsgym_serve.retry_policy import RETRY_WINDOW_KEY, Retry, RetryPolicy, client_policy
 from agentsgym_serve.schemas import PROTOCOL, V1_PREFIX
-from agentsgym_serve.transport import (
-    RETRY_WINDOW_KEY,
-    RemoteCallError,
-    Retry,
-    RetryPolicy,
-    Transport,
-    client_policy,
-)
+from agentsgym_serve.transport import Transport
 from agentsgym_serve.urls import Protocol, split_protocol
 
 DETECT_TIMEOUT_SECONDS = 30.0

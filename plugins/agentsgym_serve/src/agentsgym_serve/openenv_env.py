@@ -38,7 +38,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -48,9 +47,10 @@ from pydantic import Field
 from agentsgym import EnvConfig, MultistepEnv, hookimpl
 from agentsgym.errors import RemoteEnvError
 from agentsgym.redaction import redact_text
+from agentsgym.retry import Attempts, retry_async
 from agentsgym.types import Messages, StepResult
+from agentsgym_serve.retry_policy import RetryPolicy, client_policy
 from agentsgym_serve.schemas import ChatMessage
-from agentsgym_serve.transport import RetryPolicy, client_policy
 
 if TYPE_CHECKING:
     import datasets
@@ -177,28 +177,38 @@ class OpenEnvEnv(MultistepEnv):
 
     async def _open_and_reset(self, kwargs: dict[str, Any]) -> tuple[Any, Any]:
         """A connected client and its reset's result, retried while that is safe."""
-        deadline = time.monotonic() + self.retry.retry_window
-        attempt = 0
-        while True:
-            attempt += 1
+
+        async def attempt() -> tuple[Any, Any]:
             client = self._client()
             try:
                 await client.connect()
                 return client, await client.reset(**kwargs)
-            except Exception as exc:  # noqa: BLE001 (sorted below: retried or raised)
+            except BaseException:
                 await _quietly_close(client)
-                retry = _retryable_reset(exc)
-                out_of_time = time.monotonic() >= deadline or (
-                    self.retry.max_attempts is not None and attempt >= self.retry.max_attempts
-                )
-                if not retry or out_of_time:
-                    why = "" if not retry else f" after {attempt} attempts (retry window)"
-                    raise RemoteEnvError(
-                        f"reset on OpenEnv server {redact_text(self.url)} failed{why}: "
-                        f"{type(exc).__name__}: {redact_text(str(exc))[:1000]}"
-                    ) from None
-                logger.info("OpenEnv reset on %s failed, retrying: %s", redact_text(self.url), exc)
-                await asyncio.sleep(self.retry.delay(attempt))
+                raise
+
+        return await retry_async(
+            attempt,
+            self.retry,
+            retryable=_retryable_reset,
+            give_up=self._reset_failed,
+            on_retry=self._log_retry,
+        )
+
+    def _reset_failed(self, exc: Exception, how: Attempts) -> RemoteEnvError:
+        why = f" after {how.attempts} attempts (retry window)" if how.exhausted else ""
+        return RemoteEnvError(
+            f"reset on OpenEnv server {redact_text(self.url)} failed{why}: "
+            f"{type(exc).__name__}: {redact_text(str(exc))[:1000]}"
+        )
+
+    def _log_retry(self, exc: Exception, attempts: int, wait: float) -> None:
+        logger.info(
+            "OpenEnv reset on %s failed, retrying in %.2f s: %s",
+            redact_text(self.url),
+            wait,
+            redact_text(str(exc)),
+        )
 
     # ------------------------------------------------------------------ hooks
     @hookimpl

@@ -21,7 +21,7 @@ The config is the server's: the constructor asks the server to validate the
 locally) and takes the effective config from its answer, so ``max_steps_per_episode``
 and the reward strategy are the served env's. One key is the client's own and is
 not sent: ``retry_window_seconds``, how long a failed call is retried (see
-:class:`~agentsgym_serve.transport.RetryPolicy`); dataset rows keep it.
+:class:`~agentsgym_serve.retry_policy.RetryPolicy`); dataset rows keep it.
 """
 
 from __future__ import annotations
@@ -37,15 +37,10 @@ from agentsgym import EnvConfig, MultistepEnv, hookimpl
 from agentsgym.errors import EnvConfigError, RemoteEnvError
 from agentsgym.redaction import redact_text
 from agentsgym.types import AgentAction, Messages, RewardTerm, StepResult
+from agentsgym_serve.call_failures import RemoteCallError
+from agentsgym_serve.retry_policy import RETRY_WINDOW_KEY, Retry, RetryPolicy, client_policy
 from agentsgym_serve.schemas import MAX_ERROR_TEXT, PROTOCOL, V1_PREFIX
-from agentsgym_serve.transport import (
-    RETRY_WINDOW_KEY,
-    RemoteCallError,
-    Retry,
-    RetryPolicy,
-    Transport,
-    client_policy,
-)
+from agentsgym_serve.transport import Transport
 from agentsgym_serve.urls import is_remote_url, split_protocol
 
 if TYPE_CHECKING:
