@@ -49,7 +49,8 @@ def _repair(text: str, env: PlayableEnv) -> str:
     if count:
         logger.debug(
             "%s.format_prompt: repaired %d surrogate code point(s) in a message",
-            type(env).__name__, count,
+            type(env).__name__,
+            count,
         )
     return repaired
 

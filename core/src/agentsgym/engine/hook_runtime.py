@@ -1,7 +1,7 @@
 """How the runner calls one env's episode hooks: off the event loop, within a budget.
 
 An env turn (the hooks between two agent actions, plus tokenizing) is one coroutine
-from :mod:`agentsgym.engine.episode`. With plain hooks it runs in one worker thread,
+from :mod:`agentsgym.engine.session`. With plain hooks it runs in one worker thread,
 without a loop (:func:`agentsgym.aio.drive`): a slow hook never stalls other episodes,
 and a turn costs one thread hop, not one per hook. With ``run_hooks_inline = True``
 (hooks computing in microseconds) it runs on the loop, as a thread hop would cost more
@@ -121,7 +121,9 @@ class HookRuntime:
                     "%s of %s took %.0f ms on the event loop, stalling every other episode; "
                     "the env sets run_hooks_inline = True, which promises hooks that never "
                     "wait: its turns run in worker threads for the rest of this run",
-                    describe(), self.env.env_id, elapsed * 1e3,
+                    describe(),
+                    self.env.env_id,
+                    elapsed * 1e3,
                 )
         self.warm = True
         if elapsed > budget:

@@ -207,7 +207,10 @@ async def arun_trial(
     if failed := [e for e in episodes if not e.ok]:
         logger.warning(
             "%d of %d episodes of %s failed (kept with their errors in batch.failed); first: %s",
-            len(failed), len(episodes), env.env_id, failed[0].error,
+            len(failed),
+            len(episodes),
+            env.env_id,
+            failed[0].error,
         )
     groups = [
         make_group(env, index, task_data, [results[(index, r)] for r in range(num_rollouts)])

@@ -1,0 +1,447 @@
+"""EpisodeSession: one episode, played turn by turn, whoever drives it.
+
+::
+
+    session = EpisodeSession(env, session_id, task_data, runtime=runtime)
+    prompt = await session.start()        # the first prompt (messages)
+    outcome = await session.step(action)  # TurnOutcome: reward, terms, done, truncated,
+                                          # info, tool results, and the next prompt
+    closed = await session.finish()       # finish_episode's terms settled; the Episode
+
+The local engine drives it with an agent (:mod:`agentsgym.engine.episode`); ``agentsgym
+serve`` drives it with a remote client's replies. A driver is whatever has the next
+action: nothing here assumes an :class:`~agentsgym.agents.Agent`. Decided here, once,
+for every driver:
+
+* tool turns: a reply whose calls the env's toolbox (``env.episode_tools``) answers
+  gets the tool results as its next prompt, and reaches neither ``step_episode`` nor
+  ``reward_shaping``;
+* truncation at ``max_steps_per_episode`` (tool turns count);
+* hook budgets: each env turn (the hooks between two actions, plus tokenizing) runs
+  through :class:`~agentsgym.engine.hook_runtime.HookRuntime`, within
+  ``hook_timeout_seconds``;
+* the reward terms of ``reward_shaping`` and ``finish_episode``, and the
+  :class:`~agentsgym.trajectory.Episode` record, with its tokens when the env has a
+  tokenizer (none when it has none, as on the server).
+
+A failure in ``start`` or ``step`` is recorded on the episode (``episode.error``) and
+raised again, so that the driver stops: one bad episode never sinks a batch. A driver
+records its own failures (the agent's) with :meth:`EpisodeSession.fail`. ``finish``
+never raises and runs ``finish_episode`` once, however the episode ended.
+
+Every step takes an optional ``role``, carried on its outcome: the seam for episodes
+whose turns belong to several roles (one agent per role).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from dataclasses import dataclass
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+from agentsgym.engine.hook_results import as_messages, as_step_result, collect_terms
+from agentsgym.errors import EpisodeError, EpisodeTimeoutError
+from agentsgym.redaction import redact_text
+from agentsgym.rewards import assign_token_rewards
+from agentsgym.tokenization import AgentSpan, EpisodeTokenizer, reply_as_rendered
+from agentsgym.tokenization.incremental import base_messages
+from agentsgym.trajectory import Episode, StepRecord, TokenSegment, rewards_array
+from agentsgym.types import AgentAction, Message, Messages, StepResult
+
+if TYPE_CHECKING:
+    from agentsgym.engine.hook_runtime import HookRuntime
+    from agentsgym.engine.playable import PlayableEnv
+
+logger = logging.getLogger(__name__)
+
+SERVER_PROMPT_MISMATCH_KEY = "server_prompt_mismatch"
+"""Step info key: the server's prompt ids differed from the stream (a new segment starts)."""
+
+TOOL_CALLS_KEY = "tool_calls"
+"""Step info key of a tool turn: how many calls of the reply were read (0: it tried to
+call a tool, and the call could not be read; the model was told why)."""
+
+
+class _Abandoned(Exception):
+    """A turn that outlived its budget came back; nothing more of it is recorded."""
+
+
+@dataclass(slots=True)
+class TurnOutcome:
+    """What one step did, and the next prompt.
+
+    ``reward`` is the env's own step reward, ``terms`` the ``reward_shaping`` terms (the
+    step's whole reward is ``record.reward``); ``info`` is the env's (for a tool turn,
+    ``{"tool_calls": n}``). ``messages`` are the new messages of the next prompt, empty
+    once the episode is over. ``tool_results`` are the tool messages of a tool turn
+    (``None`` otherwise). ``record`` is the step as the episode records it.
+    """
+
+    reward: float
+    terms: dict[str, float]
+    done: bool
+    truncated: bool
+    info: dict[str, Any]
+    messages: Messages
+    tool_results: Messages | None
+    record: StepRecord
+    role: str | None = None
+
+    @property
+    def over(self) -> bool:
+        """The episode ended on this step (the env said so, or the step limit)."""
+        return self.done or self.truncated
+
+
+@dataclass(frozen=True, slots=True)
+class FinishedEpisode:
+    """The closing state: ``finish_episode``'s terms (already added to the last step's
+    reward when the episode had no error) and the finished episode record. ``error`` is
+    ``finish_episode``'s own failure, if it failed (it is on the episode too)."""
+
+    episode: Episode
+    terms: dict[str, float]
+    error: str | None = None
+
+
+class EpisodeSession:
+    """One episode of ``task_data`` on ``env`` (see the module docstring).
+
+    :param session_id: the id the env's hooks see.
+    :param runtime: how the env's hooks are called (one per env and run).
+    :param token_in: the driver's actions come from a model conditioned on this
+        episode's own prompt ids (:meth:`prompt_token_ids`): their ids are ``sampled``.
+    """
+
+    def __init__(
+        self,
+        env: PlayableEnv,
+        session_id: str,
+        task_data: dict[str, Any],
+        *,
+        runtime: HookRuntime,
+        token_in: bool = False,
+    ) -> None:
+        self.env = env
+        self.runtime = runtime
+        self.token_in = token_in
+        self.episode = Episode(
+            session_id=session_id,
+            env_id=env.env_id,
+            task_data=task_data,
+            tokenized=env.chat is not None,
+        )
+        self.toolbox: Any = None  # start asks the env (its code: it may fail)
+        self.tools: tuple[dict[str, Any], ...] = ()
+        self.tokens: EpisodeTokenizer | None = None
+        self.spans: list[AgentSpan] = []
+        self.state: Any = None
+        self.done = False
+        self.phase = "initialize_episode"
+        """What the episode is doing now: a hook's name, "the tools", ... (a driver names
+        its own waits, "the agent"), for the messages of timeouts."""
+        self.abandoned = False
+        self.started = False
+        self._finished: FinishedEpisode | None = None
+        self._finalised = False
+
+    # ------------------------------------------------------------------ what a driver reads
+    @property
+    def messages(self) -> Messages:
+        """The whole conversation so far (the episode's record: do not change it)."""
+        return self.episode.messages
+
+    @property
+    def steps_taken(self) -> int:
+        """Actions applied so far; the index of the next step."""
+        return len(self.episode.steps)
+
+    @property
+    def truncated(self) -> bool:
+        return self.episode.truncated
+
+    @property
+    def over(self) -> bool:
+        """No step may follow: the episode ended, failed or was finished."""
+        return (
+            self.done
+            or self.episode.truncated
+            or self.episode.error is not None
+            or self._finished is not None
+        )
+
+    @property
+    def finished(self) -> bool:
+        return self._finished is not None
+
+    def prompt_token_ids(self) -> list[int] | None:
+        """The ids of the prompt the next action answers (``None`` without a tokenizer)."""
+        return self.tokens.prompt_token_ids() if self.tokens is not None else None
+
+    def describe(self) -> str:
+        return self.phase
+
+    # ------------------------------------------------------------------ start, step, fail
+    async def start(self) -> Messages:
+        """``initialize_episode`` and the first prompt (a new list of its messages)."""
+        if self.started:
+            raise EpisodeError(
+                f"episode {self.episode.session_id} was started already; a new episode "
+                "needs a new EpisodeSession"
+            )
+        self.started = True
+        try:
+            await self.runtime.turn(self._first_turn, self.describe)
+        except Exception as exc:
+            self.fail(exc)
+            raise
+        return list(self.episode.messages)
+
+    async def step(self, action: AgentAction, *, role: str | None = None) -> TurnOutcome:
+        """Apply one action: a tool turn if the env's toolbox answers its calls, else
+        ``step_episode`` and ``reward_shaping``; then the next prompt unless it ended."""
+        if not self.started or self.over:
+            state = "was not started" if not self.started else "is over"
+            raise EpisodeError(
+                f"episode {self.episode.session_id} {state}: start a session before stepping "
+                "it, and stop at the step whose outcome is over"
+            )
+        try:
+            answered = None
+            if self.toolbox is not None:  # on the loop: a sync env's turn never waits
+                self.phase = "the tools"
+                answered = await self.toolbox.respond(action)
+            turn = partial(self._step_turn, self.steps_taken, action, answered, role)
+            return await self.runtime.turn(turn, self.describe)
+        except Exception as exc:
+            self.fail(exc)
+            raise
+
+    def fail(self, error: BaseException | str) -> None:
+        """Record a failure on the episode (the first one wins); a timeout also abandons
+        the turn still running, so that nothing it does later reaches the episode."""
+        if isinstance(error, EpisodeTimeoutError):
+            self.abandoned = True
+        if self.episode.error is None:
+            text = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
+            self.episode.error = redact_text(text)
+            logger.debug(
+                "episode %s of %s failed: %s",
+                self.episode.session_id,
+                self.env.env_id,
+                self.episode.error,
+            )
+
+    # ------------------------------------------------------------------ turns
+    async def _hook(self, name: str, **kwargs: Any) -> Any:
+        if self.abandoned:
+            raise _Abandoned
+        self.phase = name
+        result = await self.runtime.call(name, **kwargs)
+        if self.abandoned:
+            raise _Abandoned
+        return result
+
+    async def _first_turn(self) -> None:
+        self.toolbox = self.env.episode_tools(self.episode.task_data)
+        self.tools = tuple(self.toolbox.schemas) if self.toolbox else ()
+        if self.env.chat is not None:
+            chat = self.env.chat.with_tools(self.tools) if self.tools else self.env.chat
+            self.tokens = EpisodeTokenizer(chat, self.env.config.on_template_mismatch)
+        self.state = await self._hook(
+            "initialize_episode",
+            session_id=self.episode.session_id,
+            task_data=self.episode.task_data,
+        )
+        if self.state is None:
+            raise EpisodeError(
+                f"{type(self.env).__name__}: no initialize_episode implementation returned a state"
+            )
+        await self._prompt(0)
+
+    async def _prompt(self, step: int) -> Messages:
+        prompt = await self._hook("format_prompt", state=self.state, step=step)
+        return await self._add_env_messages(as_messages(prompt, self.env))
+
+    async def _add_env_messages(self, new_messages: Messages) -> Messages:
+        self.episode.messages.extend(new_messages)
+        if self.tokens is not None:
+            self.phase = "tokenizing the env turn"
+            await self.runtime.cpu(self.tokens.add_env_turn, self.episode.messages, new_messages)
+        return new_messages
+
+    async def _step_turn(
+        self, step: int, action: AgentAction, answered: Any, role: str | None
+    ) -> TurnOutcome:
+        """Apply an action; prompt for the next one unless the episode ended."""
+        if self.abandoned:
+            raise _Abandoned
+        message = Message(role="assistant", content=action.text)
+        if action.tool_calls:
+            message["tool_calls"] = action.tool_calls
+        self.episode.messages.append(message)
+        span = None
+        if self.tokens is not None:
+            self.phase = "tokenizing the agent turn"
+            segments_before = len(self.tokens.segments)
+            span = await self.runtime.cpu(
+                self.tokens.add_agent_turn,
+                _as_written(self.tokens.chat, action, answered),
+                token_in=self.token_in,
+            )
+            if action.prompt_token_ids is not None and len(self.tokens.segments) > segments_before:
+                action.info = {**action.info, SERVER_PROMPT_MISMATCH_KEY: True}
+        tool_results: Messages | None = None
+        if answered is not None:  # a tool turn: its results are the next prompt
+            self.episode.messages[-1] = reply = answered[0]  # its calls, parsed
+            tool_results = answered[1]
+            calls = len(reply.get("tool_calls") or ())  # 0: calls it made that could not be read
+            result = StepResult(self.state, 0.0, False, {TOOL_CALLS_KEY: calls})
+            terms: dict[str, float] = {}
+        else:
+            hook_args = {"state": self.state, "action": action.text, "step": step, "reply": action}
+            result = as_step_result(await self._hook("step_episode", **hook_args), self.env)
+            terms = collect_terms(
+                await self._hook("reward_shaping", step_result=result, **hook_args)
+            )
+        info = {**action.info, **result.info} if action.info else dict(result.info)
+        source = span.token_source if span is not None else None
+        if source is not None:
+            info["token_source"] = source
+        if action.truncated:
+            info["reply_truncated"] = True
+        token_span = None
+        if span is not None and span.positions:
+            token_span = (span.segment, span.positions[0], span.positions[-1] + 1)
+        record = StepRecord(
+            action=action.text,
+            reward=result.reward + sum(terms.values()),
+            done=result.done,
+            info=info,
+            reward_terms=terms,
+            num_agent_tokens=len(span.positions) if span else 0,
+            token_source=source,
+            token_span=token_span,
+            reply_truncated=action.truncated,
+        )
+        self.episode.steps.append(record)
+        if span is not None:
+            self.spans.append(span)
+        self.state = result.state
+        outcome = TurnOutcome(
+            result.reward, terms, result.done, False, result.info, [], tool_results, record, role
+        )
+        if result.done:
+            self.done = True
+        elif step + 1 >= self.env.config.max_steps_per_episode:
+            self.episode.truncated = outcome.truncated = True
+        elif tool_results is not None:
+            outcome.messages = await self._add_env_messages(tool_results)
+        else:
+            outcome.messages = await self._prompt(step + 1)
+        return outcome
+
+    # ------------------------------------------------------------------ finish
+    async def finish(self, *, truncated: bool = False, error: str | None = None) -> FinishedEpisode:
+        """``finish_episode``, the closing template tokens, rewards and checks; once
+        (a second call returns the first one's result). Never raises.
+
+        :param truncated: the driver ended the episode early (its own limit); the
+            session's own truncation at the step limit counts either way.
+        :param error: the driver's reason the episode ended badly (a client's error, a
+            closed connection): recorded if the episode has none, and what
+            ``finish_episode`` is told.
+        """
+        if self._finished is not None:
+            return self._finished
+        if error is not None:
+            self.fail(error)
+        if truncated:
+            self.episode.truncated = True
+        terms: dict[str, float] = {}
+        finish_error = None
+        try:
+            terms = await self.runtime.turn(
+                partial(self._finish_turn, error), lambda: "finish_episode"
+            )
+        except Exception as exc:  # noqa: BLE001 - logged and recorded on the episode
+            logger.warning(
+                "finish_episode of %s failed: %s: %s", self.env.env_id, type(exc).__name__, exc
+            )
+            finish_error = f"finish_episode: {type(exc).__name__}: {exc}"
+            self.fail(EpisodeError(finish_error))
+        if not self._finalised:
+            try:
+                self._finalise()
+            except Exception as exc:  # noqa: BLE001 - recorded on the episode
+                self.fail(exc)
+        self._finished = FinishedEpisode(self.episode, terms, finish_error)
+        return self._finished
+
+    async def _finish_turn(self, error: str | None) -> dict[str, float]:
+        # Its own turn and budget; not through _hook, which stops an abandoned episode's turns.
+        episode = self.episode
+        self.phase = "finish_episode"
+        results = await self.runtime.call(
+            "finish_episode",
+            state=self.state,
+            truncated=episode.truncated,
+            error=episode.error if error is None else error,
+            session_id=episode.session_id,
+        )
+        terms = collect_terms(results)
+        if terms and episode.error is None and episode.steps:
+            last = episode.steps[-1]
+            for name, value in terms.items():
+                last.reward_terms[name] = last.reward_terms.get(name, 0.0) + value
+            last.reward += sum(terms.values())
+        if self.tokens is not None and episode.error is None:
+            self.phase = "tokenizing the end of the episode"
+            await self.runtime.cpu(self.tokens.finish, episode.messages)
+        await self.runtime.cpu(self._finalise)
+        return terms
+
+    def _finalise(self) -> None:
+        self._finalised = True
+        episode = self.episode
+        step_rewards = [s.reward for s in episode.steps]
+        episode.final_reward = float(sum(step_rewards))
+        metrics: dict[str, float] = {"turns": float(len(episode.steps))}
+        for step in episode.steps:
+            for name, value in step.reward_terms.items():
+                metrics[f"reward/{name}"] = metrics.get(f"reward/{name}", 0.0) + value
+        metrics["reward/env"] = episode.final_reward - sum(
+            v for k, v in metrics.items() if k.startswith("reward/")
+        )
+        episode.metrics = metrics
+        tokens = self.tokens
+        if tokens is None:
+            return
+        has_logprobs = episode.has_logprobs = tokens.has_logprobs and bool(self.spans)
+        episode.segments = [TokenSegment.from_builder(b, has_logprobs) for b in tokens.segments]
+        episode.segment_rewards = [
+            rewards_array(r)
+            for r in assign_token_rewards(
+                self.env.config.reward_strategy,
+                self.spans[: len(step_rewards)],
+                step_rewards,
+                episode.final_reward,
+                [len(s) for s in tokens.segments],
+            )
+        ]
+        if episode.ok:
+            try:
+                episode.check()
+            except Exception as exc:  # noqa: BLE001 - logged and recorded on the episode
+                episode.error = redact_text(f"{type(exc).__name__}: {exc}")
+                logger.error("episode %s broke a token invariant: %s", episode.session_id, exc)
+
+
+def _as_written(chat: Any, action: AgentAction, answered: Any) -> AgentAction:
+    """A reply of calls a chat server parsed, without ids: tokenized as the template writes them."""
+    if answered is None or action.token_ids is not None or not action.tool_calls:
+        return action
+    written = reply_as_rendered(chat, base_messages(False), *answered)
+    return action if written is None else dataclasses.replace(action, text=written)
