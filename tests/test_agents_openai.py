@@ -143,6 +143,39 @@ def test_a_server_without_token_ids_gives_text_and_the_trajectory_says_so(caplog
     assert sum("token-id fields" in r.getMessage() for r in caplog.records) == 1
 
 
+def test_requests_in_flight_when_a_strict_server_refuses_token_fields_all_succeed() -> None:
+    """An OpenAI-strict server refuses vLLM's token-id fields with HTTP 400: every
+    request that carried them goes again without them, also those already in flight
+    when the first refusal came back (issue 28: 5 of 6 parallel episodes failed)."""
+    import asyncio
+
+    hi = [{"role": "user", "content": "hi"}]
+    with OpenAICompatServer(ScriptedPolicy(["[7]"]), models=["gpt"], vllm=False) as server:
+        agent = OpenAIAgent(base_url=server.base_url, model="gpt", max_retries=0)
+
+        async def six_at_once() -> list[Any]:
+            # gather starts all six before any answer is read: all six carry the fields
+            return await asyncio.gather(*(agent.aget_action_reply(hi) for _ in range(6)))
+
+        replies = asyncio.run(six_at_once())
+        agent.close()
+        requests = server.requests
+    assert [r.text for r in replies] == ["[7]"] * 6
+    with_fields = [r for r in requests if "return_token_ids" in r]
+    assert len(with_fields) == 6 and len(requests) == 12
+    assert agent.request_token_ids is False
+
+
+def test_six_parallel_episodes_against_a_strict_server_all_succeed() -> None:
+    with OpenAICompatServer(ScriptedPolicy(["[20]", "[50]"]), models=["gpt"], vllm=False) as s:
+        agent = OpenAIAgent(base_url=s.base_url, model="gpt", max_retries=0)
+        env = agentsgym.make(GUESS, tokenizer=TINY, env_config={"max_steps_per_episode": 2})
+        batch = env.run_trial([{"seed": 0}], agent, num_rollouts=6, max_concurrency=6)
+        agent.close()
+    assert not batch.failed and len(batch.episodes) == 6
+    assert all(s.info["token_source"] == "retokenized" for e in batch.episodes for s in e.steps)
+
+
 def test_transient_errors_are_retried_with_backoff(vllm_like: Any) -> None:
     agent = agent_for(vllm_like, max_retries=3, backoff=0.01)
     for status in (503, 429):

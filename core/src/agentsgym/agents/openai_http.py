@@ -97,5 +97,16 @@ class JSONClient:
             raise ServerProtocolError(f"the answer to {path} is not JSON: {text[:200]!r}")
         return body
 
+    @property
+    def closed(self) -> bool:
+        return bool(self._session.closed)
+
     async def close(self) -> None:
         await self._session.close()
+
+    def abandon(self) -> None:
+        """Close the connections without the session's loop (that loop is gone)."""
+        connector = self._session.connector
+        self._session.detach()
+        if connector is not None:
+            connector._close()

@@ -1,0 +1,97 @@
+"""OpenAI's request and reply shapes, with vLLM's token-id fields, as agentsgym's types.
+
+A chat reply without prompt ids is text only (what the model conditioned on is
+unknown, so the runner retokenizes it); a completion reply's prompt is the episode's
+exact ids when the server does not echo them.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from agentsgym.errors import AgentError
+from agentsgym.types import AgentAction, Message, Messages
+
+TOKEN_ID_FIELDS = ("logprobs", "return_token_ids")
+"""vLLM's request fields for sampled ids, logprobs and prompt ids (vLLM >= 0.10.2)."""
+
+
+def chat_prompt(messages: Messages, tools: Any) -> dict[str, Any]:
+    """The ``/chat/completions`` fields of a conversation (and the episode's tools)."""
+    prompt: dict[str, Any] = {"messages": [as_openai(m) for m in messages]}
+    if tools:
+        prompt["tools"] = list(tools)
+    return prompt
+
+
+def first_choice(body: Any, base_url: str) -> dict[str, Any]:
+    """The reply's first choice; an AgentError for a reply without one."""
+    choices = body.get("choices") if isinstance(body, dict) else None
+    if not choices or not isinstance(choices[0], dict):
+        raise AgentError(f"the server at {base_url} returned no choices: {body!r:.200}")
+    return choices[0]  # type: ignore[no-any-return]
+
+
+def chat_action(body: dict[str, Any], choice: dict[str, Any]) -> AgentAction:
+    """A chat reply as an action: sampled ids only when the server sent prompt ids."""
+    message = choice.get("message") or {}
+    text = message.get("content") or ""
+    prompt_ids = body.get("prompt_token_ids")
+    # Without prompt ids, sampled ids cannot follow the episode's prompt: retokenized.
+    ids = choice.get("token_ids") if is_ids(prompt_ids) else None
+    logprobs = None
+    content = (choice.get("logprobs") or {}).get("content")
+    if is_ids(ids) and isinstance(content, list) and len(content) == len(ids):
+        logprobs = [float(item["logprob"]) for item in content]
+    action = action_of(text, ids, logprobs, choice.get("finish_reason"), prompt_ids)
+    action.tool_calls = message.get("tool_calls") or None  # parsed by the server
+    return action
+
+
+def completion_action(choice: dict[str, Any], prompt_token_ids: list[int]) -> AgentAction:
+    """A completion reply to the episode's ids as an action."""
+    ids = choice.get("token_ids")
+    prompt_ids = choice.get("prompt_token_ids")
+    logprobs = None
+    token_logprobs = (choice.get("logprobs") or {}).get("token_logprobs")
+    if is_ids(ids) and isinstance(token_logprobs, list) and len(token_logprobs) == len(ids):
+        logprobs = [float(x) if x is not None else float("nan") for x in token_logprobs]
+    if not is_ids(prompt_ids):
+        prompt_ids = list(prompt_token_ids)
+    return action_of(
+        choice.get("text") or "", ids, logprobs, choice.get("finish_reason"), prompt_ids
+    )
+
+
+def action_of(
+    text: str, ids: Any, logprobs: list[float] | None, finish: Any, prompt_ids: Any
+) -> AgentAction:
+    info: dict[str, Any] = {"finish_reason": str(finish) if finish else None}
+    truncated = str(finish) == "length"
+    if not is_ids(ids):
+        return AgentAction(text=text, info=info, truncated=truncated)
+    if logprobs is None:
+        info["logprobs"] = "missing"
+    prompt = list(prompt_ids) if is_ids(prompt_ids) else None
+    return AgentAction(text, list(ids), logprobs, info, prompt, truncated)
+
+
+def as_openai(message: Message) -> Message:
+    """A message as OpenAI's API takes it: a tool call's arguments as a JSON string."""
+    calls = message.get("tool_calls")
+    if not calls:
+        return message
+    wire = [
+        {**c, "function": {**c["function"], "arguments": _json_text(c["function"])}} for c in calls
+    ]
+    return Message(**{**message, "tool_calls": wire})  # type: ignore[typeddict-item]
+
+
+def _json_text(function: dict[str, Any]) -> str:
+    arguments = function.get("arguments", {})
+    return arguments if isinstance(arguments, str) else json.dumps(arguments)
+
+
+def is_ids(value: Any) -> bool:
+    return isinstance(value, list) and bool(value) and all(isinstance(i, int) for i in value)
