@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -28,7 +29,10 @@ import ray
 
 import agentsgym
 
-QWEN = Path(__file__).resolve().parents[2] / "shared" / "tokenizers" / "qwen2.5-1.5b-instruct"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from tokenizer_packs import pack_path
+
+QWEN = pack_path("qwen2.5-1.5b-instruct")
 GUESS = "agentsgym/GuessTheNumber-v0"
 
 

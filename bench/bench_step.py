@@ -49,9 +49,12 @@ from agentsgym_twentyq.env import TwentyQuestionsEnv
 from agentsgym_twentyq.gamemaster import RulesGamemaster
 from agentsgym_twentyq.words import Secret, lookup_category
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from tokenizer_packs import pack_path
+
 ENV_ID = "twentyq/TwentyQuestions-v0"
 TURNS = 21  # the plugin's default max_steps_per_episode: twenty questions and a guess
-QWEN = Path(__file__).resolve().parents[2] / "shared" / "tokenizers" / "qwen2.5-1.5b-instruct"
+QWEN = pack_path("qwen2.5-1.5b-instruct")
 QUESTIONS = (
     "Is it a place?",
     "Does it start with 'a'?",

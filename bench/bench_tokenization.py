@@ -32,6 +32,7 @@ from agentsgym import FunctionAgent  # noqa: E402
 from agentsgym.tokenization import ChatTokenizer, EpisodeTokenizer, supports_incremental  # noqa: E402
 from agentsgym.types import AgentAction  # noqa: E402
 from reference_tokenization import ReferenceEpisodeTokenizer  # noqa: E402
+from tokenizer_packs import pack_path
 
 TURNS = (16, 128, 256)
 
@@ -85,7 +86,7 @@ def main() -> None:
     args = parser.parse_args()
     from transformers import AutoTokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(str(ROOT.parent / "shared" / "tokenizers" / args.pack))
+    tokenizer = AutoTokenizer.from_pretrained(str(pack_path(args.pack)))
     chat = ChatTokenizer(tokenizer)
     print(f"pack {args.pack}; incremental turns: {supports_incremental(chat)}; best of {args.repeats}")
     rows = {}

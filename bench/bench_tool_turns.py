@@ -25,6 +25,7 @@ from agentsgym.tokenization import ChatTokenizer, EpisodeTokenizer
 from agentsgym.types import AgentAction, Message
 from agentsgym_tools import ScriptedToolAgent, as_tools
 from reference_tokenization import ReferenceEpisodeTokenizer
+from tokenizer_packs import has_pack, pack_path
 
 PACKS = ["qwen2.5-1.5b-instruct", "llama-3.2-instruct", "qwen3-4b"]
 ROUNDS = (16, 128)
@@ -85,11 +86,10 @@ def main() -> None:
     )
     print("|---|---|---|---|---|---|")
     for pack in PACKS:
-        folder = ROOT.parent / "shared" / "tokenizers" / pack
-        if not (folder / "tokenizer.json").exists():
+        if not has_pack(pack):
             print(f"| {pack} | absent | | | | |")
             continue
-        tokenizer = agentsgym.load_tokenizer(str(folder))
+        tokenizer = agentsgym.load_tokenizer(str(pack_path(pack)))
         chat = ChatTokenizer(tokenizer).with_tools(schemas)
         writer = ScriptedToolAgent([], tokenizer)
         times, reference, render = {}, 0.0, 0.0

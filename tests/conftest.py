@@ -31,16 +31,6 @@ def qwen3() -> Any:
     return load_pack("qwen3-4b")
 
 
-@pytest.fixture(autouse=True)
-def _fresh_registry() -> Any:
-    """Every test sees plugins loaded from scratch (and leaves none behind)."""
-    from agentsgym.registry import reset_registry
-
-    reset_registry()
-    yield
-    reset_registry()
-
-
 @pytest.fixture(scope="module")
 def torch_single_thread() -> Any:
     """One intra-op torch thread for a module's model tests (restored afterwards)."""

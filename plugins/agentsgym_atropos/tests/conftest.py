@@ -12,12 +12,6 @@ from collections.abc import Callable, Iterator
 import pytest
 
 
-@pytest.fixture(autouse=True)
-def _fresh_registry(agentsgym_fresh_registry: None) -> Iterator[None]:
-    """Every test sees plugins loaded from scratch (and leaves none behind)."""
-    yield
-
-
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

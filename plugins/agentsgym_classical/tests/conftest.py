@@ -8,7 +8,7 @@ pytest in importlib mode, where test folders are not on sys.path.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -84,12 +84,3 @@ def rows_file(tmp_path: Path) -> Callable[[str, list[dict[str, Any]]], str]:
         return str(write_rows(tmp_path / name, rows))
 
     return build
-
-
-@pytest.fixture(autouse=True)
-def _fresh_registry() -> Iterator[None]:
-    from agentsgym.registry import reset_registry
-
-    reset_registry()
-    yield
-    reset_registry()

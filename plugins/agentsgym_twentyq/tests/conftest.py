@@ -6,16 +6,13 @@ from typing import Any
 
 import pytest
 
-from twentyq_testutil import BASIC, HARDCORE, QWEN
+from tokenizer_packs import load_pack
+from twentyq_testutil import BASIC, HARDCORE
 
 
 @pytest.fixture(scope="session")
 def qwen_tokenizer() -> Any:
-    if not (QWEN / "tokenizer.json").is_file():
-        pytest.skip(f"real tokenizer pack not found at {QWEN.resolve()} (../shared/tokenizers)")
-    from transformers import AutoTokenizer
-
-    return AutoTokenizer.from_pretrained(str(QWEN))
+    return load_pack("qwen2.5-1.5b-instruct")
 
 
 @pytest.fixture
