@@ -18,7 +18,7 @@ from agentsgym.trajectory import Episode, StepRecord, TokenSegment
 from agentsgym_trl import PerTokenGRPOTrainer
 from agentsgym_trl.credit import advantages, agent_token_steps
 from agentsgym_trl.importance import importance_weights
-from agentsgym_trl.per_token import per_token_policy_loss
+from agentsgym_trl.per_token_loss import per_token_policy_loss
 from agentsgym_trl.screening import RolloutScreen
 from agentsgym_trl.tiny_model import build_tiny_model
 from trainer_agents import THINK_STRIPPING_TEMPLATE, ThinkingAgent, has_signal, with_template
@@ -376,7 +376,7 @@ def test_kl_to_the_initial_model_and_a_loss_that_means_something(tokenizer: Any,
     tensors = trainer.prepare(batch)
     mask = tensors["loss_mask"].bool()
     with torch.no_grad():
-        from agentsgym_trl.per_token import token_logprobs
+        from agentsgym_trl.per_token_loss import token_logprobs
 
         logps = token_logprobs(model, tensors["input_ids"], tensors["attention_mask"])[0]
         ref = token_logprobs(trainer.ref_model, tensors["input_ids"], tensors["attention_mask"])[0]

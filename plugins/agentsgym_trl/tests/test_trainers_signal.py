@@ -64,7 +64,7 @@ def test_batch_trainers_log_the_groups_with_signal_of_every_step(
 def test_trl_groups_are_the_rollouts_of_one_prompt() -> None:
     """TRL repeats each prompt once per generation and the adapter plays every entry
     as a group of one: the GRPO groups are the entries of one prompt."""
-    from agentsgym_trl.trl_grpo import rewards_by_prompt
+    from agentsgym_trl.trl_rollouts import rewards_by_prompt
 
     rows = source().rows[:2]
     prompts = [json.dumps(row.model_dump(), sort_keys=True) for row in rows for _ in range(3)]
@@ -87,7 +87,7 @@ def step(number: int, groups: int, with_signal: int, *, masked: int | None = Non
 
 
 def test_the_summary_says_whether_any_step_had_signal() -> None:
-    from agentsgym_trl.commands import RewardSignal
+    from agentsgym_trl.train_summary import RewardSignal
 
     flat = RewardSignal.of(TrainResult(steps=[step(1, 2, 0), step(2, 2, 0)]))
     assert flat.rows() == [("groups with differing rewards", "0 of 4 (in 0 of 2 steps)")]

@@ -15,7 +15,7 @@ from agentsgym.trainers import RolloutSource
 from agentsgym_tools.calculator import calculator_solver
 from agentsgym_trl import PerTokenGRPOTrainer
 from agentsgym_trl.tiny_model import build_tiny_model
-from agentsgym_trl.trl_grpo import rollouts_to_trl
+from agentsgym_trl.trl_rollouts import rollouts_to_trl
 
 pytestmark = pytest.mark.usefixtures("torch_single_thread")
 CALCULATOR = "tools/Calculator-v0"

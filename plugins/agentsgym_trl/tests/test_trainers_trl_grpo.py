@@ -17,7 +17,7 @@ from agentsgym_trl import TRLGRPOAdapter
 from agentsgym_trl.chat_templates import apply_chat_template_choice
 from agentsgym_trl.screening import RolloutScreen
 from agentsgym_trl.tiny_model import build_tiny_model
-from agentsgym_trl.trl_grpo import (
+from agentsgym_trl.trl_rollouts import (
     REWARD_FIELD,
     episode_completion,
     episode_views,

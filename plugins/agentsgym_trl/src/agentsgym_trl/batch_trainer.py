@@ -18,9 +18,10 @@ batch (a gradient step, a write to disk) and how often.
 Most adapters consume one batch per step; they subclass :class:`BatchTrainer` and
 implement :meth:`BatchTrainer.consume` (plus :meth:`BatchTrainer.policy` when they
 own a model, and :meth:`BatchTrainer.save_state` / :meth:`BatchTrainer.load_state`
-when they hold state a checkpoint must keep). Adapters whose training library drives its own loop (``trl-grpo``:
-TRL's ``GRPOTrainer`` pulls rollouts through its ``rollout_func``) implement
-``train`` directly and call ``source.play`` from inside that loop.
+when they hold state a checkpoint must keep). Adapters whose training library drives
+its own loop (``trl-grpo``: TRL's ``GRPOTrainer`` pulls rollouts through its
+``rollout_func``) implement ``train`` directly and call ``source.play`` from inside
+that loop.
 
 Adapters are registered through the ``register_trainers`` hook and built by name
 with :func:`agentsgym.make_trainer`.

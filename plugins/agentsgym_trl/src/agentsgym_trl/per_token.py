@@ -18,9 +18,11 @@ is not prefix-preserving (each view's agent tokens are trained; nothing is dropp
   ``loss_aggregation="token"`` (default) averages over all agent tokens of the batch,
   each token weighing the same; ``"sequence"`` averages within each row first
   (GRPO's original form, in which a long reply's tokens weigh less).
+  The loss lives in :mod:`agentsgym_trl.per_token_loss`.
 * Environment tokens (prompts, observations, template tokens), padding, episodes
   masked for a truncated reply (see :mod:`agentsgym_trl.screening`) add
-  exactly nothing: masked positions are selected out before any arithmetic.
+  exactly nothing: masked positions are selected out before any arithmetic. The
+  rows and masks a batch gives come from :mod:`agentsgym_trl.per_token_batch`.
 
 Each step plays ``tasks_per_step * num_rollouts`` rollouts with the trainer's own
 model (a :class:`~agentsgym_trl.transformers_agent.TransformersAgent` sharing its
@@ -37,10 +39,9 @@ from __future__ import annotations
 
 import copy
 import logging
-import math
 import random
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, get_args
 
 import numpy as np
 
@@ -49,17 +50,15 @@ from agentsgym.trainers import TrainResult
 from agentsgym.trajectory import TrajectoryBatch
 from agentsgym_trl.batch_trainer import BatchTrainer, policy_sampling
 from agentsgym_trl.chat_templates import apply_chat_template_choice, check_source_template
-from agentsgym_trl.credit import (
-    CreditAssignment,
-    Normalization,
-    advantages,
-    check_credit_options,
-)
+from agentsgym_trl.credit import CreditAssignment, Normalization, check_credit_options
 from agentsgym_trl.importance import (
     ImportanceSampling,
     check_importance_options,
     importance_weights,
 )
+from agentsgym_trl.per_token_batch import batch_arrays
+from agentsgym_trl.per_token_loss import LossAggregation, per_token_policy_loss, token_logprobs
+from agentsgym_trl.per_token_stats import advantage_stats, loss_summary
 from agentsgym_trl.screening import RetokenizedPolicy, RolloutScreen
 
 if TYPE_CHECKING:
@@ -72,101 +71,6 @@ logger = logging.getLogger(__name__)
 
 TRAINER_STATE_FILE = "trainer_state.pt"
 """The optimizer, KL reference and RNG states in a per-token-grpo checkpoint."""
-
-LossAggregation = Literal["token", "sequence"]
-
-
-def token_logprobs(
-    model: Any,
-    input_ids: torch.Tensor,
-    attention_mask: torch.Tensor,
-    temperature: float = 1.0,
-    *,
-    entropy_mask: torch.Tensor | None = None,
-) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """``(B, T)`` log-probability of each token given the ones before it (column 0 is
-    0), and the policy's entropy at the positions of ``entropy_mask`` (1-D, no grad)."""
-    import torch
-
-    logits = model(input_ids=input_ids, attention_mask=attention_mask).logits[:, :-1]
-    if temperature not in (0.0, 1.0):
-        logits = logits / temperature
-    logps = torch.log_softmax(logits.float(), dim=-1)
-    picked = logps.gather(-1, input_ids[:, 1:].unsqueeze(-1)).squeeze(-1)
-    entropy = None
-    if entropy_mask is not None:
-        with torch.no_grad():
-            at = logps.detach()[entropy_mask[:, 1:].bool()]
-            entropy = -(at.exp() * at).sum(dim=-1)
-    return torch.cat([picked.new_zeros(picked.shape[0], 1), picked], dim=1), entropy
-
-
-def per_token_policy_loss(
-    logps: torch.Tensor,
-    old_logps: torch.Tensor,
-    advantages: torch.Tensor,
-    agent_mask: torch.Tensor,
-    *,
-    epsilon: float = 0.2,
-    normalizer: torch.Tensor | float | None = None,
-    is_weights: torch.Tensor | None = None,
-    ref_logps: torch.Tensor | None = None,
-    beta: float = 0.0,
-    aggregation: LossAggregation = "token",
-) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-    """Clipped per-token policy-gradient loss (+ ``beta`` * KL), and detached terms.
-
-    Every tensor is ``(B, T)`` and aligned on the token axis (position ``t`` scores
-    token ``t``). Positions with ``agent_mask == 0`` are selected out with
-    ``torch.where`` before any arithmetic, so they add exactly zero to the loss and
-    its gradient even when their values are not finite.
-
-    :param normalizer: ``"token"``: the number of loss tokens of the whole batch
-        (default: this call's); ``"sequence"``: the number of rows of the whole batch
-        (default: this call's rows with a loss token).
-    :return: ``(loss, terms)``; ``terms`` holds ``policy``, ``kl`` (sums over tokens),
-        and the per-token ``ratio`` and ``clipped`` values at the loss tokens.
-    """
-    import torch
-
-    mask = agent_mask.bool()
-    zeros = torch.zeros_like(logps)
-    # Select before any arithmetic, so a masked position is cut from the graph even
-    # when its values are not finite (0 * nan would otherwise leak into the gradient).
-    logps = torch.where(mask, logps, zeros)
-    old_logps = torch.where(mask, old_logps, zeros)
-    advantages = torch.where(mask, advantages, zeros)
-    ratio = torch.exp(logps - old_logps)
-    clipped = torch.clamp(ratio, 1.0 - epsilon, 1.0 + epsilon)
-    policy = -torch.minimum(ratio * advantages, clipped * advantages)
-    if is_weights is not None:
-        policy = policy * is_weights
-    per_token = policy
-    kl = None
-    if beta and ref_logps is not None:
-        delta = torch.where(mask, ref_logps, zeros) - logps
-        kl = torch.where(mask, torch.exp(delta) - delta - 1.0, zeros)
-        per_token = per_token + beta * kl
-    per_token = torch.where(mask, per_token, zeros)
-    if aggregation == "sequence":
-        counts = mask.sum(dim=-1)
-        rows = per_token.sum(dim=-1) / counts.clamp(min=1)
-        total = (counts > 0).sum().clamp(min=1) if normalizer is None else normalizer
-        loss = rows.sum() / total
-    else:
-        total = mask.sum().clamp(min=1) if normalizer is None else normalizer
-        loss = per_token.sum() / total
-    with torch.no_grad():
-        was_clipped = ((ratio < 1.0 - epsilon) & (advantages < 0)) | (
-            (ratio > 1.0 + epsilon) & (advantages > 0)
-        )
-        terms = {
-            "policy": torch.where(mask, policy, zeros).sum().detach(),
-            "kl": (kl.sum() if kl is not None else zeros.sum()).detach(),
-            "ratio": ratio[mask].detach(),
-            "clipped": was_clipped[mask].float(),
-        }
-    return loss, terms
 
 
 class PerTokenGRPOTrainer(BatchTrainer):
@@ -354,48 +258,17 @@ class PerTokenGRPOTrainer(BatchTrainer):
         """
         import torch
 
-        episodes, segments = batch.episodes, batch.segment_indices
-        unique = list({id(e): e for e in episodes}.values())
-        dropped = self.screen.dropped(unique)
-        keep = [i for i, e in enumerate(episodes) if id(e) not in dropped]
-        arrays = batch.padded_arrays()
-        rows = [(episodes[i], segments[i]) for i in keep]
-        width = max((len(e.segments[s]) for e, s in rows), default=0)
-        picked = {k: v[keep][:, :width] if v.ndim == 2 else v[keep] for k, v in arrays.items()}
         multi_turn = self.source.is_multi_turn if self.source is not None else None
-        masked = np.asarray(
-            [self.screen.masks(e, multi_turn or (lambda _e: True)) for e, _ in rows], dtype=bool
-        )
-        agent_mask = picked["agent_token_mask"]
-        sampled = picked["sampled_logprobs"].astype(np.float32)
-        for index, (episode, segment) in enumerate(rows):
-            if not episode.has_logprobs or episode.segments[segment].logprobs is None:
-                sampled[index, agent_mask[index].astype(bool)] = np.nan
-        tensors = {
-            "input_ids": picked["input_ids"],
-            "attention_mask": picked["attention_mask"],
-            "agent_token_mask": agent_mask,
-            "loss_mask": agent_mask * (~masked)[:, None].astype(agent_mask.dtype),
-            "advantages": advantages(
-                rows,
-                picked["group_indices"],
-                agent_mask,
-                picked["per_token_rewards"],
-                credit=self.credit_assignment,
-                gamma=self.gamma,
-                normalization=self.advantage_normalization,
-                failed={id(e) for (e, _), m in zip(rows, masked) if m},
-                failure_score=self.screen.failure_score,
-            ),
-            "sampled_logprobs": sampled,
-            "group_indices": picked["group_indices"],
-        }
-        self._screened = {"dropped_rollouts": float(len(dropped)), "masked_rollouts": 0.0}
-        self._screened["masked_rollouts"] = float(
-            len({id(e) for (e, _), m in zip(rows, masked) if m})
+        arrays, self._screened = batch_arrays(
+            batch,
+            self.screen,
+            multi_turn=multi_turn,
+            credit=self.credit_assignment,
+            gamma=self.gamma,
+            normalization=self.advantage_normalization,
         )
         device = self.model.device
-        return {k: torch.from_numpy(np.ascontiguousarray(v)).to(device) for k, v in tensors.items()}
+        return {k: torch.from_numpy(np.ascontiguousarray(v)).to(device) for k, v in arrays.items()}
 
     def loss(
         self,
@@ -462,6 +335,7 @@ class PerTokenGRPOTrainer(BatchTrainer):
         return loss
 
     def consume(self, batch: TrajectoryBatch) -> dict[str, float]:
+        """``num_iterations`` optimizer steps on the batch (see the module docstring)."""
         import torch
 
         if len(batch) == 0:
@@ -472,7 +346,7 @@ class PerTokenGRPOTrainer(BatchTrainer):
         mask = tensors["loss_mask"]
         total_tokens = mask.sum()
         metrics: dict[str, float] = dict(self._screened)
-        metrics.update(_advantage_stats(tensors["advantages"][mask.bool()]))
+        metrics.update(advantage_stats(tensors["advantages"][mask.bool()]))
         if rows == 0 or int(total_tokens) == 0:
             logger.warning("no trainable token in this batch (all dropped or masked)")
             return {"loss": 0.0, "skipped": 1.0, "grad_norm": 0.0, **metrics}
@@ -483,6 +357,36 @@ class PerTokenGRPOTrainer(BatchTrainer):
             slice(start, min(start + self.micro_batch_size, rows))
             for start in range(0, rows, self.micro_batch_size)
         ]
+        old_logps, ref_logps = self._fixed_logps(tensors, chunks)
+        self.model.train()
+        all_stats: dict[str, list[torch.Tensor]] = {}
+        for iteration in range(self.num_iterations):
+            step_loss, grad_norm, stats = self._optimizer_step(
+                tensors, chunks, old_logps, ref_logps, normalizer
+            )
+            for name in ("ratio", "clipped", "ratios", "gaps"):
+                all_stats.setdefault(name, []).extend(stats.get(name, []))
+            if iteration == 0:  # the entropy of the policy that sampled the batch
+                all_stats["entropy"] = stats.get("entropy", [])
+        self.model.eval()
+        tokens = float(total_tokens)
+        # the last iteration's policy and KL terms, summed over its micro-batches
+        step_policy = float(torch.stack([t.sum() for t in stats["policy"]]).sum())
+        step_kl = float(torch.stack([t.sum() for t in stats["kl"]]).sum())
+        metrics.update(loss=step_loss, policy_loss=step_policy / tokens, grad_norm=grad_norm)
+        if self.beta:
+            metrics["kl"] = step_kl / tokens
+        metrics.update(loss_summary(all_stats))
+        return metrics
+
+    def _fixed_logps(
+        self, tensors: dict[str, torch.Tensor], chunks: list[slice]
+    ) -> tuple[list[torch.Tensor | None], list[torch.Tensor | None]]:
+        """Per micro-batch, the logps that stay fixed over the iterations: the old
+        policy's (only with several iterations; one iteration uses its own forward
+        pass, detached) and the reference model's (only with ``beta``)."""
+        import torch
+
         old_logps: list[torch.Tensor | None] = [None] * len(chunks)
         ref_logps: list[torch.Tensor | None] = [None] * len(chunks)
         with torch.no_grad():
@@ -494,36 +398,33 @@ class PerTokenGRPOTrainer(BatchTrainer):
                 if self.beta:
                     ref, _ = token_logprobs(self.ref_model, ids, attention, self.temperature)
                     ref_logps[index] = ref
-        self.model.train()
-        grad_norm = 0.0
-        all_stats: dict[str, list[torch.Tensor]] = {}
-        step_loss = step_policy = step_kl = 0.0
-        for iteration in range(self.num_iterations):
-            self.optimizer.zero_grad(set_to_none=True)
-            stats: dict[str, list[torch.Tensor]] = {}
-            step_loss = 0.0
-            for chunk, old, ref in zip(chunks, old_logps, ref_logps):
-                part = {k: v[chunk] for k, v in tensors.items()}
-                loss = self.loss(part, old, normalizer=normalizer, ref_logps=ref, stats=stats)
-                loss.backward()
-                step_loss += float(loss.detach())
-            grad_norm = float(
-                torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.max_grad_norm)
-            )
-            self.optimizer.step()
-            step_policy = float(torch.stack([t.sum() for t in stats["policy"]]).sum())
-            step_kl = float(torch.stack([t.sum() for t in stats["kl"]]).sum())
-            for name in ("ratio", "clipped", "ratios", "gaps"):
-                all_stats.setdefault(name, []).extend(stats.get(name, []))
-            if iteration == 0:  # the entropy of the policy that sampled the batch
-                all_stats["entropy"] = stats.get("entropy", [])
-        self.model.eval()
-        tokens = float(total_tokens)
-        metrics.update(loss=step_loss, policy_loss=step_policy / tokens, grad_norm=grad_norm)
-        if self.beta:
-            metrics["kl"] = step_kl / tokens
-        metrics.update(_summary(all_stats))
-        return metrics
+        return old_logps, ref_logps
+
+    def _optimizer_step(
+        self,
+        tensors: dict[str, torch.Tensor],
+        chunks: list[slice],
+        old_logps: list[torch.Tensor | None],
+        ref_logps: list[torch.Tensor | None],
+        normalizer: torch.Tensor,
+    ) -> tuple[float, float, dict[str, list[torch.Tensor]]]:
+        """One optimizer step, accumulating the gradient over the micro-batches: the
+        loss backpropagated, the clipped gradient norm, and the loss terms."""
+        import torch
+
+        self.optimizer.zero_grad(set_to_none=True)
+        stats: dict[str, list[torch.Tensor]] = {}
+        step_loss = 0.0
+        for chunk, old, ref in zip(chunks, old_logps, ref_logps):
+            part = {k: v[chunk] for k, v in tensors.items()}
+            loss = self.loss(part, old, normalizer=normalizer, ref_logps=ref, stats=stats)
+            loss.backward()
+            step_loss += float(loss.detach())
+        grad_norm = float(
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.max_grad_norm)
+        )
+        self.optimizer.step()
+        return step_loss, grad_norm, stats
 
     def finish(self, result: TrainResult) -> None:
         if self._agent is not None:
@@ -534,46 +435,3 @@ class PerTokenGRPOTrainer(BatchTrainer):
         self.model.save_pretrained(self.output_dir)
         self.tokenizer.save_pretrained(self.output_dir)
         result.artifacts["model"] = str(self.output_dir)
-
-
-def _advantage_stats(values: Any) -> dict[str, float]:
-    if not values.numel():
-        return {}
-    values = values.float()
-    return {
-        "advantage_mean": float(values.mean()),
-        "advantage_std": float(values.std(unbiased=False)),
-        "advantage_min": float(values.min()),
-        "advantage_max": float(values.max()),
-    }
-
-
-def _summary(stats: dict[str, list[Any]]) -> dict[str, float]:
-    import torch
-
-    def joined(name: str) -> Any:
-        parts = [p for p in stats.get(name, []) if p.numel()]
-        return torch.cat(parts) if parts else None
-
-    out: dict[str, float] = {}
-    if (entropy := joined("entropy")) is not None:
-        out["entropy"] = float(entropy.mean())
-    if (clipped := joined("clipped")) is not None:
-        out["clip_fraction"] = float(clipped.mean())
-    if (ratio := joined("ratio")) is not None:
-        out.update(
-            ratio_mean=float(ratio.mean()),
-            ratio_min=float(ratio.min()),
-            ratio_max=float(ratio.max()),
-        )
-    if (ratios := joined("ratios")) is not None:
-        out.update(
-            is_ratio_mean=float(ratios.mean()),
-            is_ratio_min=float(ratios.min()),
-            is_ratio_max=float(ratios.max()),
-        )
-    if (gaps := joined("gaps")) is not None:
-        out.update(
-            sampling_logp_diff_mean=float(gaps.mean()), sampling_logp_diff_max=float(gaps.max())
-        )
-    return {k: v for k, v in out.items() if math.isfinite(v)}

@@ -19,8 +19,9 @@ def register_agents(register: RegisterAgent) -> None:
         "transformers",
         "agentsgym_trl.transformers_agent:TransformersAgent",
         description="a local causal LM, token-in/token-out, micro-batched (options: model=PATH "
-        "(a folder or a registered model name such as smollm2) or 'tiny', temperature, top_p, top_k, max_new_tokens, seed, batch_size, "
-        "batch_window_ms, logprobs=sampling|model)",
+        "(a folder or a registered model name such as smollm2) or 'tiny', temperature, "
+        "top_p, top_k, max_new_tokens, seed, batch_size, batch_window_ms, "
+        "logprobs=sampling|model)",
     )
 
 

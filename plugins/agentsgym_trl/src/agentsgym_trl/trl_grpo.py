@@ -1,48 +1,13 @@
 """``trl-grpo``: train with ``trl.GRPOTrainer`` on rollouts the agentsgym runner plays.
 
-TRL's supported path for multi-turn environments is a ``rollout_func``
-(``GRPOTrainer(..., rollout_func=f)``, TRL >= 0.26; checked against 1.16):
-
-    rollout_func(prompts: list, trainer: GRPOTrainer) -> {
-        "prompt_ids":     list[list[int]],    # one per prompt
-        "completion_ids": list[list[int]],
-        "logprobs":       list[list[float]] | None,   # sampling logprobs per completion token
-        "env_mask":       list[list[int]],    # 1 = model token (trained), 0 = env token
-        ...                                   # any other key goes to the reward functions
-    }
-
-``prompts`` is this process's slice of the generation batch, each dataset prompt
-repeated ``num_generations`` times (TRL's ``RepeatSampler``), and one completion is
-returned per entry. TRL treats ``env_mask`` as its tool mask: the loss mask is
-``completion_mask * env_mask``, so environment tokens never enter the loss.
-
-How an agentsgym rollout becomes TRL completions:
-
-* the dataset prompt is the JSON of a dataset row ``{env_class_path, env_config,
-  task_data}``; each prompt entry is played as one trial by the runner;
-* ``prompt_ids`` are the episode's tokens before the agent's first token (the first
-  prompt, exactly as the model saw it); ``completion_ids`` is everything after,
-  through the agent's last token: its replies (mask 1) and the env turns between
-  them (mask 0), token for token as the episode holds them;
-* an episode that a chat template which is not prefix-preserving split into several
-  views gives one completion per view, each with the episode's advantage: the last
-  view is the entry's completion, the earlier ones are extra rows
-  (:mod:`agentsgym_trl.trl_trainer`). Every agent token is trained once.
-  ``--chat-template training`` (TRL's prefix-preserving training templates) keeps
-  such episodes in one view instead;
-* ``logprobs`` are the sampled logprobs of the agent tokens (0.0 on env tokens,
-  which the mask removes; ``None`` for an agent token whose logprob is unknown);
-  ``None`` when no agent returned any. TRL's importance-sampling correction then
-  uses them whatever sampled them (see :mod:`agentsgym_trl.trl_trainer`);
-* the reward function returns the episode's ``final_reward`` as the sequence reward;
-  TRL normalises it within each group of ``num_generations`` rollouts of a task. A
-  failed episode becomes a one-token, fully masked completion whose reward is
-  ``None``, so TRL gives it advantage 0;
-* an episode with a reply cut at the length limit is masked out of the loss and
-  counts as a failure (the lowest reward of the run) in its group's baseline, by
-  default in multi-turn envs (``mask_truncated_completions``, see
-  :mod:`agentsgym_trl.screening`); steps re-tokenized from text are trained
-  with a warning by default (``on_retokenized``).
+TRL drives the loop and pulls completions through a ``rollout_func``: each call plays
+the prompt entries (dataset rows) as trials with the runner and hands TRL their token
+streams, the env tokens masked out of the loss (:mod:`agentsgym_trl.trl_rollouts`
+says how). A subclass of ``GRPOTrainer`` trains every view of split episodes and
+applies importance sampling to any sampler's logprobs
+(:mod:`agentsgym_trl.trl_trainer`); the ``GRPOConfig`` is built from the fields the
+installed TRL has (:mod:`agentsgym_trl.grpo_config`); TRL's logs become the step log
+(:mod:`agentsgym_trl.trl_step_log`).
 
 By default the rollouts are played by a
 :class:`~agentsgym_trl.transformers_agent.TransformersAgent` sharing the
@@ -56,199 +21,32 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import time
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from agentsgym.errors import TrainerOptionError
 from agentsgym.trainers import RolloutSource, StepCallback, StepMetrics, TrainResult
-from agentsgym.trajectory import Episode, TrajectoryBatch
+from agentsgym.trajectory import TrajectoryBatch
 from agentsgym_trl.batch_trainer import policy_sampling
 from agentsgym_trl.chat_templates import apply_chat_template_choice, check_source_template
 from agentsgym_trl.grpo_config import build_grpo_config
 from agentsgym_trl.screening import RetokenizedPolicy, RolloutScreen, reward_signal
-from agentsgym_trl.trl_trainer import ExtraView, grpo_trainer_class
+from agentsgym_trl.trl_rollouts import (
+    REWARD_FIELD,
+    final_reward,
+    pad_token_id,
+    rewards_by_prompt,
+    rollouts_to_trl,
+)
+from agentsgym_trl.trl_step_log import StepLog, StepLogCallback
 
 if TYPE_CHECKING:
     from agentsgym.agents import Agent
 
 logger = logging.getLogger(__name__)
-
-REWARD_FIELD = "agentsgym_final_reward"
-
-
-@dataclass
-class View:
-    """One view of an episode as a TRL completion (see the module docstring)."""
-
-    prompt_ids: list[int]
-    completion_ids: list[int]
-    env_mask: list[int]
-    logprobs: list[float | None] | None
-    """Sampled logprobs: a float on agent tokens whose logprob is known, ``None`` on
-    agent tokens whose logprob is unknown, 0.0 on env tokens; ``None`` altogether
-    when the episode has none."""
-
-
-def episode_views(episode: Episode) -> list[View]:
-    """Every view of a finished episode that holds agent tokens, in order.
-
-    One view unless a chat template that is not prefix-preserving split the episode.
-    Each view's prompt is its tokens before its first agent token; its completion runs
-    from there through its last agent token.
-    """
-    views = []
-    for segment in episode.segments:
-        agent = np.flatnonzero(segment.agent_mask)
-        if not agent.size:
-            continue
-        first, last = int(agent[0]), int(agent[-1])
-        ids = segment.token_ids.tolist()
-        mask = segment.agent_mask[first : last + 1].tolist()
-        logprobs: list[float | None] | None = None
-        if episode.has_logprobs and segment.logprobs is not None:
-            values = segment.logprobs[first : last + 1].tolist()
-            logprobs = [(None if math.isnan(v) else v) if m else 0.0 for v, m in zip(values, mask)]
-        views.append(View(ids[:first], ids[first : last + 1], mask, logprobs))
-    return views
-
-
-def episode_completion(episode: Episode) -> tuple[list[int], list[int], list[int], list[float]]:
-    """(prompt_ids, completion_ids, env_mask, logprobs) of an episode's last view
-    (logprobs 0.0 where unknown)."""
-    view = episode_views(episode)[-1]
-    logprobs = view.logprobs or [0.0] * len(view.completion_ids)
-    return (
-        view.prompt_ids,
-        view.completion_ids,
-        view.env_mask,
-        [0.0 if x is None else x for x in logprobs],
-    )
-
-
-def rollouts_to_trl(
-    batch: TrajectoryBatch,
-    pad_token_id: int,
-    *,
-    screen: RolloutScreen | None = None,
-    multi_turn: Callable[[Episode], bool] | None = None,
-) -> tuple[dict[str, Any], list[ExtraView]]:
-    """TRL ``rollout_func`` output for a batch played with one trial per group, and
-    the earlier views of split episodes (extra rows, see :mod:`.trl_trainer`).
-
-    Group ``i`` (one prompt entry) gives completion ``i``: its episode's last view.
-    ``screen`` applies the re-tokenized and truncation policies (default: warn about
-    re-tokenized data; mask episodes with a truncated reply, in multi-turn envs as
-    ``multi_turn`` tells, default all).
-    """
-    screen = screen if screen is not None else RolloutScreen(trainer="trl-grpo")
-    multi_turn = multi_turn if multi_turn is not None else (lambda _episode: True)
-    prompt_ids: list[list[int]] = []
-    completion_ids: list[list[int]] = []
-    env_mask: list[list[int]] = []
-    logprobs: list[list[float | None]] = []
-    rewards: list[float | None] = []
-    extra: list[ExtraView] = []
-    episodes: list[Episode | None] = []
-    for group in batch.groups:
-        trial = group.trials[0] if group.trials else []
-        usable = bool(trial) and all(e.ok for e in trial) and trial[-1].num_agent_tokens > 0
-        episodes.append(trial[-1] if usable else None)
-    dropped = screen.dropped(e for e in episodes if e is not None)
-    # A cut episode counts as a failure: the lowest reward seen (see screening).
-    floor = screen.failure_score(
-        e.final_reward for e in episodes if e is not None and id(e) not in dropped
-    )
-    any_logprobs = False
-    for row, episode in enumerate(episodes):
-        if episode is None or id(episode) in dropped:
-            prompt_ids.append([pad_token_id])
-            completion_ids.append([pad_token_id])
-            env_mask.append([0])
-            logprobs.append([0.0])
-            rewards.append(None)
-            continue
-        views = episode_views(episode)
-        reward = episode.final_reward
-        if screen.masks(episode, multi_turn):
-            views = [
-                View(v.prompt_ids, v.completion_ids, [0] * len(v.env_mask), v.logprobs)
-                for v in views
-            ]
-            reward = floor
-        *earlier, last = views
-        extra += [
-            ExtraView(row, v.prompt_ids, v.completion_ids, v.env_mask, v.logprobs) for v in earlier
-        ]
-        prompt_ids.append(last.prompt_ids)
-        completion_ids.append(last.completion_ids)
-        env_mask.append(last.env_mask)
-        if last.logprobs is not None:
-            any_logprobs = True
-            logprobs.append(last.logprobs)
-        else:
-            logprobs.append([None if m else 0.0 for m in last.env_mask])
-        rewards.append(reward)
-    output = {
-        "prompt_ids": prompt_ids,
-        "completion_ids": completion_ids,
-        "logprobs": logprobs if any_logprobs else None,
-        "env_mask": env_mask,
-        REWARD_FIELD: rewards,
-    }
-    return output, extra
-
-
-TRL_METRICS = {
-    # TRL's view of the rewards (a cut episode counted as a failure); ours are the env's
-    "trl_reward": "reward",
-    "trl_reward_std": "reward_std",
-    "frac_reward_zero_std": "frac_reward_zero_std",
-    "grad_norm": "grad_norm",
-    "entropy": "entropy",
-    "kl": "kl",
-    "clip_fraction": "clip_ratio/region_mean",
-    "clip_fraction_low": "clip_ratio/low_mean",
-    "clip_fraction_high": "clip_ratio/high_mean",
-    "is_ratio_min": "sampling/importance_sampling_ratio/min",
-    "is_ratio_mean": "sampling/importance_sampling_ratio/mean",
-    "is_ratio_max": "sampling/importance_sampling_ratio/max",
-    "sampling_logp_diff_mean": "sampling/sampling_logp_difference/mean",
-    "sampling_logp_diff_max": "sampling/sampling_logp_difference/max",
-    "completion_length": "completions/mean_length",
-}
-"""Step-log names (shared with per-token-grpo) of the TRL log entries kept."""
-
-
-def rewards_by_prompt(prompts: list[Any], batch: TrajectoryBatch) -> dict[str, list[float]]:
-    """The final rewards of each prompt's rollouts: TRL's GRPO groups. (TRL repeats a
-    prompt once per generation and each entry is played as a group of one, so the
-    batch's own groups are not GRPO's.)"""
-    rewards: dict[str, list[float]] = {}
-    for prompt, group in zip(prompts, batch.groups):
-        key = prompt if isinstance(prompt, str) else json.dumps(prompt, sort_keys=True)
-        rewards.setdefault(key, []).extend(e.final_reward for e in group.episodes)
-    return rewards
-
-
-def pad_token_id(tokenizer: Any) -> int:
-    """The pad id of batches: the tokenizer's pad token, else its EOS (Llama 3.2 has no
-    pad token and pads with ``<|eot_id|>``; masks tell padding apart), else 0."""
-    for candidate in (tokenizer.pad_token_id, tokenizer.eos_token_id):
-        if candidate is not None:
-            return int(candidate)
-    return 0
-
-
-def final_reward(completions: list[Any], **kwargs: Any) -> list[float | None]:
-    """The reward function: each rollout's ``final_reward`` (``None`` if it failed)."""
-    return list(kwargs[REWARD_FIELD])
 
 
 class TRLGRPOAdapter:
@@ -341,7 +139,7 @@ class TRLGRPOAdapter:
         )
         self.trainer: Any = None
         self._agent: Any = None
-        self._pending: list[StepMetrics] = []
+        self.step_log = StepLog()
         self.last_batch: TrajectoryBatch | None = None
 
     # ------------------------------------------------------------------ setup
@@ -408,7 +206,7 @@ class TRLGRPOAdapter:
         run_arguments: dict[str, Any] | None = None,
     ) -> Any:
         """The configured ``GRPOTrainer`` (not yet trained)."""
-        GRPOTrainer = grpo_trainer_class()
+        from agentsgym_trl.trl_trainer import AgentsgymGRPOTrainer  # imports TRL: slow
 
         check_source_template(source, self.tokenizer, self.chat_template)
         if source.tasks_per_step > len(source.rows):
@@ -429,20 +227,24 @@ class TRLGRPOAdapter:
             )
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=".*rollout_func.*experimental.*")
-            trainer = GRPOTrainer(
+            trainer = AgentsgymGRPOTrainer(
                 model=self.model,
                 reward_funcs=[final_reward],
                 args=args,
                 train_dataset=self.prompt_dataset(source),
                 processing_class=self.tokenizer,
                 rollout_func=self.rollout_func(source, agent),
-                callbacks=[_StepCallback(self, source, run_arguments)],
+                callbacks=[StepLogCallback(self.step_log, self._scored, source, run_arguments)],
             )
         from transformers.trainer_callback import PrinterCallback
 
         trainer.remove_callback(PrinterCallback)  # progress goes through on_step
         self.trainer = trainer
         return trainer
+
+    def _scored(self) -> dict[str, float]:
+        """The trainer's statistics of the rows that reached the last loss."""
+        return dict(getattr(self.trainer, "scored_stats", {}))
 
     def _snapshot_reference(self) -> None:
         """TRL loads the KL reference model from ``model.config.name_or_path``.
@@ -487,7 +289,7 @@ class TRLGRPOAdapter:
             )
             metrics.seconds = time.perf_counter() - started
             metrics.extra["rollout_seconds"] = metrics.seconds
-            self._pending.append(metrics)
+            self.step_log.played(metrics)
             return output
 
         return rollout
@@ -532,8 +334,8 @@ class TRLGRPOAdapter:
         result = TrainResult(output_dir=self.output_dir)
         if resume_from is not None:
             result.steps = read_run_state(resume_from).step_metrics()
-        self._on_step = on_step
-        self._result = result
+        self.step_log.steps = result.steps
+        self.step_log.on_step = on_step
         try:
             with warnings.catch_warnings():
                 warnings.filterwarnings(
@@ -549,62 +351,3 @@ class TRLGRPOAdapter:
         self.tokenizer.save_pretrained(str(self.output_dir))
         result.artifacts["model"] = str(self.output_dir)
         return result
-
-    def _record(self, logs: dict[str, Any], step: int) -> None:
-        played = self._pending
-        self._pending = []
-        metrics = played[-1] if played else StepMetrics(step=step)
-        metrics.step = step
-        loss = logs.get("loss")
-        metrics.loss = float(loss) if loss is not None else None
-        for ours, theirs in TRL_METRICS.items():
-            value = logs.get(theirs)
-            if isinstance(value, (int, float)) and math.isfinite(value):
-                metrics.extra[ours] = float(value)
-        if self.trainer is not None:
-            metrics.extra.update(getattr(self.trainer, "scored_stats", {}))
-        result = getattr(self, "_result", None)
-        if result is not None:
-            result.steps.append(metrics)
-        callback = getattr(self, "_on_step", None)
-        if callback is not None:
-            callback(metrics)
-
-
-def _callback_base() -> type:
-    from transformers import TrainerCallback
-
-    return TrainerCallback
-
-
-class _StepCallback(_callback_base()):  # type: ignore[misc]
-    """Turns TRL's per-step logs into :class:`StepMetrics`, and adds agentsgym's run
-    state to each checkpoint TRL saves."""
-
-    def __init__(
-        self,
-        adapter: TRLGRPOAdapter,
-        source: RolloutSource | None = None,
-        run_arguments: dict[str, Any] | None = None,
-    ) -> None:
-        self.adapter = adapter
-        self.source = source
-        self.run_arguments = run_arguments
-
-    def on_save(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
-        from agentsgym_trl.checkpoints import checkpoint_path, write_run_state
-
-        result = getattr(self.adapter, "_result", None)
-        write_run_state(
-            checkpoint_path(args.output_dir, state.global_step),
-            step=state.global_step,
-            steps=result.steps if result is not None else [],
-            source=self.source,
-            arguments=self.run_arguments,
-        )
-
-    def on_log(
-        self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None, **kw: Any
-    ) -> None:
-        if logs and "loss" in logs:
-            self.adapter._record(logs, state.global_step)
