@@ -15,8 +15,9 @@ import pytest
 aiohttp = pytest.importorskip("aiohttp")
 requests = pytest.importorskip("requests")
 
-import agentsgym  # noqa: E402
-from agentsgym_atropos.producer import IGNORE_INDEX, AtroposProducer  # noqa: E402
+import agentsgym
+from agentsgym_atropos.producer import AtroposProducer
+from agentsgym_atropos.scored_data import IGNORE_INDEX
 
 TINY = "agentsgym/tiny-chatml"
 GUESS = "agentsgym/GuessTheNumber-v0"
@@ -101,7 +102,7 @@ def test_the_producer_waits_for_the_trainer_and_pauses_on_a_full_queue(
 
 
 def test_an_unreachable_api_is_a_clear_error(unreachable_url: str) -> None:
-    from agentsgym_atropos.producer import AtroposOutageError
+    from agentsgym_atropos.api_client import AtroposOutageError
 
     producer = AtroposProducer(
         env(),
@@ -151,7 +152,7 @@ def test_logprobs_follow_atropos_convention_and_are_all_or_nothing() -> None:
     ManagedServer convention); a group where some rollout has none sends None."""
     from agentsgym import AgentAction
     from agentsgym.agents import FunctionAgent
-    from agentsgym_atropos.producer import MASKED_LOGPROB, to_scored_data_group
+    from agentsgym_atropos.scored_data import MASKED_LOGPROB, to_scored_data_group
 
     tokenizer = agentsgym.load_tokenizer(TINY)
     reply = tokenizer("[50]", add_special_tokens=False)["input_ids"]

@@ -27,14 +27,14 @@ from aiohttp import web
 
 import agentsgym
 from agentsgym.aio import run_sync
-from agentsgym_atropos.producer import (
+from agentsgym_atropos.api_client import (
     RETRY_INITIAL,
     RETRY_MAX,
     AtroposError,
     AtroposOutageError,
-    AtroposProducer,
-    backoff_delay,
+    outage_policy,
 )
+from agentsgym_atropos.producer import AtroposProducer
 
 GUESS = "agentsgym/GuessTheNumber-v0"
 TINY = "agentsgym/tiny-chatml"
@@ -227,12 +227,58 @@ def test_a_refused_push_is_not_retried(
     assert refused.stats.retries == 0 and refused.stats.groups_discarded == 1
 
 
+def test_after_the_api_server_restarts_the_producer_registers_again(
+    api: str, register_trainer: Callable[[str, int], None]
+) -> None:
+    """A restarted run-api has forgotten the env: it answers /status-env with HTTP 500
+    while /status works. The producer registers again and goes on (issue 28: it
+    retried /status-env for good)."""
+    restarted: list[int] = []
+
+    def plan(method: str, path: str, n: int) -> str | int | None:
+        if path == "/status-env" and n == 3 and not restarted:
+            # run-api restarts (its state is gone) and the trainer comes back
+            requests.get(api + "/reset_data", timeout=10)
+            register_trainer(api, 8)
+            restarted.append(n)
+        return None
+
+    register_trainer(api, 8)
+    fake = FakeTime()
+    proxy, producer, error = produce_through(api, plan, fake, max_groups=2, max_concurrency=4)
+    assert error is None and restarted == [3]
+    stats = producer.stats
+    assert stats.registrations == 2 and proxy.forwarded["/register-env"] == 2
+    assert stats.retries == 0  # a forgotten env is not an outage to wait out
+    assert (stats.groups_pushed, stats.groups_dropped, stats.groups_discarded) == (2, 0, 0)
+
+
+def test_a_failing_gateway_is_waited_out_not_taken_for_a_restart(
+    api: str, register_trainer: Callable[[str, int], None]
+) -> None:
+    """HTTP 500 from /status-env while /status fails too: the server is down, not
+    restarted; the producer retries and registers once."""
+    register_trainer(api, 8)
+
+    def plan(method: str, path: str, n: int) -> str | int | None:
+        if path == "/status-env" and n in (2, 3):
+            return 500
+        if path == "/status" and n <= 2:
+            return 502
+        return None
+
+    _, producer, error = produce_through(api, plan, FakeTime(), max_groups=1, max_concurrency=4)
+    assert error is None
+    assert producer.stats.registrations == 1 and producer.stats.retries == 2
+
+
 def test_backoff_grows_exponentially_with_jitter_and_a_ceiling() -> None:
     import random
 
+    policy = outage_policy(300)
     rng, again = random.Random(0), random.Random(0)
-    delays = [backoff_delay(attempt, rng) for attempt in range(12)]
-    assert delays == [backoff_delay(attempt, again) for attempt in range(12)]  # seeded
+    delays = [policy.delay(attempt, rng) for attempt in range(1, 13)]
+    assert delays == [policy.delay(attempt, again) for attempt in range(1, 13)]  # seeded
     for attempt, delay in enumerate(delays):
         ceiling = min(RETRY_MAX, RETRY_INITIAL * 2**attempt)
         assert ceiling / 2 <= delay <= ceiling
@@ -274,7 +320,7 @@ def test_the_cli_refuses_a_negative_outage_window_as_bad_input() -> None:
 
 def test_the_trace_of_a_group_carries_no_secret() -> None:
     from agentsgym.agents import FunctionAgent
-    from agentsgym_atropos.producer import to_scored_data_group
+    from agentsgym_atropos.scored_data import to_scored_data_group
 
     game = agentsgym.make(GUESS, tokenizer=TINY, env_config={"low": 5, "high": 5})
     task = {"seed": 0, "api_key": "sk-TASK-SECRET", "url": "http://sk-USERINFO@host/v1"}

@@ -26,7 +26,7 @@ from agentsgym.errors import AgentsGymError
 from agentsgym.output import redact_text
 
 if TYPE_CHECKING:
-    from agentsgym_atropos.producer import ProducerStats
+    from agentsgym_atropos.stats import ProducerStats
 
 
 def atropos_command(

@@ -14,41 +14,17 @@ pushes each group as it finishes, the way atroposlib's own ``BaseEnv`` does:
    else start groups, up to ``max_concurrency`` rollouts in flight;
 4. ``POST /scored_data`` for every finished group; ``POST /disconnect-env`` at the end.
 
-How agentsgym's fields map onto Atropos's ``ScoredDataGroup`` (one group = one task,
-one sequence per scored episode):
+:mod:`agentsgym_atropos.scored_data` says how a group maps onto Atropos's
+``ScoredDataGroup``. A group with a failed episode is not pushed (GRPO needs whole
+groups); it is counted in :attr:`AtroposProducer.stats` and logged.
 
-* ``tokens``: the episode's token ids, exactly as the model saw and generated them;
-* ``masks``: Atropos's labels convention: the token id where the model generated the
-  token (agentsgym's ``agent_token_mask`` is 1), ``-100`` elsewhere;
-* ``scores``: the episode's ``final_reward``;
-* ``advantages`` (``advantages="per_token"``): agentsgym's per-token rewards,
-  normalised over the group's agent tokens (as ``per-token-grpo`` does), 0.0 on env
-  tokens; ``None`` by default, so the trainer computes group advantages from scores;
-* ``inference_logprobs``: the sampled logprobs, one per token as atroposlib's
-  ``ManagedServer`` writes them (the sampled value on model tokens, ``1.0`` on the
-  masked ones), when every sequence of the group has them; else ``None`` (a 0.0
-  would claim probability 1 for a token whose logprob is unknown);
-* ``messages``: the episode's conversation;
-* ``group_overrides["agentsgym"]``: the env id, task and session ids, so a trainer
-  can trace a sequence back.
-
-Where they differ: an episode that a chat template which is not prefix-preserving
-split into several views becomes one sequence per view (each with the episode's
-score), so that group holds more than ``group_size`` sequences; the API server then
-holds it back until groups add up to the registered size, so use a prefix-preserving
-(training) chat template with Atropos. A group with a failed episode is not pushed
-(GRPO needs whole groups); it is counted in :attr:`AtroposProducer.stats` and logged.
-
-The API server going away for a while (a restart, a network blip) does not end the
-producer: a request that gets no connection, times out or answers HTTP 5xx (or 408,
-429) is retried with exponential backoff and jitter for up to ``outage_window``
-seconds; groups that finished meanwhile wait in memory and are pushed when the
-server answers again. An outage longer than that raises :class:`AtroposOutageError`;
-:attr:`AtroposProducer.stats` then says what was pushed and what was left. Other
-4xx answers are not retried (resending what the server refused changes nothing).
-A push is resent only when no answer came back, so it reaches the server once,
-unless the server stored it and the answer itself was lost: Atropos has no
-idempotency key to tell such a resend apart.
+Outages of the API server are retried for ``outage_window`` seconds
+(:mod:`agentsgym_atropos.api_client`); groups that finished meanwhile wait in memory
+and are pushed when the server answers again, and :attr:`AtroposProducer.stats` says
+what was pushed and what was left if it stays away longer. A restarted server has
+forgotten the env's registration: it answers ``GET /status-env`` with HTTP 500 while
+``GET /status`` works. The producer then registers again (waiting, as at the start,
+for the trainer to come back) and goes on under its new env id.
 
 Everything the producer logs or raises, and the trace it adds to each group
 (``group_overrides["agentsgym"]``), passes through :func:`agentsgym.output.redact`:
@@ -62,14 +38,18 @@ import logging
 import random
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from agentsgym.engine import DEFAULT_MAX_CONCURRENCY, arun_trial
-from agentsgym.errors import AgentsGymError
-from agentsgym.output import redact, redact_text
+from agentsgym.output import redact_text
+from agentsgym_atropos.api_client import (
+    DEFAULT_OUTAGE_WINDOW,
+    AtroposAPI,
+    AtroposError,
+    TransientError,
+)
+from agentsgym_atropos.scored_data import Advantages, to_scored_data_group
+from agentsgym_atropos.stats import ProducerStats
 
 if TYPE_CHECKING:
     from agentsgym import MultistepEnv
@@ -77,133 +57,15 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-IGNORE_INDEX = -100
-MASKED_LOGPROB = 1.0
-"""atroposlib's placeholder logprob on tokens the model did not generate."""
-Advantages = Literal["none", "per_token"]
-DEFAULT_OUTAGE_WINDOW = 300.0
-"""Seconds a request is retried while the API server is unreachable or failing."""
-RETRY_INITIAL = 0.5
-RETRY_MAX = 10.0
-"""The backoff between retries: from ``RETRY_INITIAL`` seconds, doubling, at most
-``RETRY_MAX`` (before jitter); small enough that the producer is back at work within
-seconds of the server, however long the outage was."""
 DISCONNECT_WINDOW = 10.0
 """How long the goodbye (``/disconnect-env``) is retried: everything was pushed by
 then, so it is not worth holding the run up."""
-RETRIED_STATUSES = frozenset({408, 429})
-"""HTTP answers below 500 that still mean "try again later"."""
+FORGOTTEN_STATUS = 500
+"""What atroposlib's ``run-api`` answers ``/status-env`` for an env it does not know."""
 
 
-class AtroposError(AgentsGymError):
-    """The Atropos API server could not be reached, or refused what was sent."""
-
-
-class AtroposOutageError(AtroposError):
-    """The API server stayed unreachable (or failing) for longer than the outage window."""
-
-
-class _TransientError(AtroposError):
-    """One attempt failed in a way worth retrying (no connection, a timeout, HTTP 5xx)."""
-
-
-@dataclass
-class ProducerStats:
-    """What a producer did (also logged). Every group started ends up in exactly one
-    of pushed, dropped, discarded or :attr:`groups_unfinished`."""
-
-    groups_started: int = 0
-    groups_pushed: int = 0
-    sequences_pushed: int = 0
-    groups_dropped: int = 0
-    """Not pushed: an episode failed (GRPO needs whole groups)."""
-    groups_discarded: int = 0
-    """Played to the end but not pushed: the producer stopped (an outage longer than
-    the window, the trainer's last step) before the push went through."""
-    pauses: int = 0
-    retries: int = 0
-    """Requests sent again after a connection error, a timeout or HTTP 5xx."""
-    episodes_failed: int = 0
-    errors: list[str] = field(default_factory=list)
-
-    @property
-    def groups_unfinished(self) -> int:
-        """Groups still being played when the producer stopped."""
-        done = self.groups_pushed + self.groups_dropped + self.groups_discarded
-        return max(0, self.groups_started - done)
-
-
-def backoff_delay(attempt: int, rng: random.Random) -> float:
-    """The wait before retry ``attempt`` (0, 1, ...): exponential, with "equal jitter"
-    (half fixed, half random) so that producers that lost the same server do not all
-    come back at the same instant."""
-    ceiling = min(RETRY_MAX, RETRY_INITIAL * 2**attempt)
-    return ceiling / 2 + rng.uniform(0, ceiling / 2)
-
-
-def to_scored_data_group(
-    group: TrajectoryGroup, *, advantages: Advantages = "none", env_id: int | None = None
-) -> dict[str, Any]:
-    """One task's group as Atropos's ``ScoredDataGroup`` (see the module docstring)."""
-    tokens: list[list[int]] = []
-    masks: list[list[int]] = []
-    scores: list[float] = []
-    messages: list[list[dict[str, Any]]] = []
-    logprobs: list[list[float]] = []
-    rewards: list[np.ndarray] = []
-    agent_masks: list[np.ndarray] = []
-    all_logprobs = True
-    for episode, index in group.rows:
-        segment = episode.segments[index]
-        ids = segment.token_ids.astype(np.int64)
-        agent = segment.agent_mask.astype(bool)
-        tokens.append(ids.tolist())
-        masks.append(np.where(agent, ids, IGNORE_INDEX).tolist())
-        scores.append(float(episode.final_reward))
-        messages.append([dict(m) for m in episode.messages])
-        sampled = segment.logprobs
-        if sampled is None:
-            all_logprobs = False
-        else:
-            logprobs.append(np.where(agent, sampled, MASKED_LOGPROB).tolist())
-        rewards.append(np.asarray(episode.segment_rewards[index], dtype=np.float64))
-        agent_masks.append(agent)
-    data: dict[str, Any] = {
-        "tokens": tokens,
-        "masks": masks,
-        "scores": scores,
-        "messages": messages,
-        "advantages": group_advantages(rewards, agent_masks) if advantages == "per_token" else None,
-        "inference_logprobs": logprobs if all_logprobs and logprobs else None,
-        # A trace for the trainer's records: secrets in task data stay out of them.
-        "group_overrides": {
-            "agentsgym": redact(
-                {
-                    "env_id": group.env_id,
-                    "task_index": group.task_index,
-                    "task_data": group.task_data,
-                    "session_ids": [e.session_id for e, _ in group.rows],
-                }
-            )
-        },
-    }
-    if env_id is not None:
-        data["env_id"] = env_id
-    return data
-
-
-def group_advantages(
-    rewards: Sequence[np.ndarray], agent_masks: Sequence[np.ndarray]
-) -> list[list[float]]:
-    """Per-token rewards minus the mean over the group's agent tokens, over their std."""
-    values = (
-        np.concatenate([r[m] for r, m in zip(rewards, agent_masks)]) if rewards else np.zeros(0)
-    )
-    mean = float(values.mean()) if values.size else 0.0
-    std = float(values.std()) if values.size > 1 else 0.0
-    return [
-        np.where(m, (r - mean) / (std + 1e-4), 0.0).tolist() for r, m in zip(rewards, agent_masks)
-    ]
+class _EnvForgotten(AtroposError):
+    """The API server answers, but no longer knows this env (it restarted)."""
 
 
 class AtroposProducer:
@@ -298,78 +160,28 @@ class AtroposProducer:
         self.batch_size = -1
         self.num_steps: int | None = None
         self._rng = random.Random(seed)
-        # Its own generator: how often the server failed must not change the tasks.
-        self._jitter = random.Random(seed)
         self._clock = clock
-        self._sleep = sleep
         self._order: list[int] = []
-        self._session: Any = None
+        self.api = AtroposAPI(
+            self.api_url,
+            request_timeout=request_timeout,
+            outage_window=outage_window,
+            on_retry=self._count_retry,
+            clock=clock,
+            sleep=sleep,
+            # Its own generator: how often the server failed must not change the tasks.
+            rng=random.Random(seed),
+        )
+
+    def _count_retry(self) -> None:
+        self.stats.retries += 1
 
     # ------------------------------------------------------------------ http
-    async def _attempt(self, method: str, path: str, payload: Any) -> Any:
-        """One try of a request; :class:`_TransientError` for what is worth retrying."""
-        import aiohttp
-
-        where = f"{method} {self.shown_url}{path}"
-        try:
-            async with self._session.request(method, self.api_url + path, json=payload) as response:
-                text = await response.text()
-                answered = f"{where} answered HTTP {response.status}: {redact_text(text[:300])}"
-                if response.status >= 500 or response.status in RETRIED_STATUSES:
-                    raise _TransientError(answered)
-                if response.status >= 400:
-                    raise AtroposError(answered)
-                return await response.json(content_type=None)
-        except aiohttp.ClientConnectionError as exc:
-            raise _TransientError(
-                f"cannot reach the Atropos API server at {self.shown_url} "
-                f"({type(exc).__name__}: {redact_text(str(exc))}); start it with "
-                "`run-api --port N` and pass --api-url"
-            ) from exc
-        except asyncio.TimeoutError as exc:
-            raise _TransientError(
-                f"{where} did not answer within {self.request_timeout:g}s"
-            ) from exc
-        except aiohttp.ClientError as exc:
-            raise AtroposError(
-                f"{where} failed ({type(exc).__name__}: {redact_text(str(exc))})"
-            ) from exc
-        except ValueError as exc:  # an answer that is not JSON
-            raise AtroposError(f"{where} answered something that is not JSON: {exc}") from exc
-
     async def _request(
         self, method: str, path: str, payload: Any = None, *, window: float | None = None
     ) -> Any:
-        """A request, retried with backoff while it fails transiently, for up to
-        ``window`` seconds (default: the outage window) from its first failure."""
-        window = self.outage_window if window is None else window
-        first_failure: float | None = None
-        attempt = 0
-        while True:
-            try:
-                return await self._attempt(method, path, payload)
-            except _TransientError as exc:
-                now = self._clock()
-                first_failure = now if first_failure is None else first_failure
-                failing = now - first_failure
-                if failing >= window:
-                    raise AtroposOutageError(
-                        f"{exc}; still failing after {attempt + 1} attempt(s) over "
-                        f"{failing:.0f}s, beyond the outage window of {window:g}s "
-                        "(outage_window, --outage-window)"
-                    ) from exc
-                # The last wait ends at the window's edge, for one attempt right there.
-                delay = min(backoff_delay(attempt, self._jitter), window - failing)
-                attempt += 1
-                self.stats.retries += 1
-                logger.warning(
-                    "%s; retry %d in %.1fs (giving up %.0fs after the first failure)",
-                    exc,
-                    attempt,
-                    delay,
-                    window,
-                )
-                await self._sleep(delay)
+        """A request, retried through outages (see :mod:`agentsgym_atropos.api_client`)."""
+        return await self.api.request(method, path, payload, window=window)
 
     async def register(self) -> None:
         """Register as an env, waiting for the trainer to start; read the batch size."""
@@ -390,6 +202,7 @@ class AtroposProducer:
                 self.env_id = int(answer["env_id"])
                 steps = answer.get("num_steps")
                 self.num_steps = int(steps) if isinstance(steps, int) and steps > 0 else None
+                self.stats.registrations += 1
                 break
             if self._clock() > deadline:
                 raise AtroposError(
@@ -415,7 +228,37 @@ class AtroposProducer:
         )
 
     async def status(self) -> dict[str, Any]:
-        return await self._request("GET", "/status-env", {"env_id": self.env_id})  # type: ignore[no-any-return]
+        """This env's status on the server, registering again if the server forgot it."""
+        while True:
+            try:
+                return await self.api.request(  # type: ignore[no-any-return]
+                    "GET", "/status-env", attempt=self._status_attempt
+                )
+            except _EnvForgotten as exc:
+                logger.warning(
+                    "the Atropos API server at %s no longer knows env %s (%s): it restarted; "
+                    "registering again",
+                    self.shown_url,
+                    self.env_id,
+                    exc,
+                )
+                await self.register()
+
+    async def _status_attempt(self) -> Any:
+        try:
+            return await self.api.attempt("GET", "/status-env", {"env_id": self.env_id})
+        except TransientError as exc:
+            if exc.status == FORGOTTEN_STATUS and await self._server_answers():
+                raise _EnvForgotten(str(exc)) from exc
+            raise
+
+    async def _server_answers(self) -> bool:
+        """Whether the server is up (its ``/status`` answers), whatever it knows."""
+        try:
+            await self.api.attempt("GET", "/status")
+        except AtroposError:
+            return False
+        return True
 
     async def disconnect(self) -> None:
         """Say goodbye to the server; best effort (every group was pushed by then)."""
@@ -519,11 +362,7 @@ class AtroposProducer:
         the outage window (and :class:`AtroposError` when it refused a request);
         :attr:`stats` then holds what was pushed before, and what was left.
         """
-        import aiohttp
-
-        self._session = aiohttp.ClientSession(
-            timeout=aiohttp.ClientTimeout(total=self.request_timeout)
-        )
+        await self.api.open()
         running: set[asyncio.Task[None]] = set()
         try:
             await self.register()
@@ -536,7 +375,7 @@ class AtroposProducer:
             raise
         finally:
             await self._stop(running)
-            await self._session.close()
+            await self.api.close()
             self._log_summary()
         return self.stats
 
@@ -551,7 +390,8 @@ class AtroposProducer:
         stats = self.stats
         logger.info(
             "pushed %d groups (%d sequences) to %s; %d dropped (a failed episode), %d "
-            "discarded and %d unfinished when it stopped; %d retries, %d pauses",
+            "discarded and %d unfinished when it stopped; %d retries, %d pauses, %d "
+            "registrations",
             stats.groups_pushed,
             stats.sequences_pushed,
             self.shown_url,
@@ -560,6 +400,7 @@ class AtroposProducer:
             stats.groups_unfinished,
             stats.retries,
             stats.pauses,
+            stats.registrations,
         )
 
 
