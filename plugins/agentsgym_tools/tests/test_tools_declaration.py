@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from agentsgym_tools import Tool, ToolDeclarationError, ToolEnv, as_tools, tool
+from agentsgym_tools import ToolDeclarationError, ToolEnv, as_tools, tool
 
 
 def forecast(city: str, days: int = 1) -> str:
@@ -66,4 +66,4 @@ def test_a_tool_env_with_a_bad_tool_fails_when_built() -> None:
 
     with pytest.raises(ToolDeclarationError, match="bad"):
         BadEnv()
-    assert isinstance(as_tools([forecast])[0], Tool)
+    assert as_tools([forecast]) == [tool(forecast)]
