@@ -73,9 +73,13 @@ def baseline(name: str, tasks: int, rollouts: int, seed: int) -> dict[str, Any]:
     env = agentsgym.make(setup["env"], tokenizer=tokenizer, env_config=setup["env_config"])
     task_data = list(env.get_eval_dataset()["task_data"][:tasks])
     agent = TransformersAgent(
-        model, tokenizer=tokenizer, temperature=TEMPERATURE,
-        max_new_tokens=setup["max_new_tokens"], seed=seed, batch_size=16,
-    )  # fmt: skip
+        model,
+        tokenizer=tokenizer,
+        temperature=TEMPERATURE,
+        max_new_tokens=setup["max_new_tokens"],
+        seed=seed,
+        batch_size=16,
+    )
     started = time.perf_counter()
     with agent:
         batch = env.run_trial(task_data, agent, num_rollouts=rollouts, max_concurrency=16)
@@ -95,16 +99,20 @@ def baseline(name: str, tasks: int, rollouts: int, seed: int) -> dict[str, Any]:
         "seed": seed,
         "episodes": len(episodes),
         "failed": len(batch.failed),
-        "accuracy": round(statistics.fmean(any(s.info.get("correct") for s in e.steps) for e in ok), 4),
+        "accuracy": round(
+            statistics.fmean(any(s.info.get("correct") for s in e.steps) for e in ok), 4
+        ),
         "mean_reward": round(statistics.fmean(e.final_reward for e in ok), 4),
         "mean_turns": round(statistics.fmean(e.num_turns for e in ok), 2),
         "replies": len(steps),
-        "truncation_rate": round(sum(bool(s.info.get("reply_truncated")) for s in steps) / len(steps), 4),
+        "truncation_rate": round(
+            sum(bool(s.info.get("reply_truncated")) for s in steps) / len(steps), 4
+        ),
         "unreadable_rate": round((kinds["unreadable"] + kinds["cut_off"]) / len(steps), 4),
         "generated_tokens": agent.stats["generated_tokens"],
         "seconds": round(seconds, 1),
         "example_replies": [e.messages[1]["content"][:160] for e in ok[:3]],
-    }  # fmt: skip
+    }
 
 
 def fidelity(tasks: int, rollouts: int, seed: int) -> list[dict[str, Any]]:
@@ -144,15 +152,23 @@ def fidelity(tasks: int, rollouts: int, seed: int) -> list[dict[str, Any]]:
                     turns += 1
                     equal += recorded == agent.reported[(episode.session_id, index)]
             segments = [len(e.segments) for e in batch.all_episodes]
-            results.append({
-                "api": api, "episodes": len(batch.all_episodes), "failed": len(batch.failed),
-                "turns": turns, "recorded_prompt_equals_server": equal,
-                "segments_per_episode": dict(sorted(collections.Counter(segments).items())),
-                "mean_segments": round(statistics.fmean(segments), 2),
-                "token_sources": dict(collections.Counter(
-                    s.token_source for e in batch.all_episodes for s in e.steps)),
-                "seconds": round(seconds, 1),
-            })  # fmt: skip
+            results.append(
+                {
+                    "api": api,
+                    "episodes": len(batch.all_episodes),
+                    "failed": len(batch.failed),
+                    "turns": turns,
+                    "recorded_prompt_equals_server": equal,
+                    "segments_per_episode": dict(sorted(collections.Counter(segments).items())),
+                    "mean_segments": round(statistics.fmean(segments), 2),
+                    "token_sources": dict(
+                        collections.Counter(
+                            s.token_source for e in batch.all_episodes for s in e.steps
+                        )
+                    ),
+                    "seconds": round(seconds, 1),
+                }
+            )
     policy.close()
     return results
 

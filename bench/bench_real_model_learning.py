@@ -93,9 +93,13 @@ def held_out(model: Any, tokenizer: Any, seed: int) -> dict[str, float]:
     results: dict[str, float] = {}
     for name, temperature, rollouts in (("sampled", TEMPERATURE, EVAL_ROLLOUTS), ("greedy", 0, 1)):
         with TransformersAgent(
-            model, tokenizer=tokenizer, temperature=temperature, max_new_tokens=MAX_NEW_TOKENS,
-            seed=1000 + seed, batch_size=32,
-        ) as agent:  # fmt: skip
+            model,
+            tokenizer=tokenizer,
+            temperature=temperature,
+            max_new_tokens=MAX_NEW_TOKENS,
+            seed=1000 + seed,
+            batch_size=32,
+        ) as agent:
             batch = agentsgym.run_dataset(
                 rows("eval"), agent, rollouts, tokenizer=tokenizer, max_concurrency=32
             )
@@ -116,19 +120,28 @@ def run(trainer_name: str, steps: int, seed: int) -> dict[str, Any]:
     eval_seconds = time.perf_counter() - started
     print(f"{trainer_name} seed {seed} before: {before}", flush=True)
     source = RolloutSource(
-        rows("train"), tokenizer=tokenizer, num_rollouts=NUM_ROLLOUTS,
-        tasks_per_step=TASKS_PER_STEP, seed=seed, max_concurrency=32,
-    )  # fmt: skip
+        rows("train"),
+        tokenizer=tokenizer,
+        num_rollouts=NUM_ROLLOUTS,
+        tasks_per_step=TASKS_PER_STEP,
+        seed=seed,
+        max_concurrency=32,
+    )
     clock.wrap(source)
     clock.generate = 0.0
     curve: list[StepMetrics] = []
     with tempfile.TemporaryDirectory(prefix="agentsgym-real-learning-") as out:
         trainer = agentsgym.make_trainer(
-            trainer_name, model=MODEL, tokenizer=tokenizer, output_dir=out, seed=seed,
-            temperature=TEMPERATURE, max_new_tokens=MAX_NEW_TOKENS,
+            trainer_name,
+            model=MODEL,
+            tokenizer=tokenizer,
+            output_dir=out,
+            seed=seed,
+            temperature=TEMPERATURE,
+            max_new_tokens=MAX_NEW_TOKENS,
             **({"agent_batch_size": 32} if trainer_name == "trl-grpo" else {}),
             **SETTINGS[trainer_name],
-        )  # fmt: skip
+        )
 
         def show(step: StepMetrics) -> None:
             curve.append(step)
@@ -194,11 +207,21 @@ def plot(paths: list[str], target: str) -> None:
         smooth = [
             statistics.fmean(curve[max(0, i - window + 1) : i + 1]) for i in range(len(curve))
         ]
-        ax.plot(range(1, len(curve) + 1), smooth, color=colors[r["trainer"]],
-                alpha=0.5 + 0.5 * (r["seed"] == 0), label=f"{r['trainer']} seed {r['seed']}")  # fmt: skip
+        ax.plot(
+            range(1, len(curve) + 1),
+            smooth,
+            color=colors[r["trainer"]],
+            alpha=0.5 + 0.5 * (r["seed"] == 0),
+            label=f"{r['trainer']} seed {r['seed']}",
+        )
     for r in results:
-        ax.scatter([0, len(r["curve"])], [r["before"]["sampled_reward"], r["after"]["sampled_reward"]],
-                   color=colors[r["trainer"]], marker="s", s=18)  # fmt: skip
+        ax.scatter(
+            [0, len(r["curve"])],
+            [r["before"]["sampled_reward"], r["after"]["sampled_reward"]],
+            color=colors[r["trainer"]],
+            marker="s",
+            s=18,
+        )
     ax.set_xlabel("optimizer step (4 tasks x 8 rollouts)")
     ax.set_ylabel("mean reward")
     ax.set_ylim(0, 1)

@@ -42,9 +42,17 @@ def play(
     tokenizer = agentsgym.load_tokenizer("smollm2")
     env = agentsgym.make(GUESS, tokenizer=tokenizer, env_config={"max_steps_per_episode": 4})
     agent = agentsgym.make_agent(
-        "openai", base_url=base_url, model="smollm2", api=api, max_tokens=24, temperature=0.7,
-        max_retries=1, timeout=300, max_concurrency=4, **options,
-    )  # fmt: skip
+        "openai",
+        base_url=base_url,
+        model="smollm2",
+        api=api,
+        max_tokens=24,
+        temperature=0.7,
+        max_retries=1,
+        timeout=300,
+        max_concurrency=4,
+        **options,
+    )
     started = time.perf_counter()
     try:
         batch = env.run_trial([{"seed": s} for s in range(tasks)], agent, num_rollouts=rollouts)
@@ -74,14 +82,19 @@ def play(
 def probe(base_url: str) -> dict[str, Any]:
     """One raw chat request with logprobs: which fields the server answers with."""
     payload = {
-        "model": "smollm2", "messages": [{"role": "user", "content": "What is 2 + 2?"}],
-        "max_tokens": 4, "temperature": 0, "logprobs": True, "top_logprobs": 1,
+        "model": "smollm2",
+        "messages": [{"role": "user", "content": "What is 2 + 2?"}],
+        "max_tokens": 4,
+        "temperature": 0,
+        "logprobs": True,
+        "top_logprobs": 1,
         "return_token_ids": True,
-    }  # fmt: skip
+    }
     request = urllib.request.Request(
-        f"{base_url}/chat/completions", json.dumps(payload).encode(),
+        f"{base_url}/chat/completions",
+        json.dumps(payload).encode(),
         {"content-type": "application/json"},
-    )  # fmt: skip
+    )
     try:
         with urllib.request.urlopen(request, timeout=120) as response:
             body = json.loads(response.read())

@@ -54,9 +54,17 @@ def test_the_cli_takes_the_name_as_tokenizer_and_lists_it(site: Path, tmp_path: 
     install_plugin(site, "agentsgym-minimodel", "agentsgym_minimodel", MODEL_PLUGIN)
     out = tmp_path / "r.jsonl"
     result = run_cli(
-        "rollout", "agentsgym/GuessTheNumber-v0", "--num-tasks", "1", "--num-rollouts", "1",
-        "--tokenizer", "mini", "--out", str(out),
-    )  # fmt: skip
+        "rollout",
+        "agentsgym/GuessTheNumber-v0",
+        "--num-tasks",
+        "1",
+        "--num-rollouts",
+        "1",
+        "--tokenizer",
+        "mini",
+        "--out",
+        str(out),
+    )
     assert result.code == 0, result.output
     row = json.loads(out.read_text().splitlines()[0])
     assert row["full_token_ids"] and sum(row["agent_token_mask"]) > 0

@@ -146,8 +146,11 @@ def test_a_trial_written_twice_counts_once_with_its_later_rows(tmp_path: Path) -
 def test_a_compressed_journal_holds_the_same_rows_in_a_fraction_of_the_bytes(
     tmp_path: Path,
 ) -> None:
-    long = [dict(row, full_token_ids=list(range(4000)), agent_token_mask=[0, 1] * 2000)
-            for rows in TRIALS for row in rows]  # fmt: skip
+    long = [
+        dict(row, full_token_ids=list(range(4000)), agent_token_mask=[0, 1] * 2000)
+        for rows in TRIALS
+        for row in rows
+    ]
     plain, packed = tmp_path / "plain.jsonl", tmp_path / "packed.jsonl"
     write_journal(plain, [long])
     write_journal(packed, [long], compress=True)

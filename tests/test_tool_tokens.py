@@ -146,10 +146,16 @@ def play(tokens: Any, script: Script) -> list[Message]:
             calls = [call for call, _ in payload]
             act(writer.write_calls(calls))
             ids = [f"call_{i}" for i in range(len(calls))]
-            messages.append(Message(role="assistant", content="", tool_calls=[
-                {"id": i, "type": "function", "function": {"name": n, "arguments": a}}
-                for i, (n, a) in zip(ids, calls)
-            ]))  # fmt: skip
+            messages.append(
+                Message(
+                    role="assistant",
+                    content="",
+                    tool_calls=[
+                        {"id": i, "type": "function", "function": {"name": n, "arguments": a}}
+                        for i, (n, a) in zip(ids, calls)
+                    ],
+                )
+            )
             new = [
                 Message(role="tool", tool_call_id=i, name=n, content=result)
                 for i, ((n, _), result) in zip(ids, payload)

@@ -126,9 +126,17 @@ def test_a_missing_file_is_said_to_be_missing_whatever_the_split(
 
     monkeypatch.chdir(tmp_path)  # a relative path: the message shows where it looked
     result = run_cli(
-        "rollout", "classical/GSM8K-v0", "--env-config", "dataset=missing.jsonl",
-        "--split", split, "--tokenizer", "none", "--out", str(tmp_path / "out.jsonl"),
-    )  # fmt: skip
+        "rollout",
+        "classical/GSM8K-v0",
+        "--env-config",
+        "dataset=missing.jsonl",
+        "--split",
+        split,
+        "--tokenizer",
+        "none",
+        "--out",
+        str(tmp_path / "out.jsonl"),
+    )
     assert result.code == 2, result.output
     assert "dataset file 'missing.jsonl' does not exist" in result.stderr
     assert f"looked for {tmp_path / 'missing.jsonl'}" in result.stderr
@@ -162,9 +170,17 @@ def test_the_suggested_split_plays(
 
     path = rows_file("g.jsonl", benchmark_rows["gsm8k"])
     result = run_cli(
-        "rollout", "classical/GSM8K-v0", "--env-config", f"dataset={path}", "--split", "eval",
-        "--tokenizer", "none", "--out", str(tmp_path / "out.jsonl"),
-    )  # fmt: skip
+        "rollout",
+        "classical/GSM8K-v0",
+        "--env-config",
+        f"dataset={path}",
+        "--split",
+        "eval",
+        "--tokenizer",
+        "none",
+        "--out",
+        str(tmp_path / "out.jsonl"),
+    )
     assert result.code == 0, result.output
 
 
@@ -175,9 +191,15 @@ def test_the_command_line_suggests_the_split(
 
     path = rows_file("g.jsonl", benchmark_rows["gsm8k"])
     result = run_cli(
-        "rollout", "classical/GSM8K-v0", "--env-config", f"dataset={path}",
-        "--tokenizer", "none", "--out", str(tmp_path / "out.jsonl"),
-    )  # fmt: skip
+        "rollout",
+        "classical/GSM8K-v0",
+        "--env-config",
+        f"dataset={path}",
+        "--tokenizer",
+        "none",
+        "--out",
+        str(tmp_path / "out.jsonl"),
+    )
     assert result.code == 2 and "--split eval" in result.stderr, result.output
 
 

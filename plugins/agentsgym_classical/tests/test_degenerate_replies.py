@@ -156,8 +156,12 @@ def test_choice_letters_in_long_replies_stay_correct(reply: str) -> None:
 
 # ---------------------------------------------------------------------- the env
 def test_degenerate_replies_are_scored_and_never_fail_the_episode() -> None:
-    config = {"max_steps_per_episode": len(DEGENERATE), "wrong_reward": -3.0,
-              "unparsed_reward": -7.0, "attempt_penalty": 0.0}  # fmt: skip
+    config = {
+        "max_steps_per_episode": len(DEGENERATE),
+        "wrong_reward": -3.0,
+        "unparsed_reward": -7.0,
+        "attempt_penalty": 0.0,
+    }
     env = agentsgym.make(ARITHMETIC, env_config=config)
     batch = env.run_trial([TASK], ScriptedAgent([reply for _, reply, _ in DEGENERATE]), 1)
     assert not batch.failed, [e.error for e in batch.failed]

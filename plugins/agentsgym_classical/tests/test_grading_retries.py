@@ -138,9 +138,19 @@ def test_the_cli_counts_ungradable_trials_as_failed(fake_pool: Any, tmp_path: Pa
     fake_pool(10**6)  # the CLI plays in this process (local executor): it grades here
     out = tmp_path / "out.jsonl"
     result = run_cli(
-        "rollout", ARITHMETIC, "--num-tasks", "2", "--num-rollouts", "1",
-        "--tokenizer", "none", "--out", str(out), "--max-failure-rate", "0.5",
-    )  # fmt: skip
+        "rollout",
+        ARITHMETIC,
+        "--num-tasks",
+        "2",
+        "--num-rollouts",
+        "1",
+        "--tokenizer",
+        "none",
+        "--out",
+        str(out),
+        "--max-failure-rate",
+        "0.5",
+    )
     assert result.code == 1, result.output
     assert "every trial failed (2 of 2)" in result.output
     assert "GradingError" in result.output

@@ -40,9 +40,19 @@ def rollout(out: Path, *extra: str) -> list[dict[str, Any]]:
     from agentsgym.testing import run_cli
 
     result = run_cli(
-        "rollout", ENV, "--num-tasks", "10", "--num-rollouts", "2", "--tokenizer", "none",
-        *SLOPPY, "--out", str(out), *extra,
-    )  # fmt: skip
+        "rollout",
+        ENV,
+        "--num-tasks",
+        "10",
+        "--num-rollouts",
+        "2",
+        "--tokenizer",
+        "none",
+        *SLOPPY,
+        "--out",
+        str(out),
+        *extra,
+    )
     assert result.code == 0, result.output
     return rows_of(out)
 

@@ -78,9 +78,11 @@ def assert_no_secret(result: CliResult, folder: Path) -> dict[str, str]:
 def env_config_options() -> list[str]:
     options = {"model": "judge", "extra": [{"api_key": PLANTED[0]}], "headers": {"x": 1}}
     return [
-        "--env-config", f"gamemaster_options={json.dumps(options)}",
-        "--env-config", f"service_url=https://user:{PLANTED[1]}@gm.example.invalid/v1",
-    ]  # fmt: skip
+        "--env-config",
+        f"gamemaster_options={json.dumps(options)}",
+        "--env-config",
+        f"service_url=https://user:{PLANTED[1]}@gm.example.invalid/v1",
+    ]
 
 
 @pytest.mark.parametrize("suffix", [".jsonl", ".parquet"])
@@ -88,15 +90,31 @@ def test_secrets_in_options_reach_no_file_eval_writes(tmp_path: Path, suffix: st
     out = tmp_path / f"results{suffix}"
     with register_env(ENV_ID, GameMasterEnv):
         result = run_cli(
-            "-v", "eval", ENV_ID, "--num-tasks", "2", "-k", "2", "--out", str(out),
+            "-v",
+            "eval",
+            ENV_ID,
+            "--num-tasks",
+            "2",
+            "-k",
+            "2",
+            "--out",
+            str(out),
             *env_config_options(),
-            "--agent", "openai",
-            "--agent-option", f"base_url=http://{PLANTED[2]}@127.0.0.1:{dead_port()}/v1",
-            "--agent-option", f"api_key={PLANTED[3]}",
-            "--agent-option", f'extra_body={{"api_key": "{PLANTED[4]}", "top_k": 5}}',
-            "--agent-option", "model=m", "--agent-option", "max_retries=0",
-            "--max-failure-rate", "1",
-        )  # fmt: skip
+            "--agent",
+            "openai",
+            "--agent-option",
+            f"base_url=http://{PLANTED[2]}@127.0.0.1:{dead_port()}/v1",
+            "--agent-option",
+            f"api_key={PLANTED[3]}",
+            "--agent-option",
+            f'extra_body={{"api_key": "{PLANTED[4]}", "top_k": 5}}',
+            "--agent-option",
+            "model=m",
+            "--agent-option",
+            "max_retries=0",
+            "--max-failure-rate",
+            "1",
+        )
     texts = assert_no_secret(result, tmp_path)
     summary = out.with_name("results.summary.json")
     assert {out.name, summary.name, f"{out.name}.run.json"} <= set(texts), result.output
@@ -112,10 +130,20 @@ def test_an_error_quoting_a_secret_is_kept_redacted(tmp_path: Path) -> None:
     out = tmp_path / "results.jsonl"
     with register_env(ENV_ID, GameMasterEnv):
         result = run_cli(
-            "eval", ENV_ID, "--num-tasks", "2", "--out", str(out), *env_config_options(),
-            "--env-config", "unreachable=true", "--agent", "agentsgym/bisect",
-            "--max-failure-rate", "1",
-        )  # fmt: skip
+            "eval",
+            ENV_ID,
+            "--num-tasks",
+            "2",
+            "--out",
+            str(out),
+            *env_config_options(),
+            "--env-config",
+            "unreachable=true",
+            "--agent",
+            "agentsgym/bisect",
+            "--max-failure-rate",
+            "1",
+        )
     assert_no_secret(result, tmp_path)
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert [row["error"] for row in rows] == [

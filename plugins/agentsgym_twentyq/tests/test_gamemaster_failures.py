@@ -114,8 +114,10 @@ def test_the_cli_counts_trials_of_an_unreachable_gamemaster_as_failed(
     from agentsgym.testing import run_cli
 
     # three tasks against the offline rules gamemaster, one against a dead server
-    rules = [{"env_class_path": BASIC, "env_config": {}, "task_data": {"solution": w, "seed": 0}}
-             for w in ("apple", "library", "yo-yo")]  # fmt: skip
+    rules = [
+        {"env_class_path": BASIC, "env_config": {}, "task_data": {"solution": w, "seed": 0}}
+        for w in ("apple", "library", "yo-yo")
+    ]
     dead_task = {"solution": "zoo", "seed": 0}
     dead = {
         "env_class_path": BASIC,
@@ -148,11 +150,21 @@ def test_a_rollout_against_an_unreachable_gamemaster_exits_non_zero(
 
     options = dead_gamemaster(dead_url)["gamemaster_options"]
     result = run_cli(
-        "rollout", BASIC, "--num-tasks", "2", "--num-rollouts", "2", "--tokenizer", "none",
-        "--env-config", "gamemaster=openai",
-        "--env-config", f"gamemaster_options={json.dumps(options)}",
-        "--out", str(tmp_path / "tq.jsonl"),
-    )  # fmt: skip
+        "rollout",
+        BASIC,
+        "--num-tasks",
+        "2",
+        "--num-rollouts",
+        "2",
+        "--tokenizer",
+        "none",
+        "--env-config",
+        "gamemaster=openai",
+        "--env-config",
+        f"gamemaster_options={json.dumps(options)}",
+        "--out",
+        str(tmp_path / "tq.jsonl"),
+    )
     assert result.code == 1, result.output
     assert "every trial failed (4 of 4)" in result.output
     assert (

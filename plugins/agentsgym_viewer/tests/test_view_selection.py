@@ -24,8 +24,16 @@ from viewer_episodes import GUESS, PlayedFiles, listed, play, write
 
 pytestmark = pytest.mark.timeout(120)
 
-EVAL_ARGS = ("-k", "2", "--num-tasks", "3", "--env-config", "max_steps_per_episode=1",
-             "--env-config", "high=4")  # fmt: skip
+EVAL_ARGS = (
+    "-k",
+    "2",
+    "--num-tasks",
+    "3",
+    "--env-config",
+    "max_steps_per_episode=1",
+    "--env-config",
+    "high=4",
+)
 WRONG_IN_ROLLOUTS = [1, 2, 5]  # truncated with correct: false; failed; failed
 WRONG_IN_EVAL = [4, 5]  # task 2, both rollouts
 PLANTED = [f"sk-view-{n}" for n in range(6)]
@@ -153,9 +161,12 @@ def test_the_pager_highlights_the_search(rollouts: Path) -> None:
     commands = iter(["n", "q"])
     out = io.StringIO()
     pager = Pager(
-        loaded.episodes[1:3], Console(file=out, width=120), read=lambda _: next(commands),
-        clear=False, search="lower",
-    )  # fmt: skip
+        loaded.episodes[1:3],
+        Console(file=out, width=120),
+        read=lambda _: next(commands),
+        clear=False,
+        search="lower",
+    )
     pager.run()
     text = out.getvalue()
     assert "search 'lower': 2 matches in this episode" in text
@@ -173,10 +184,15 @@ def test_a_run_record_is_shown_redacted(eval_file: Path, tmp_path: Path) -> None
     nested = {"deep": [{"api_key": PLANTED[0]}]}
     record["arguments"]["env_config"]["gamemaster_options"] = nested
     record["command_line"] += [
-        "--env-config", f"gamemaster_options={json.dumps(nested)}",
-        "--agent-option", f"api_key={PLANTED[1]}", "--api-key", PLANTED[2],
-        "--agent-option", f"base_url=http://{PLANTED[3]}@127.0.0.1:9/v1",
-    ]  # fmt: skip
+        "--env-config",
+        f"gamemaster_options={json.dumps(nested)}",
+        "--agent-option",
+        f"api_key={PLANTED[1]}",
+        "--api-key",
+        PLANTED[2],
+        "--agent-option",
+        f"base_url=http://{PLANTED[3]}@127.0.0.1:9/v1",
+    ]
     Path(f"{copy}.run.json").write_text(json.dumps(record))
 
     run = load_trajectories(copy).run

@@ -241,9 +241,19 @@ def eval_page(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("eval-html")
     out, page = folder / "results.parquet", folder / "results.html"
     result = run_cli(
-        "eval", GUESS, "-k", "2", "--num-tasks", "3", "--env-config", "max_steps_per_episode=1",
-        "--env-config", "high=4", "--out", str(out),
-    )  # fmt: skip
+        "eval",
+        GUESS,
+        "-k",
+        "2",
+        "--num-tasks",
+        "3",
+        "--env-config",
+        "max_steps_per_episode=1",
+        "--env-config",
+        "high=4",
+        "--out",
+        str(out),
+    )
     assert result.code == 0, result.output
     result = run_cli("view", str(out), "--html", str(page))
     assert result.code == 0, result.output
