@@ -219,9 +219,24 @@ def test_retry_failed_replays_the_failed_trials_exactly_once(
     outage, out = tmp_path / "outage", tmp_path / f"run{suffix}"
     outage.touch()
     options = json.dumps({"outage_file": str(outage), "outage_starts": [3]})
-    args = [command, "test/Outage-v0", "--agent", "agentsgym/bisect", "--num-tasks", "3",
-            "--num-rollouts", "2", "--out", str(out), "--env-config", f"service_options={options}",
-            "--max-failure-rate", "0.5", "--split", "train"]  # fmt: skip
+    args = [
+        command,
+        "test/Outage-v0",
+        "--agent",
+        "agentsgym/bisect",
+        "--num-tasks",
+        "3",
+        "--num-rollouts",
+        "2",
+        "--out",
+        str(out),
+        "--env-config",
+        f"service_options={options}",
+        "--max-failure-rate",
+        "0.5",
+        "--split",
+        "train",
+    ]
 
     def rows() -> list[dict]:
         return datasets.Dataset.from_json(str(out)).to_list() if suffix == ".jsonl" else (

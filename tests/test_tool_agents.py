@@ -151,9 +151,13 @@ def test_a_refusal_is_one_line_and_names_api_chat_for_token_prompts(api: str) ->
 
     with RefusingServer() as server:
         agent = agentsgym.make_agent(
-            "openai", base_url=f"http://127.0.0.1:{server.port}/v1", model="m", api=api,
-            max_retries=1, backoff=0.01,
-        )  # fmt: skip
+            "openai",
+            base_url=f"http://127.0.0.1:{server.port}/v1",
+            model="m",
+            api=api,
+            max_retries=1,
+            backoff=0.01,
+        )
         with pytest.raises(AgentError) as info:
             call_agent(
                 agent, [{"role": "user", "content": "hi"}], None, prompt_token_ids=[1, 2, 3]

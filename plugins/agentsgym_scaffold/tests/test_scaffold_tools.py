@@ -49,10 +49,14 @@ def test_tools_replaces_the_env_agent_and_tests_and_shares_the_rest() -> None:
     assert set(tools) == set(plain)
     differ = {path for path in plain if plain[path] != tools[path]}
     assert differ == {
-        "src/agentsgym_acme/env.py", "src/agentsgym_acme/agent.py", "tests/test_env.py",
-        "pyproject.toml", "README.md", "src/agentsgym_acme/plugin.py",
+        "src/agentsgym_acme/env.py",
+        "src/agentsgym_acme/agent.py",
+        "tests/test_env.py",
+        "pyproject.toml",
+        "README.md",
+        "src/agentsgym_acme/plugin.py",
         "src/agentsgym_acme/tasks.py",
-    }  # fmt: skip
+    }
     assert {p for p in TOOL_FILES if TOOL_FILES[p] != FILES[p]} == {
         "src/${package}/env.py", "src/${package}/agent.py", "tests/test_env.py",
     }
