@@ -330,8 +330,17 @@ class EpisodeSession:
         if span is not None:
             self.spans.append(span)
         self.state = result.state
+        # the outcome's own terms: finish adds finish_episode's to the record's
         outcome = TurnOutcome(
-            result.reward, terms, result.done, False, result.info, [], tool_results, record, role
+            result.reward,
+            dict(terms),
+            result.done,
+            False,
+            result.info,
+            [],
+            tool_results,
+            record,
+            role,
         )
         if result.done:
             self.done = True
