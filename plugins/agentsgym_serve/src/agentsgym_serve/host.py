@@ -1,16 +1,18 @@
-"""The env instances a server plays, and the hook calls of one reset, step or finish.
+"""The env instances a server plays, and the episodes it starts on them.
 
 The server serves one env id. Clients may layer their own ``env_config`` over the
 served one (unless the server locks it); each distinct effective config gets one env
 instance, built on first use and shared by every session with that config, exactly
 as the runner shares one instance between the episodes of a dataset's rows.
 
-Hooks run the way the runner runs them (:class:`~agentsgym.engine.HookRuntime`):
-a plain env's calls of one request in one worker thread, an ``async def`` env's on
-the server's event loop, within the env's ``hook_timeout_seconds``. Their results
-are checked and normalised by the same functions the runner uses, so what a client
-receives is what a local episode would have recorded. The server builds its envs
-without a tokenizer: tokens are the client's business.
+An episode on the server is the core's :class:`~agentsgym.engine.EpisodeSession`, the
+object the local engine drives too: the same hooks, run the same way
+(:class:`~agentsgym.engine.HookRuntime`: a plain env's hooks of one request in one
+worker thread, an ``async def`` env's on the server's event loop, within the env's
+``hook_timeout_seconds``), the same checks of what they return, the same tool turns,
+truncation and reward terms. So what a client receives is what a local episode would
+have recorded. The server builds its envs without a tokenizer: tokens are the
+client's business.
 """
 
 from __future__ import annotations
@@ -23,10 +25,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agentsgym import MultistepEnv
-from agentsgym.engine import HookRuntime, WorkerPool, as_messages, as_step_result, collect_terms
+from agentsgym.engine import EpisodeSession, HookRuntime, WorkerPool
 from agentsgym.errors import EnvConfigError
 from agentsgym.redaction import redact
-from agentsgym.types import AgentAction, Messages
+from agentsgym.types import Messages
 from agentsgym_serve.errors import BadEnvConfig, ConfigLocked, EnvFailure, NoTask, ServerFull
 
 if TYPE_CHECKING:
@@ -37,19 +39,6 @@ logger = logging.getLogger("agentsgym_serve")
 DEFAULT_MAX_ENV_CONFIGS = 16
 DEFAULT_THREADS = 32
 SPLITS = ("train", "eval")
-
-
-@dataclass(frozen=True)
-class StepOutcome:
-    """What one step did: as the runner would record it, plus the next prompt."""
-
-    state: Any
-    reward: float
-    terms: dict[str, float]
-    done: bool
-    truncated: bool
-    info: dict[str, Any]
-    messages: Messages
 
 
 @dataclass
@@ -241,93 +230,15 @@ class EnvHost:
                 f"building the {split} dataset failed: {type(exc).__name__}: {exc}"
             ) from None
 
-    # ------------------------------------------------------------------ hooks
-    async def reset(
-        self, hosted: HostedEnv, session_id: str, task_data: dict[str, Any], started: list[Any]
-    ) -> tuple[Any, Messages]:
-        """initialize_episode, then format_prompt for step 0.
+    # ------------------------------------------------------------------ episodes
+    def episode(
+        self, hosted: HostedEnv, session_id: str, task_data: dict[str, Any]
+    ) -> EpisodeSession:
+        """A new episode of ``task_data`` on ``hosted`` (started by the caller)."""
+        return EpisodeSession(hosted.env, session_id, task_data, runtime=hosted.runtime)
 
-        The state is appended to ``started`` as soon as it exists, so that a caller
-        whose format_prompt failed still has it for finish_episode.
-        """
-        env, runtime = hosted.env, hosted.runtime
 
-        async def turn() -> tuple[Any, Messages]:
-            state = await runtime.call(
-                "initialize_episode", session_id=session_id, task_data=task_data
-            )
-            if state is None:
-                raise EnvFailure(f"{type(env).__name__}: no initialize_episode returned a state")
-            started.append(state)
-            prompt = await runtime.call("format_prompt", state=state, step=0)
-            return state, as_messages(prompt, env)
-
-        return await self._turn(hosted, turn, "initialize_episode")
-
-    async def step(
-        self, hosted: HostedEnv, state: Any, action: AgentAction, step: int
-    ) -> StepOutcome:
-        """step_episode, reward_shaping, and format_prompt unless the episode ended."""
-        env, runtime = hosted.env, hosted.runtime
-        limit = env.config.max_steps_per_episode
-
-        async def turn() -> StepOutcome:
-            result = as_step_result(
-                await runtime.call(
-                    "step_episode", state=state, action=action.text, step=step, reply=action
-                ),
-                env,
-            )
-            terms = collect_terms(
-                await runtime.call(
-                    "reward_shaping",
-                    state=state,
-                    action=action.text,
-                    step_result=result,
-                    step=step,
-                    reply=action,
-                )
-            )
-            truncated = not result.done and step + 1 >= limit
-            messages: Messages = []
-            if not result.done and not truncated:
-                prompt = await runtime.call("format_prompt", state=result.state, step=step + 1)
-                messages = as_messages(prompt, env)
-            return StepOutcome(
-                result.state, result.reward, terms, result.done, truncated, result.info, messages
-            )
-
-        return await self._turn(hosted, turn, "step_episode")
-
-    async def finish(
-        self,
-        hosted: HostedEnv,
-        state: Any,
-        *,
-        truncated: bool,
-        error: str | None,
-        session_id: str,
-    ) -> dict[str, float]:
-        """finish_episode: its reward terms, by name."""
-        runtime = hosted.runtime
-
-        async def turn() -> dict[str, float]:
-            return collect_terms(
-                await runtime.call(
-                    "finish_episode",
-                    state=state,
-                    truncated=truncated,
-                    error=error,
-                    session_id=session_id,
-                )
-            )
-
-        return await self._turn(hosted, turn, "finish_episode")
-
-    async def _turn(self, hosted: HostedEnv, make: Callable[[], Any], name: str) -> Any:
-        try:
-            return await hosted.runtime.turn(make, lambda: name)
-        except EnvFailure:
-            raise
-        except Exception as exc:  # noqa: BLE001 (the env's answer to this request)
-            raise EnvFailure(f"{name}: {type(exc).__name__}: {exc}") from None
+def env_failure(play: EpisodeSession, exc: Exception) -> EnvFailure:
+    """The env's failure on this request, naming where the episode was (a hook, the
+    tools), as the client is told it."""
+    return EnvFailure(f"{play.phase}: {type(exc).__name__}: {exc}")

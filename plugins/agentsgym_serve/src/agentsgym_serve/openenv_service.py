@@ -33,7 +33,7 @@ from agentsgym.types import AgentAction
 from agentsgym_serve.errors import NoTask, SessionClosed
 from agentsgym_serve.openenv_models import AgentsgymAction
 from agentsgym_serve.schemas import integral_float_to_int
-from agentsgym_serve.service import EnvService
+from agentsgym_serve.service import EnvService, log_event
 from agentsgym_serve.sessions import Session
 
 RESET_KEYS = ("seed", "episode_id", "task_data", "data_idx")
@@ -78,8 +78,10 @@ class OpenEnvService:
     def open(self) -> Session:
         """A new session for a connection (ServerFull past ``max_sessions``)."""
         hosted = self.service.host.default
-        session, _ = self.service.table.create("openenv", hosted.key)
+        table = self.service.table
+        session, _ = table.create("openenv", hosted.key)
         session.hosted = hosted
+        log_event("session_created", id=session.id, protocol="openenv", sessions=len(table))
         return session
 
     async def close(self, session: Session, reason: str) -> None:
@@ -145,7 +147,10 @@ class OpenEnvService:
         async with service._use(session):
             service._check_can_step(session)
             reply = AgentAction(
-                text=action.message, token_ids=action.token_ids, truncated=action.truncated
+                text=action.message,
+                token_ids=action.token_ids,
+                truncated=action.truncated,
+                tool_calls=action.tool_calls,
             )
             outcome = await service._apply_step(session, reply)
             over = outcome.done or outcome.truncated
@@ -172,8 +177,15 @@ class OpenEnvService:
     def state(self, session: Session | None) -> dict[str, Any]:
         """OpenEnv's state of the session's episode (of a fresh env, without a session)."""
         if session is None:
-            return {"episode_id": None, "step_count": 0, "env_id": self.env_id, "episode": 0,
-                    "done": False, "truncated": False, "messages": []}  # fmt: skip
+            return {
+                "episode_id": None,
+                "step_count": 0,
+                "env_id": self.env_id,
+                "episode": 0,
+                "done": False,
+                "truncated": False,
+                "messages": [],
+            }
         if self.service.table.live.get(session.id) is not session:
             raise SessionClosed(f"session {session.id} is closed", id=session.id)
         return {

@@ -60,7 +60,8 @@ MESSAGE_TYPES = "reset, step, state and close"
 CLOSE_GOING_AWAY = 1001
 HINTS = {
     "step": 'a step\'s data is an action: {"message": str, "token_ids"?: [int], '
-    '"truncated"?: bool}',
+    '"truncated"?: bool, "tool_calls"?: [{"id", "type": "function", "function": {"name", '
+    '"arguments"}}]}',
     "reset": "a reset's data takes seed, episode_id, task_data and data_idx (all optional)",
     "": 'a message is {"type": "reset"|"step"|"state"|"close", "data": {...}}',
 }
@@ -97,8 +98,15 @@ async def _json_body(request: Request) -> Any:
         return {}
     try:
         return json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise _Invalid([{"loc": ["body"], "msg": f"invalid JSON: {exc}", "type": "json_invalid"}])
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
+        problem = f"invalid JSON: {_json_problem(exc)}"
+        raise _Invalid([{"loc": ["body"], "msg": problem, "type": "json_invalid"}]) from None
+
+
+def _json_problem(exc: Exception) -> str:
+    if isinstance(exc, RecursionError):
+        return "nested too deeply to read"
+    return str(exc)
 
 
 class _Invalid(Exception):
@@ -116,8 +124,16 @@ def _in_body(exc: ValidationError) -> list[Any]:
 
 
 def _not_an_object(body: Any) -> Response:
-    return _invalid([{"loc": ["body"], "msg": "the body must be a JSON object", "type": "dict_type",
-                      "input": body}])  # fmt: skip
+    return _invalid(
+        [
+            {
+                "loc": ["body"],
+                "msg": "the body must be a JSON object",
+                "type": "dict_type",
+                "input": body,
+            }
+        ]
+    )
 
 
 @router.post(
@@ -216,9 +232,10 @@ async def _answer(openenv: OpenEnvService, session: Session, text: str) -> dict[
     """The reply to one message (None: the client closes the session)."""
     try:
         message = json.loads(text)
-    except json.JSONDecodeError as exc:
+    except (json.JSONDecodeError, RecursionError) as exc:
+        # RecursionError: nested deeper than the parser goes (100,000 `[`), a bad message too
         return _error(
-            f"Invalid JSON: {exc}; send one JSON object per message, "
+            f"Invalid JSON: {_json_problem(exc)}; send one JSON object per message, "
             '{"type": "reset"|"step"|"state"|"close", "data": {...}}',
             WSErrorCode.INVALID_JSON,
         )
@@ -268,9 +285,15 @@ async def ws(websocket: WebSocket) -> None:
         session = openenv.open()
     except ServerFull as exc:
         await _first_message(websocket)
-        await _send(websocket, _error(exc.detail, WSErrorCode.CAPACITY_REACHED,
-                                      active_sessions=exc.extra.get("sessions"),
-                                      max_sessions=exc.extra.get("max_sessions")))  # fmt: skip
+        await _send(
+            websocket,
+            _error(
+                exc.detail,
+                WSErrorCode.CAPACITY_REACHED,
+                active_sessions=exc.extra.get("sessions"),
+                max_sessions=exc.extra.get("max_sessions"),
+            ),
+        )
         await websocket.close(code=CLOSE_TRY_AGAIN_LATER, reason="server at capacity")
         return
     except ServeError as exc:
@@ -320,8 +343,10 @@ async def _first_message(websocket: WebSocket) -> None:
 
 async def _close_for(websocket: WebSocket, reason: str) -> None:
     with contextlib.suppress(Exception):
-        await _send(websocket, _error(reason + "; reconnect to start a new session",
-                                      WSErrorCode.SESSION_ERROR))  # fmt: skip
+        await _send(
+            websocket,
+            _error(reason + "; reconnect to start a new session", WSErrorCode.SESSION_ERROR),
+        )
         # a close reason is at most 123 bytes
         await websocket.close(
             code=CLOSE_GOING_AWAY, reason=reason.encode()[:120].decode(errors="ignore")

@@ -46,12 +46,17 @@ class _Body(BaseModel):
 
 
 class ChatMessage(BaseModel):
-    """One chat message, as chat templates take it."""
+    """One chat message, as chat templates take it (OpenAI's form for tool turns)."""
 
     model_config = ConfigDict(extra="forbid")
 
-    role: str = Field(description="system, user, assistant, ...")
+    role: str = Field(description="system, user, assistant, tool, ...")
     content: str
+    tool_calls: list[dict[str, Any]] | None = Field(
+        None, description="an assistant's tool calls, as the env's toolbox read them"
+    )
+    tool_call_id: str | None = Field(None, description="a tool message: the call it answers")
+    name: str | None = Field(None, description="a tool message: the tool's name")
 
 
 class ErrorReply(BaseModel):
@@ -225,6 +230,11 @@ class StepRequest(_Body):
     action: str = Field(description="the agent's reply text, exactly as generated")
     truncated: bool = Field(False, description="the reply was cut at the length limit")
     token_ids: list[JsonInt] | None = Field(None, description="the sampled ids, if any")
+    tool_calls: list[dict[str, Any]] | None = Field(
+        None,
+        description="the reply's tool calls, as a chat server parsed them (OpenAI's form); "
+        "without them, a tool env reads calls out of the action text",
+    )
 
 
 class StepReply(BaseModel):
@@ -235,8 +245,12 @@ class StepReply(BaseModel):
     reward_terms: dict[str, float] = Field(description="reward_shaping terms, by name")
     done: bool = Field(description="the env ended the episode")
     truncated: bool = Field(description="the step limit ended it (done is false)")
-    info: dict[str, Any]
-    messages: list[ChatMessage] = Field(description="the next prompt; empty when over")
+    info: dict[str, Any] = Field(
+        description="the env's step info; a tool turn's is {tool_calls: the calls answered}"
+    )
+    messages: list[ChatMessage] = Field(
+        description="the next prompt (a tool turn's: the tool results); empty when over"
+    )
     observation: str
 
 

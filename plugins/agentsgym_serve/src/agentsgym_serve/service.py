@@ -29,6 +29,7 @@ import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
+from agentsgym.engine import TurnOutcome
 from agentsgym.types import AgentAction
 from agentsgym_serve.errors import (
     EnvFailure,
@@ -39,7 +40,7 @@ from agentsgym_serve.errors import (
     SessionFailed,
     UnknownSession,
 )
-from agentsgym_serve.host import EnvHost, HostedEnv, StepOutcome, observation_text
+from agentsgym_serve.host import EnvHost, env_failure, observation_text
 from agentsgym_serve.schemas import (
     AgentGymReset,
     AgentGymStep,
@@ -57,7 +58,8 @@ logger = logging.getLogger("agentsgym_serve")
 SHUTDOWN_BUDGET_SECONDS = 10.0
 
 
-def _log(event: str, **fields: Any) -> None:
+def log_event(event: str, **fields: Any) -> None:
+    """One structured event of the server's log (docs/serving.md lists them)."""
     logger.info(event, extra={"fields": {"event": event, **fields}})
 
 
@@ -97,25 +99,20 @@ class EnvService:
         self, session: Session, episode: int, task_data: dict[str, Any], session_id: str | None
     ) -> dict[str, Any]:
         """A new episode on the session; the reset reply (also kept for retries)."""
-        hosted: HostedEnv = session.hosted
         hook_session = session_id or f"serve-{session.id}"
-        session.episode, session.session_id = episode, hook_session
-        session.state, session.step = None, 0
-        session.done = session.truncated = session.finished = False
+        play = self.host.episode(session.hosted, hook_session, task_data)
+        session.episode, session.session_id, session.play = episode, hook_session, play
         session.failed = None
-        session.messages, session.observation = [], ""
+        session.observation = ""
         session.score = 0.0
         session.last_step = session.last_finish = None
-        started: list[Any] = []
         try:
-            state, messages = await self.host.reset(hosted, hook_session, task_data, started)
-        except EnvFailure as exc:
-            session.failed = exc.detail
-            session.state = started[0] if started else None
-            await self._end_episode(session, truncated=False, error=exc.detail, quiet=True)
-            raise
-        session.state = state
-        session.messages = [dict(m) for m in messages]
+            messages = await play.start()
+        except Exception as exc:  # noqa: BLE001 (the env's answer to this request)
+            failure = env_failure(play, exc)
+            session.failed = failure.detail
+            await self._end_episode(session, error=failure.detail, quiet=True)
+            raise failure from None
         session.observation = observation_text(messages)
         reply = {
             "id": session.id,
@@ -127,44 +124,43 @@ class EnvService:
         session.last_reset = (episode, reply)
         return reply
 
-    async def _apply_step(self, session: Session, action: AgentAction) -> StepOutcome:
+    async def _apply_step(self, session: Session, action: AgentAction) -> TurnOutcome:
+        """One action on the session's episode: a tool turn or the env's step."""
+        play = session.play
+        assert play is not None  # _check_can_step saw an episode
         try:
-            outcome = await self.host.step(session.hosted, session.state, action, session.step)
-        except EnvFailure as exc:
-            session.failed = exc.detail
-            raise
-        session.state = outcome.state
-        session.step += 1
-        session.done, session.truncated = outcome.done, outcome.truncated
-        session.messages.append({"role": "assistant", "content": action.text})
-        session.messages.extend(dict(m) for m in outcome.messages)
+            outcome = await play.step(action)
+        except Exception as exc:  # noqa: BLE001 (the env's answer to this request)
+            failure = env_failure(play, exc)
+            session.failed = failure.detail
+            raise failure from None
         session.observation = observation_text(outcome.messages)
         self.steps_applied += 1
         return outcome
 
     async def _end_episode(
-        self, session: Session, *, truncated: bool, error: str | None, quiet: bool = False
+        self,
+        session: Session,
+        *,
+        truncated: bool = False,
+        error: str | None = None,
+        quiet: bool = False,
     ) -> dict[str, float]:
         """finish_episode for the current episode, once; its terms."""
-        if session.finished or session.episode == 0:
+        play = session.play
+        if play is None or play.finished:
             return {}
-        session.finished = True
-        try:
-            return await self.host.finish(
-                session.hosted,
-                session.state,
-                truncated=truncated,
-                error=error,
-                session_id=session.session_id,
-            )
-        except EnvFailure as exc:
+        finished = await play.finish(truncated=truncated, error=error)
+        if finished.error is not None:
             if not quiet:
-                raise
+                raise EnvFailure(finished.error)
             logger.warning(
                 "finish_episode failed",
-                extra={"fields": {"event": "finish_failed", "id": session.id, "error": exc.detail}},
+                extra={
+                    "fields": {"event": "finish_failed", "id": session.id, "error": finished.error}
+                },
             )
-            return {}
+        return finished.terms
 
     async def _close(self, session: Session, reason: str) -> bool:
         """End an unfinished episode (with an error saying why) and close the session."""
@@ -174,7 +170,7 @@ class EnvService:
             )
         closed = self.table.close(session, reason)
         if closed:
-            _log("session_closed", id=session.id, reason=reason, sessions=len(self.table))
+            log_event("session_closed", id=session.id, reason=reason, sessions=len(self.table))
             if session.on_close is not None:  # an OpenEnv connection: it is told why
                 session.on_close(reason)
         return closed
@@ -187,7 +183,7 @@ class EnvService:
         hosted = self.host.default
         session, _ = self.table.create("agentgym", hosted.key)
         session.hosted = hosted
-        _log("session_created", id=session.id, protocol="agentgym", sessions=len(self.table))
+        log_event("session_created", id=session.id, protocol="agentgym", sessions=len(self.table))
         async with self._use(session):
             try:
                 tasks = await self.host.tasks(hosted, self.agentgym_split)
@@ -298,7 +294,7 @@ class EnvService:
                     raise SessionFailed(f"session {session.id}: {session.failed}")
                 return session.created_reply
         session.hosted = hosted
-        _log("session_created", id=session.id, protocol="agentsgym", sessions=len(self.table))
+        log_event("session_created", id=session.id, protocol="agentsgym", sessions=len(self.table))
         async with self._use(session):
             messages: list[dict[str, str]] = []
             observation = ""
@@ -342,8 +338,9 @@ class EnvService:
         session = self.table.get(session_id, body.token)
         async with self._use(session):
             last = session.last_step
+            said = (body.action, body.tool_calls)
             if last is not None and last[0] == body.episode and last[1] == body.step:
-                if last[2] != body.action:
+                if last[2] != said:
                     raise OutOfOrder(
                         f"step {body.step} of episode {body.episode} of session {session.id} "
                         "was already applied with a different action",
@@ -367,7 +364,10 @@ class EnvService:
                     step=session.step,
                 )
             action = AgentAction(
-                text=body.action, token_ids=body.token_ids, truncated=body.truncated
+                text=body.action,
+                token_ids=body.token_ids,
+                truncated=body.truncated,
+                tool_calls=body.tool_calls,
             )
             outcome = await self._apply_step(session, action)
             reply = {
@@ -382,7 +382,7 @@ class EnvService:
                 "messages": [dict(m) for m in outcome.messages],
                 "observation": session.observation,
             }
-            session.last_step = (body.episode, body.step, body.action, reply)
+            session.last_step = (body.episode, body.step, said, reply)
             return reply
 
     async def finish(self, session_id: int, body: FinishRequest) -> dict[str, Any]:

@@ -1,8 +1,9 @@
 """The session table: ids that are never reused, one lock per session, idle sessions.
 
 A session is one env instance's worth of state on the server: the current episode
-(its hook state, step counter, conversation) plus the last reply of each kind, kept
-so that a retried call is answered again instead of applied twice.
+(the core's :class:`~agentsgym.engine.EpisodeSession` that plays it) plus the last
+reply of each kind, kept so that a retried call is answered again instead of applied
+twice.
 
 * Ids are a random base, drawn when the table is made, plus a counter for the
   table's lifetime. AgentGym's servers recycled theirs, and counted from 0 again
@@ -33,8 +34,9 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
+from agentsgym.types import Messages
 from agentsgym_serve.errors import (
     IdsExhausted,
     ServerFull,
@@ -42,6 +44,9 @@ from agentsgym_serve.errors import (
     UnknownSession,
     WrongProtocol,
 )
+
+if TYPE_CHECKING:
+    from agentsgym.engine import EpisodeSession
 
 Origin = Literal["agentgym", "agentsgym", "openenv"]
 DEFAULT_MAX_SESSIONS = 1024
@@ -90,22 +95,42 @@ class Session:
     created_reply: dict[str, Any] | None = None
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     active: int = 0  # calls running or waiting for the lock: never reaped while > 0
-    # the current episode
+    # the current episode: its number, the core's session playing it, what was said of it
     episode: int = 0
+    play: EpisodeSession | None = None  # None before the first episode
     session_id: str = ""
-    state: Any = None
-    step: int = 0
-    done: bool = False
-    truncated: bool = False
-    finished: bool = False
     failed: str | None = None
-    messages: list[dict[str, str]] = field(default_factory=list)
     observation: str = ""
     score: float = 0.0  # the episode's rewards so far (AgentGym's `score`)
     # the last reply of each kind, for retries: (episode, step, action, reply)
     last_reset: tuple[int, dict[str, Any]] | None = None
-    last_step: tuple[int, int, str, dict[str, Any]] | None = None
+    last_step: tuple[int, int, Any, dict[str, Any]] | None = None
     last_finish: tuple[int, dict[str, Any]] | None = None
+
+    @property
+    def step(self) -> int:
+        """Actions applied in the current episode."""
+        return self.play.steps_taken if self.play is not None else 0
+
+    @property
+    def done(self) -> bool:
+        """The env ended the current episode."""
+        return self.play is not None and self.play.done
+
+    @property
+    def truncated(self) -> bool:
+        """The step limit (or the client) ended the current episode."""
+        return self.play is not None and self.play.truncated
+
+    @property
+    def finished(self) -> bool:
+        """finish_episode ran for the current episode."""
+        return self.play is not None and self.play.finished
+
+    @property
+    def messages(self) -> Messages:
+        """The current episode's conversation (tool calls and results included)."""
+        return self.play.messages if self.play is not None else []
 
 
 @dataclass(frozen=True)
