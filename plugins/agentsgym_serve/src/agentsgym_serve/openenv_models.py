@@ -5,8 +5,9 @@ so ``GET /schema`` publishes what openenv's clients and tools expect, and an
 openenv-core client may parse replies with them:
 
 * :class:`AgentsgymAction`: ``{"message": str}``, the agent's reply text (OpenEnv's
-  text envs call it ``message`` too), optionally with the sampled ``token_ids`` and
-  ``truncated`` (the reply was cut at the length limit);
+  text envs call it ``message`` too), optionally with the sampled ``token_ids``,
+  ``truncated`` (the reply was cut at the length limit) and ``tool_calls`` (a tool
+  env answers them; without them it reads calls out of the message);
 * :class:`AgentsgymObservation`: the new chat ``messages`` (the episode's first prompt
   after a reset, the next prompt after a step, empty once the episode is over), the
   same as one ``text``, the env's own ``step_reward``, its ``reward_terms``
@@ -42,15 +43,21 @@ class AgentsgymAction(Action):
     message: str = Field(description="the agent's reply text, exactly as generated")
     token_ids: list[int] | None = Field(None, description="the sampled token ids, if any")
     truncated: bool = Field(False, description="the reply was cut at the length limit")
+    tool_calls: list[dict[str, Any]] | None = Field(
+        None,
+        description="the reply's tool calls, as a chat server parsed them (OpenAI's form); "
+        "without them, a tool env reads calls out of the message",
+    )
 
 
 class AgentsgymObservation(Observation):
     """What a reset or a step returns (``reward`` and ``done`` travel beside it)."""
 
-    messages: list[dict[str, str]] = Field(
+    messages: list[dict[str, Any]] = Field(
         default_factory=list,
         description="chat messages ({role, content}): the first prompt after a reset (a "
-        "system message included), the next prompt after a step; empty once over",
+        "system message included), the next prompt after a step (a tool call's: the tool "
+        "results, role tool); empty once over",
     )
     text: str = Field("", description="the messages' contents joined by blank lines")
     step_reward: float = Field(0.0, description="the env's step reward, without the terms")
@@ -74,6 +81,7 @@ class AgentsgymState(State):
     episode: int = Field(0, description="the episode's number in this session (0: none yet)")
     done: bool = Field(False, description="the episode is over")
     truncated: bool = Field(False, description="the step limit ended it")
-    messages: list[dict[str, str]] = Field(
-        default_factory=list, description="the whole conversation of this episode"
+    messages: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="the whole conversation of this episode (tool calls and results included)",
     )

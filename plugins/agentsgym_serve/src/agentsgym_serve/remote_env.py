@@ -208,17 +208,17 @@ class RemoteEnv(MultistepEnv):
         self, state: RemoteEpisode, action: str, step: int, reply: AgentAction
     ) -> StepResult:
         path = f"/sessions/{state.id}/step"
-        answer = await self._call(
-            path,
-            {
-                "token": state.token,
-                "episode": state.episode,
-                "step": step,
-                "action": action,
-                "truncated": reply.truncated,
-                "token_ids": reply.token_ids,
-            },
-        )
+        body = {
+            "token": state.token,
+            "episode": state.episode,
+            "step": step,
+            "action": action,
+            "truncated": reply.truncated,
+            "token_ids": reply.token_ids,
+        }
+        if reply.tool_calls:  # a served tool env answers them (without, it reads the text)
+            body["tool_calls"] = reply.tool_calls
+        answer = await self._call(path, body)
         _expect(answer, path, session=state.id, episode=state.episode, step=step)
         state.prompt = list(answer["messages"])
         state.prompt_step = step + 1
