@@ -1,12 +1,11 @@
 """The extension hooks a third-party package uses beyond envs, agents and trainers:
-``register_commands``, ``register_executors`` and ``register_env_sources``; and what a
-user gets when a command, executor or URL scheme of a plugin that is not installed is
-asked for (one line naming the package), and old import paths of moved names."""
+``register_commands``, ``register_executors`` (and the flags an executor declares) and
+``register_env_sources``; and what a user gets when a command, executor or URL scheme
+that no loaded plugin provides is asked for: one line saying where such names come from,
+with no plugin distribution named by the core."""
 
 from __future__ import annotations
 
-import importlib.util
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +13,6 @@ import pytest
 
 import agentsgym
 from agentsgym.errors import (
-    MissingPluginError,
     RegistrationError,
     UnknownEnvError,
     UnknownExecutorError,
@@ -40,14 +38,14 @@ def register_commands(cli):
         print(f"hello {name}")
 '''
 
-BROKEN_COMMAND_PLUGIN = '''
+BROKEN_COMMAND_PLUGIN = """
 from agentsgym import hookimpl
 
 
 @hookimpl
 def register_commands(cli):
     raise RuntimeError("the commands of this plugin are broken")
-'''
+"""
 
 EXECUTOR_PLUGIN = '''
 from agentsgym import hookimpl
@@ -72,7 +70,22 @@ def register_executors(register):
     register("recording", "{module}:RecordingExecutor", description="local, recorded")
 '''
 
-SOURCE_PLUGIN = '''
+FLAGGED_EXECUTOR_PLUGIN = EXECUTOR_PLUGIN.replace(
+    'description="local, recorded")',
+    'description="local, recorded", flags=[ExecutorFlag(flag="--rec-tag", option="tag", '
+    'metavar="TAG", help="the tag to record")])',
+).replace("from agentsgym import hookimpl", "from agentsgym import ExecutorFlag, hookimpl")
+
+BAD_FLAG_PLUGIN = """
+from agentsgym import hookimpl
+
+
+@hookimpl
+def register_executors(register):
+    register("badflag", "agentsgym.executors:LocalExecutor", flags=[{"flag": "-x", "option": "x"}])
+"""
+
+SOURCE_PLUGIN = """
 from agentsgym import hookimpl
 
 
@@ -95,7 +108,7 @@ def build(url, *, tokenizer=None, env_config=None, plugins=()):
 def register_env_sources(register):
     register("mem+echo", "{module}:build", description="an echo env in memory",
              normalize="{module}:normalize")
-'''
+"""
 
 
 # ------------------------------------------------------------------ register_commands
@@ -132,28 +145,31 @@ def test_the_core_commands_register_through_the_same_hook() -> None:
 
 
 @pytest.mark.parametrize(
-    ("command", "plugin", "distribution"),
+    ("command", "plugin"),
     [
-        ("train", "trl", "agentsgym-trl"),
-        ("serve", "serve", "agentsgym-serve"),
-        ("atropos", "atropos", "agentsgym-atropos"),
-        ("view", "viewer", "agentsgym-viewer"),
-        ("new-env", "scaffold", "agentsgym-scaffold"),
+        ("train", "trl"),
+        ("serve", "serve"),
+        ("atropos", "atropos"),
+        ("view", "viewer"),
+        ("new-env", "scaffold"),
     ],
 )
-def test_a_command_of_a_missing_plugin_names_the_package(
-    monkeypatch: pytest.MonkeyPatch, command: str, plugin: str, distribution: str
+def test_a_command_no_plugin_provides_is_one_line_saying_where_commands_come_from(
+    monkeypatch: pytest.MonkeyPatch, command: str, plugin: str
 ) -> None:
     monkeypatch.setenv("AGENTSGYM_BLOCK_PLUGINS", plugin)
     result = run_cli(command, "--help")
     assert result.code == 2, result.output
     lines = [line for line in result.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1 and f"pip install {distribution}" in lines[0], result.output
+    assert len(lines) == 1, result.output
+    assert f"no command `agentsgym {command}` is installed" in lines[0]
+    assert "README" in lines[0] and "agentsgym --version" in lines[0]
+    assert f"AGENTSGYM_BLOCK_PLUGINS={plugin}" in lines[0]  # the setting that hid it
 
 
-def test_an_unknown_command_still_gets_clicks_error() -> None:
+def test_a_typo_of_a_command_gets_the_closest_one() -> None:
     result = run_cli("rollotu")
-    assert result.code == 2 and "No such command" in result.output
+    assert result.code == 2 and "(did you mean `agentsgym rollout`?)" in result.output
 
 
 # ------------------------------------------------------------------ register_executors
@@ -208,10 +224,35 @@ def test_executor_errors_are_one_line(monkeypatch: pytest.MonkeyPatch, tmp_path:
 
     reset_registry()
     missing = run_cli("rollout", GUESS, "--executor", "ray", "--out", out)
-    assert missing.code == 2 and "pip install agentsgym-ray" in missing.output
+    assert missing.code == 2 and "Executors come from plugin distributions" in missing.output
+    assert "AGENTSGYM_BLOCK_PLUGINS=ray" in missing.output
     assert "Traceback" not in missing.output and not Path(out).exists()
-    with pytest.raises(UnknownExecutorError, match="pip install agentsgym-ray"):
-        agentsgym.run_dataset([{"env_class_path": GUESS, "task_data": {}}], "scripted", executor="ray")
+    with pytest.raises(UnknownExecutorError, match="README"):
+        agentsgym.run_dataset(
+            [{"env_class_path": GUESS, "task_data": {}}], "scripted", executor="ray"
+        )
+
+
+def test_an_executor_brings_its_own_flags_to_the_commands(site: Path, tmp_path: Path) -> None:
+    install_plugin(site, "agentsgym-recexec", "agentsgym_recexec", FLAGGED_EXECUTOR_PLUGIN)
+    assert "--rec-tag" in run_cli("rollout", "--help", width=200).stdout
+    out = tmp_path / "r.jsonl"
+    args = ("rollout", GUESS, "--num-tasks", "1", "--num-rollouts", "1", "--out", str(out))
+    result = run_cli(*args, "--executor", "recording", "--rec-tag", "flagged")
+    assert result.code == 0, result.output
+    import agentsgym_recexec
+
+    assert agentsgym_recexec.SEEN == [("flagged", [(0, 0)])]
+    stray = run_cli(*args, "--overwrite", "--rec-tag", "x")
+    assert stray.code == 2, stray.output
+    assert "--rec-tag is a flag of the executor 'recording'" in stray.output
+    assert "add --executor recording" in stray.output
+
+
+def test_a_malformed_executor_flag_is_a_registration_error(site: Path) -> None:
+    install_plugin(site, "agentsgym-badflag", "agentsgym_badflag", BAD_FLAG_PLUGIN)
+    with pytest.raises(RegistrationError, match="agentsgym-badflag registers the executor"):
+        get_registry()
 
 
 # ------------------------------------------------------------------ register_env_sources
@@ -239,52 +280,11 @@ def test_two_plugins_claiming_one_scheme_is_an_error_naming_both(site: Path) -> 
         get_registry()
 
 
-def test_a_url_whose_source_is_not_installed_names_the_package(
+def test_a_url_whose_source_is_not_installed_says_where_sources_come_from(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("AGENTSGYM_BLOCK_PLUGINS", "serve")
-    with pytest.raises(UnknownEnvError, match="pip install agentsgym-serve"):
+    with pytest.raises(UnknownEnvError, match="Env sources come from plugin distributions"):
         agentsgym.make("http://127.0.0.1:9")
     with pytest.raises(UnknownEnvError, match="no installed plugin plays ftp:// env URLs"):
         agentsgym.make("ftp://example.com/env")
-
-
-# ------------------------------------------------------------------ moved names
-def test_names_that_moved_import_from_their_old_place() -> None:
-    from agentsgym_serve import RemoteEnv
-    from agentsgym_trl import BatchTrainer
-
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        assert agentsgym.RemoteEnv is RemoteEnv
-        from agentsgym.serve.remote_env import RemoteEnv as old_remote_env
-
-        from agentsgym.trainers import BatchTrainer as old_batch_trainer
-    assert old_batch_trainer is BatchTrainer and old_remote_env is RemoteEnv
-    assert any("agentsgym_serve" in str(w.message) for w in caught)
-    with pytest.warns(DeprecationWarning, match="agentsgym_scaffold"):
-        from agentsgym.testing import install_plugin as old_install_plugin
-    assert old_install_plugin is install_plugin
-
-
-def test_a_moved_name_without_its_package_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
-    import sys
-
-    real_find_spec = importlib.util.find_spec
-    monkeypatch.setattr(
-        importlib.util,
-        "find_spec",
-        lambda name, *a: None if name == "agentsgym_viewer" else real_find_spec(name, *a),
-    )
-    monkeypatch.delitem(sys.modules, "agentsgym.viewer", raising=False)
-    with pytest.raises(MissingPluginError, match=r"pip install agentsgym-viewer"):
-        importlib.import_module("agentsgym.viewer")
-    monkeypatch.setattr(
-        importlib.util,
-        "find_spec",
-        lambda name, *a: None if name == "agentsgym_serve" else real_find_spec(name, *a),
-    )
-    with pytest.raises(MissingPluginError, match=r"pip install agentsgym-serve \(then: from"):
-        agentsgym.AgentGymEnv  # noqa: B018
-    with pytest.raises(AttributeError):
-        agentsgym.NoSuchThing  # noqa: B018

@@ -1,4 +1,5 @@
-"""Plugin discovery: entry points, fault isolation, load controls, clashes, laziness."""
+"""Plugin discovery: entry points, fault isolation, load controls, clashes, laziness;
+and the register hooks called through pluggy (plugin objects, ordering, wrappers)."""
 
 from __future__ import annotations
 
@@ -20,8 +21,7 @@ from fake_dists import GOOD_PLUGIN
 
 def test_import_loads_no_plugin() -> None:
     code = (
-        "import sys, agentsgym; "
-        "print(sorted(m for m in sys.modules if m.startswith('agentsgym')))"
+        "import sys, agentsgym; print(sorted(m for m in sys.modules if m.startswith('agentsgym')))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     loaded = out.stdout.strip()
@@ -84,7 +84,9 @@ def test_load_controls_allowlist_blocklist_and_no_autoload(site: Path) -> None:
 def test_id_clash_names_both_distributions(site: Path) -> None:
     install_plugin(site, "agentsgym-echo", "agentsgym_echo", GOOD_PLUGIN, entry_point="echo")
     clash = GOOD_PLUGIN.replace("echo/echo", "echo2/echo")
-    install_plugin(site, "agentsgym-echo-fork", "agentsgym_echo_fork", clash, entry_point="echofork")
+    install_plugin(
+        site, "agentsgym-echo-fork", "agentsgym_echo_fork", clash, entry_point="echofork"
+    )
     with pytest.raises(RegistrationError, match="agentsgym-echo.*agentsgym-echo-fork"):
         get_registry()
 
@@ -92,7 +94,10 @@ def test_id_clash_names_both_distributions(site: Path) -> None:
 def test_cli_lists_third_party_and_broken_plugins(site: Path) -> None:
     install_plugin(site, "agentsgym-echo", "agentsgym_echo", GOOD_PLUGIN, entry_point="echo")
     install_plugin(site, "agentsgym-broken", "agentsgym_broken", "raise ImportError('nope')\n")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]),
+    }
     cli = [sys.executable, "-m", "agentsgym", "list-envs", "--json", "--verbose"]
     out = subprocess.run(cli, capture_output=True, text=True, env=env, check=True)
     items = json.loads(out.stdout)
@@ -104,24 +109,115 @@ def test_cli_lists_third_party_and_broken_plugins(site: Path) -> None:
     assert broken["distribution"] == "agentsgym-broken" and "nope" in broken["error"]
     strict = subprocess.run(
         [sys.executable, "-m", "agentsgym", "--strict-plugins", "list-envs"],
-        capture_output=True, text=True, env=env,
+        capture_output=True,
+        text=True,
+        env=env,
     )
     assert strict.returncode == 2 and "agentsgym-broken" in strict.stderr
 
 
-def test_core_never_imports_an_env_plugin() -> None:
-    core = Path(agentsgym.__file__).resolve().parent
-    # satellites.py names, as data, where the example env moved (import-linter checks imports)
-    offenders = [
-        str(path.relative_to(core))
-        for path in core.rglob("*.py")
-        if path.name != "satellites.py"
-        and ("agentsgym_twentyq" in path.read_text() or "agentsgym_classical" in path.read_text())
-    ]
-    assert offenders == []
-
-
 def test_pytest_plugin_provides_the_bundled_tokenizer(agentsgym_tokenizer) -> None:
-    assert agentsgym_tokenizer.apply_chat_template(
-        [{"role": "user", "content": "hi"}], tokenize=False, add_generation_prompt=True
-    ) == "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"
+    assert (
+        agentsgym_tokenizer.apply_chat_template(
+            [{"role": "user", "content": "hi"}], tokenize=False, add_generation_prompt=True
+        )
+        == "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"
+    )
+
+
+OBJECT_PLUGIN = '''
+from agentsgym import hookimpl
+
+
+class EchoPlugin:
+    """A plugin that is an object, not a module: its env comes from an attribute."""
+
+    def __init__(self, env_id):
+        self.env_id = env_id
+
+    @hookimpl
+    def register_envs(self, register):
+        register(self.env_id, "agentsgym_echo:EchoEnv", description="from an object")
+
+
+PLUGIN = EchoPlugin("obj/Echo-v0")
+'''
+
+ORDERED_PLUGIN = """
+import builtins
+from agentsgym import hookimpl
+
+
+@hookimpl{marker}
+def register_envs(register):
+    builtins.agentsgym_test_calls.append("{module}")
+"""
+
+WRAPPER_PLUGIN = """
+import builtins
+from agentsgym import hookimpl
+
+
+@hookimpl(wrapper=True)
+def register_envs(register):
+    builtins.agentsgym_test_calls.append("wrapped")
+    try:
+        return (yield)
+    except ValueError as exc:  # the wrapped plugin's failure, seen and forgiven
+        builtins.agentsgym_test_calls.append(f"forgave {exc}")
+        return []
+"""
+
+
+def test_a_plugin_object_registers_through_its_methods(site: Path) -> None:
+    install_plugin(site, "agentsgym-echo", "agentsgym_echo", GOOD_PLUGIN)
+    install_plugin(
+        site, "agentsgym-obj", "agentsgym_obj", OBJECT_PLUGIN, target="agentsgym_obj:PLUGIN"
+    )
+    spec = get_registry().resolve("obj/Echo-v0")
+    assert (spec.distribution, spec.plugin, spec.description) == (
+        "agentsgym-obj",
+        "agentsgym_obj",
+        "from an object",
+    )
+    batch = agentsgym.make("obj/Echo-v0").run_trial(
+        [{"word": "zeta"}], agentsgym.make_agent("echo/echo")
+    )
+    assert batch.final_rewards == [1.0]
+
+
+@pytest.fixture
+def calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """What the ordering and wrapper plugins record, in call order."""
+    import builtins
+
+    recorded: list[str] = []
+    monkeypatch.setattr(builtins, "agentsgym_test_calls", recorded, raising=False)
+    return recorded
+
+
+@pytest.mark.parametrize(
+    ("marker", "expected"),
+    [("", ["z_last", "a_first"]), ("(tryfirst=True)", ["a_first", "z_last"])],
+)
+def test_register_hooks_follow_pluggys_order(
+    site: Path, calls: list[str], marker: str, expected: list[str]
+) -> None:
+    """Plugins load by entry-point name; pluggy calls the last loaded first, unless an
+    implementation asks for ``tryfirst``."""
+    install_plugin(site, "agentsgym-a", "a_first", ORDERED_PLUGIN.replace("{marker}", marker))
+    install_plugin(site, "agentsgym-z", "z_last", ORDERED_PLUGIN.replace("{marker}", ""))
+    get_registry()
+    assert calls == expected
+
+
+def test_a_wrapper_wraps_each_plugins_registration(site: Path, calls: list[str]) -> None:
+    raising = "from agentsgym import hookimpl\n@hookimpl\ndef register_envs(register):\n    raise ValueError('bad data')\n"
+    install_plugin(site, "agentsgym-raises", "agentsgym_raises", raising)
+    install_plugin(site, "agentsgym-wrapper", "agentsgym_wrapper", WRAPPER_PLUGIN)
+    registry = get_registry()
+    registering = [p for p in registry.host.plugins if "register_envs" in p.hooks]
+    assert calls.count("wrapped") == len(registering) - 1  # every plugin but the wrapper
+    assert "forgave bad data" in calls
+    assert all(p.ok for p in registry.host.plugins), [p.error for p in registry.host.plugins]
+    assert "agentsgym/GuessTheNumber-v0" in registry.envs

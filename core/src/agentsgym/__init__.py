@@ -1,8 +1,10 @@
 """agentsgym: multi-step text environments as training data for LLM RL.
 
-Importing the package loads no plugin; the public API is imported on first access.
-Names that moved to plugin distributions (``agentsgym.RemoteEnv``...) still import from
-here when their package is installed (:mod:`agentsgym.satellites`).
+This module is the public API that envs, agents, trainers and plugins build on
+(docs/plugin-authors.md lists it with the other public modules: ``agentsgym.errors``,
+``agentsgym.testing``, ``agentsgym.executors`` and the command-line kit
+``agentsgym.cli``). Importing the package loads no plugin; each name is imported on
+first access.
 """
 
 from __future__ import annotations
@@ -11,31 +13,137 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 from agentsgym.hookspecs import hookimpl, hookspec
-from agentsgym.satellites import install_moved_module_finder, moved_name
-
-install_moved_module_finder()
 
 __all__ = [
-    "DEFAULT_TOKENIZER", "Agent", "AgentAction", "AgentSpec", "EnvConfig", "EnvSpec", "Episode",
-    "EpisodeContext", "FunctionAgent", "MultistepEnv", "RewardTerm", "ScriptedAgent", "StepResult",
-    "TrajectoryBatch", "TrajectoryGroup", "arun_dataset", "errors", "hookimpl", "hookspec",
-    "load_tokenizer", "make", "make_agent", "make_trainer", "parse_rows", "resolve",
-    "rows_to_dataset", "run_dataset", "RetryPolicy", "retry_async", "retry_sync",
-]  # fmt: skip
+    "DEFAULT_MAX_CONCURRENCY",
+    "DEFAULT_TOKENIZER",
+    "ENV_ID_PATTERN",
+    "MAX_STEPS_PER_EPISODE",
+    "Agent",
+    "AgentAction",
+    "AgentSpec",
+    "Attempts",
+    "ChatTokenizer",
+    "DatasetRow",
+    "EnvConfig",
+    "EnvSpec",
+    "Episode",
+    "EpisodeContext",
+    "EpisodeSession",
+    "ExecutorFlag",
+    "FunctionAgent",
+    "Message",
+    "Messages",
+    "MultistepEnv",
+    "PerLoop",
+    "RegisterAgent",
+    "RegisterEnv",
+    "RegisterEnvSource",
+    "RegisterExecutor",
+    "RegisterModel",
+    "RegisterTrainer",
+    "RetryPolicy",
+    "RewardTerm",
+    "RolloutSource",
+    "ScriptedAgent",
+    "StepCallback",
+    "StepMetrics",
+    "StepResult",
+    "TrainResult",
+    "TrainerAdapter",
+    "TrajectoryBatch",
+    "TrajectoryGroup",
+    "TrialJob",
+    "TurnOutcome",
+    "arun_dataset",
+    "arun_trial",
+    "call_agent",
+    "check_env",
+    "describe_validation_error",
+    "discounted_returns",
+    "episode_random",
+    "errors",
+    "get_registry",
+    "hookimpl",
+    "hookspec",
+    "is_secret",
+    "load_tokenizer",
+    "make",
+    "make_agent",
+    "make_trainer",
+    "model_folder",
+    "parse_rows",
+    "records_to_dataset",
+    "redact",
+    "redact_argv",
+    "redact_text",
+    "reply_as_rendered",
+    "resolve",
+    "retry_async",
+    "retry_sync",
+    "rows_to_dataset",
+    "run_dataset",
+    "run_sync",
+    "validate_env_id",
+]
 
 _LAZY_MODULES = {
-    "agentsgym.agents": ("Agent", "FunctionAgent", "ScriptedAgent"),
-    "agentsgym.config": ("EnvConfig",),
+    "agentsgym.agents": ("Agent", "FunctionAgent", "ScriptedAgent", "call_agent"),
+    "agentsgym.aio": ("run_sync",),
+    "agentsgym.config": ("EnvConfig", "MAX_STEPS_PER_EPISODE", "describe_validation_error"),
     "agentsgym.dataset_runner": ("arun_dataset", "run_dataset"),
+    "agentsgym.engine": (
+        "DEFAULT_MAX_CONCURRENCY",
+        "EpisodeSession",
+        "TrialJob",
+        "TurnOutcome",
+        "arun_trial",
+    ),
     "agentsgym.env": ("MultistepEnv",),
     "agentsgym.executors": ("AgentSpec",),
     "agentsgym.factory": ("DEFAULT_TOKENIZER", "load_tokenizer", "make"),
-    "agentsgym.registry": ("make_agent", "make_trainer", "resolve"),
-    "agentsgym.retry": ("RetryPolicy", "retry_async", "retry_sync"),
-    "agentsgym.rows": ("parse_rows", "rows_to_dataset"),
-    "agentsgym.specs": ("EnvSpec",),
-    "agentsgym.trajectory": ("Episode", "TrajectoryBatch", "TrajectoryGroup"),
-    "agentsgym.types": ("AgentAction", "EpisodeContext", "RewardTerm", "StepResult"),
+    "agentsgym.loop_pools": ("PerLoop",),
+    "agentsgym.hookspecs": (
+        "RegisterAgent",
+        "RegisterEnv",
+        "RegisterEnvSource",
+        "RegisterExecutor",
+        "RegisterModel",
+        "RegisterTrainer",
+    ),
+    "agentsgym.redaction": ("is_secret", "redact", "redact_argv", "redact_text"),
+    "agentsgym.registry": (
+        "ENV_ID_PATTERN",
+        "get_registry",
+        "make_agent",
+        "make_trainer",
+        "model_folder",
+        "resolve",
+        "validate_env_id",
+    ),
+    "agentsgym.randomness": ("episode_random",),
+    "agentsgym.retry": ("Attempts", "RetryPolicy", "retry_async", "retry_sync"),
+    "agentsgym.rewards": ("discounted_returns",),
+    "agentsgym.rows": ("DatasetRow", "parse_rows", "rows_to_dataset"),
+    "agentsgym.specs": ("EnvSpec", "ExecutorFlag"),
+    "agentsgym.testing": ("check_env",),
+    "agentsgym.tokenization": ("ChatTokenizer", "reply_as_rendered"),
+    "agentsgym.trainers": (
+        "RolloutSource",
+        "StepCallback",
+        "StepMetrics",
+        "TrainResult",
+        "TrainerAdapter",
+    ),
+    "agentsgym.trajectory": ("Episode", "TrajectoryBatch", "TrajectoryGroup", "records_to_dataset"),
+    "agentsgym.types": (
+        "AgentAction",
+        "EpisodeContext",
+        "Message",
+        "Messages",
+        "RewardTerm",
+        "StepResult",
+    ),
 }
 _LAZY = {name: module for module, names in _LAZY_MODULES.items() for name in names}
 
@@ -45,7 +153,10 @@ def __getattr__(name: str) -> Any:
         return import_module("agentsgym.errors")
     module = _LAZY.get(name)
     if module is None:
-        return moved_name(__name__, name)
+        raise AttributeError(
+            f"module 'agentsgym' has no attribute {name!r}; its public names are listed in "
+            "agentsgym.__all__ (docs/plugin-authors.md says where plugins' names live)"
+        )
     return getattr(import_module(module), name)
 
 
@@ -55,15 +166,59 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:
     from agentsgym import errors
-    from agentsgym.agents import Agent, FunctionAgent, ScriptedAgent
-    from agentsgym.config import EnvConfig
+    from agentsgym.agents import Agent, FunctionAgent, ScriptedAgent, call_agent
+    from agentsgym.aio import run_sync
+    from agentsgym.config import MAX_STEPS_PER_EPISODE, EnvConfig, describe_validation_error
     from agentsgym.dataset_runner import arun_dataset, run_dataset
+    from agentsgym.engine import (
+        DEFAULT_MAX_CONCURRENCY,
+        EpisodeSession,
+        TrialJob,
+        TurnOutcome,
+        arun_trial,
+    )
     from agentsgym.env import MultistepEnv
     from agentsgym.executors import AgentSpec
     from agentsgym.factory import DEFAULT_TOKENIZER, load_tokenizer, make
-    from agentsgym.registry import make_agent, make_trainer, resolve
-    from agentsgym.retry import RetryPolicy, retry_async, retry_sync
-    from agentsgym.rows import parse_rows, rows_to_dataset
-    from agentsgym.specs import EnvSpec
-    from agentsgym.trajectory import Episode, TrajectoryBatch, TrajectoryGroup
-    from agentsgym.types import AgentAction, EpisodeContext, RewardTerm, StepResult
+    from agentsgym.hookspecs import (
+        RegisterAgent,
+        RegisterEnv,
+        RegisterEnvSource,
+        RegisterExecutor,
+        RegisterModel,
+        RegisterTrainer,
+    )
+    from agentsgym.loop_pools import PerLoop
+    from agentsgym.randomness import episode_random
+    from agentsgym.redaction import is_secret, redact, redact_argv, redact_text
+    from agentsgym.registry import (
+        ENV_ID_PATTERN,
+        get_registry,
+        make_agent,
+        make_trainer,
+        model_folder,
+        resolve,
+        validate_env_id,
+    )
+    from agentsgym.retry import Attempts, RetryPolicy, retry_async, retry_sync
+    from agentsgym.rewards import discounted_returns
+    from agentsgym.rows import DatasetRow, parse_rows, rows_to_dataset
+    from agentsgym.specs import EnvSpec, ExecutorFlag
+    from agentsgym.testing import check_env
+    from agentsgym.tokenization import ChatTokenizer, reply_as_rendered
+    from agentsgym.trainers import (
+        RolloutSource,
+        StepCallback,
+        StepMetrics,
+        TrainerAdapter,
+        TrainResult,
+    )
+    from agentsgym.trajectory import Episode, TrajectoryBatch, TrajectoryGroup, records_to_dataset
+    from agentsgym.types import (
+        AgentAction,
+        EpisodeContext,
+        Message,
+        Messages,
+        RewardTerm,
+        StepResult,
+    )

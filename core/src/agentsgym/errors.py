@@ -4,14 +4,34 @@ what to do about it, so that a user need not read our source."""
 from __future__ import annotations
 
 __all__ = [
-    "AgentError", "AgentsGymError", "DatasetRowError", "EnvConfigError", "EpisodeError",
-    "EpisodeTimeoutError", "JournalError", "MissingPluginError", "OutputError", "OutputExistsError",
-    "OutputLockedError", "PluginLoadError", "RegistrationError", "RemoteEnvError",
-    "ResumeMismatchError", "RunSettingsError", "ScaffoldError", "TemplateMismatchError",
-    "TokenFidelityError", "TokenizerRequiredError", "TrainerOptionError", "UnknownAgentError",
-    "UnknownEnvError", "UnknownExecutorError", "UnknownModelError", "UnknownTrainerError",
-    "UntrustedClassPathError", "UntrustedRemoteEnvError",
-]  # fmt: skip
+    "AgentError",
+    "AgentsGymError",
+    "DatasetRowError",
+    "EnvConfigError",
+    "EpisodeError",
+    "EpisodeTimeoutError",
+    "JournalError",
+    "MissingPluginError",
+    "OutputError",
+    "OutputExistsError",
+    "OutputLockedError",
+    "PluginLoadError",
+    "RegistrationError",
+    "RemoteEnvError",
+    "ResumeMismatchError",
+    "RunSettingsError",
+    "TemplateMismatchError",
+    "TokenFidelityError",
+    "TokenizerRequiredError",
+    "TrainerOptionError",
+    "UnknownAgentError",
+    "UnknownEnvError",
+    "UnknownExecutorError",
+    "UnknownModelError",
+    "UnknownTrainerError",
+    "UntrustedClassPathError",
+    "UntrustedRemoteEnvError",
+]
 
 
 class AgentsGymError(Exception):
@@ -75,8 +95,8 @@ class RemoteEnvError(AgentsGymError):
 
 
 class MissingPluginError(AgentsGymError, ModuleNotFoundError):
-    """A command, executor, env source or name is provided by a plugin distribution that
-    is not installed; the message names the package to install."""
+    """A command, executor, env source or name that no loaded plugin provides (or a
+    package a plugin needs is not installed); the message says where to find it."""
 
 
 class EnvConfigError(AgentsGymError, ValueError):
@@ -114,10 +134,6 @@ class TokenFidelityError(AgentsGymError):
 
 class TrainerOptionError(AgentsGymError, ValueError):
     """A trainer adapter was given an option value it cannot use."""
-
-
-class ScaffoldError(AgentsGymError, ValueError):
-    """``agentsgym new-env`` cannot write the package: a bad name or a non-empty folder."""
 
 
 class OutputError(AgentsGymError):

@@ -25,7 +25,7 @@ def make(
     """Build an env, like Gymnasium's ``make``.
 
     :param id_or_class_path: a registered id (``"twentyq/TwentyQuestions-v0"``), a URL an
-        installed env source plays (``"http://host:port"`` with agentsgym-serve) or, when
+        installed env source plays (``"http://host:port"`` when a plugin plays it) or, when
         allowed, a ``"package.module:Class"`` path.
     :param tokenizer: a tokenizer object, a name or path for ``AutoTokenizer``,
         ``"agentsgym/tiny-chatml"`` (bundled), or ``None`` to play without token fields.

@@ -21,6 +21,7 @@ any subset of a spec's arguments, by name.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 import pluggy
@@ -56,12 +57,20 @@ class RegisterEnv(Protocol):
 
 
 class RegisterComponent(Protocol):
-    """The ``register`` of ``register_agents``, ``register_trainers``, ``register_executors``."""
+    """The ``register`` of ``register_agents``, ``register_trainers``, ``register_models``."""
 
     def __call__(self, name: str, factory: Any, *, description: str = "") -> None: ...
 
 
-RegisterAgent = RegisterTrainer = RegisterExecutor = RegisterModel = RegisterComponent
+RegisterAgent = RegisterTrainer = RegisterModel = RegisterComponent
+
+
+class RegisterExecutor(Protocol):
+    """The ``register`` of :func:`register_executors`."""
+
+    def __call__(
+        self, name: str, factory: Any, *, description: str = "", flags: Sequence[Any] = ()
+    ) -> None: ...
 
 
 class RegisterEnvSource(Protocol):
@@ -136,14 +145,19 @@ def register_executors(register: RegisterExecutor) -> None:
     rollout --executor NAME``, ``run_dataset(..., executor=NAME)``). The core registers
     ``local`` (this process's event loop) through this hook.
 
-    :param register: ``register(name, factory, description="...")``. ``factory`` is a
-        callable or a ``"package.module:callable"`` string, called with the run's executor
-        options (``--num-workers``, ``--ray-address``, ``--executor-option key=value``);
-        it returns an :class:`agentsgym.executors.Executor`: an object with ``remote``
-        (trials run in other processes, which then build agents from
-        :class:`~agentsgym.AgentSpec` recipes) and ``async arun(request, *,
-        on_episode=None, on_trial=None)`` returning episodes by ``(task_index,
-        rollout_index)``.
+    :param register: ``register(name, factory, description="...", flags=())``.
+
+        * ``factory``: a callable or a ``"package.module:callable"`` string, called with
+          the run's executor options (``--num-workers``, ``--executor-option key=value``,
+          and the executor's own flags); it returns an
+          :class:`agentsgym.executors.Executor`: an object with ``remote`` (trials run in
+          other processes, which then build agents from :class:`~agentsgym.AgentSpec`
+          recipes) and ``async arun(request, *, on_episode=None, on_trial=None)``
+          returning episodes by ``(task_index, rollout_index)``.
+        * ``flags``: :class:`agentsgym.ExecutorFlag` s (or dicts of their fields): each
+          adds a flag to every command that takes ``--executor`` (``--cluster-address ADDR``
+          becomes the option ``address``); given with another executor, it is an error
+          naming the executor it belongs to.
     :return: nothing; results go through ``register``.
     """
 

@@ -1,8 +1,11 @@
 """Plugin discovery: the load-time plugin manager and its controls (:class:`LoadSettings`).
 
-Plugins are modules published under the ``agentsgym`` entry-point group. Each loads in
-its own ``try``: a broken plugin is recorded (and listed by ``agentsgym list-envs``)
-while the others keep working; strict mode re-raises, for authors who want the traceback.
+Plugins are modules (or any object with ``@hookimpl`` methods) published under the
+``agentsgym`` entry-point group. Each loads in its own ``try``: a broken plugin is
+recorded (and listed by ``agentsgym list-envs``) while the others keep working; strict
+mode re-raises, for authors who want the traceback. The ``register_*`` hooks are called
+through pluggy one plugin at a time (:meth:`PluginHost.call_each`), so that a plugin
+whose hook raises is recorded alone.
 """
 
 from __future__ import annotations
@@ -11,11 +14,11 @@ import importlib
 import logging
 import os
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from importlib.metadata import EntryPoint, entry_points, version
-from types import ModuleType
+from typing import Any
 
 from agentsgym import hookspecs
 from agentsgym.engine.hook_calls import AgentsGymPluginManager
@@ -37,7 +40,8 @@ class PluginInfo:
     entry_point: str
     builtin: bool = False
     error: str | None = None
-    module: ModuleType | None = field(default=None, repr=False)
+    plugin: object | None = field(default=None, repr=False)
+    """What the entry point loaded: a module, or an object with ``@hookimpl`` methods."""
     hooks: list[str] = field(default_factory=list)
 
     @property
@@ -118,16 +122,48 @@ class PluginHost:
             return False
         return self.settings.allowlist is None or bool(names & self.settings.allowlist)
 
-    def _load_one(self, info: PluginInfo, loader: Callable[[], ModuleType]) -> None:
+    def _load_one(self, info: PluginInfo, loader: Callable[[], object]) -> None:
         self.plugins.append(info)
         try:
-            module = loader()
-            self.pm.register(module, name=info.name)
+            plugin = loader()
+            self.pm.register(plugin, name=info.name)
         except Exception as exc:  # noqa: BLE001 - a broken plugin must not break the others
             self.record_failure(info, exc, "failed to load")
             return
-        info.module = module
-        info.hooks = sorted(h.name for h in (self.pm.get_hookcallers(module) or []) if h.name)
+        info.plugin = plugin
+        info.hooks = sorted(h.name for h in (self.pm.get_hookcallers(plugin) or []) if h.name)
+
+    def call_each(
+        self,
+        hook_name: str,
+        kwargs_of: Callable[[PluginInfo], Mapping[str, Any]],
+        *,
+        reraise: tuple[type[BaseException], ...] = (),
+    ) -> None:
+        """Call the load-time hook ``hook_name`` through pluggy, one plugin at a time, in
+        pluggy's order (``tryfirst``/``trylast``, else the last loaded first), with the
+        arguments ``kwargs_of(plugin)`` gives (a ``register`` bound to that plugin).
+
+        Each call holds one plugin's implementation and every wrapper (``wrapper=True``),
+        so a wrapper wraps each plugin's call. A plugin whose call raises is recorded as
+        failed and skipped from then on; the others go on. Exceptions of the ``reraise``
+        types (a clash the user must fix) propagate.
+        """
+        implementations = getattr(self.pm.hook, hook_name).get_hookimpls()
+        plain = [i for i in implementations if not (i.wrapper or i.hookwrapper)]
+        by_name = {info.name: info for info in self.plugins}
+        for implementation in reversed(plain):  # pluggy calls the list from its end
+            info = by_name.get(implementation.plugin_name)
+            if info is None or not info.ok:
+                continue
+            others = [i.plugin for i in plain if i is not implementation]
+            call = self.pm.subset_hook_caller(hook_name, remove_plugins=others)
+            try:
+                call(**kwargs_of(info))
+            except reraise:
+                raise
+            except Exception as exc:  # noqa: BLE001 - any other failure breaks this plugin alone
+                self.record_failure(info, exc)
 
     def record_failure(self, info: PluginInfo, exc: BaseException, what: str = "failed") -> None:
         """Mark a plugin as broken (it failed to load, or one of its hooks raised)."""

@@ -1,17 +1,20 @@
 """The registry: env ids, agents, trainers, executors and env sources of the plugins,
-built on first use by calling each plugin's ``register_*`` hooks with a ``register``
-callback that knows which distribution registers (so a clash names both)."""
+built on first use by calling the ``register_*`` hooks through pluggy, each plugin with a
+``register`` callback that knows which distribution registers (so a clash names both)."""
 
 from __future__ import annotations
 
 import difflib
 import re
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from pydantic import ValidationError
+
 from agentsgym import trust
+from agentsgym.config import describe_validation_error
 from agentsgym.errors import (
     RegistrationError,
     UnknownAgentError,
@@ -29,9 +32,16 @@ from agentsgym.hookspecs import (
     RegisterExecutor,
     RegisterTrainer,
 )
+from agentsgym.install_hint import not_installed_hint
 from agentsgym.plugins import PluginHost, PluginInfo, load_plugins, reset_plugins
-from agentsgym.satellites import provider_hint
-from agentsgym.specs import ComponentSpec, EnvSourceSpec, EnvSpec, import_object, url_scheme
+from agentsgym.specs import (
+    ComponentSpec,
+    EnvSourceSpec,
+    EnvSpec,
+    ExecutorFlag,
+    import_object,
+    url_scheme,
+)
 
 if TYPE_CHECKING:
     from agentsgym.env import MultistepEnv
@@ -96,36 +106,38 @@ class Registry:
         self.agents = self.components["agent"]
         self.trainers = self.components["trainer"]
         self.executors = self.components["executor"]
-        for info in host.plugins:
-            if info.ok:
-                self._collect(info)
-
-    # ---------------------------------------------------------------- collection
-    def _collect(self, info: PluginInfo) -> None:
-        registrars: dict[str, Callable[..., None]] = {
-            "register_envs": partial(self._add_env, info),
-            "register_env_sources": partial(self._add_env_source, info),
+        registrars: dict[str, Callable[[PluginInfo], Callable[..., None]]] = {
+            "register_envs": lambda info: partial(self._add_env, info),
+            "register_env_sources": lambda info: partial(self._add_env_source, info),
         }
         for kind, (hook_name, _) in COMPONENT_KINDS.items():
-            registrars[hook_name] = partial(self._add_component, info, kind)
-        try:
-            for hook_name, register in registrars.items():
-                impl = getattr(info.module, hook_name, None)
-                if impl is not None and hook_name in info.hooks:
-                    impl(register=register)
-        except RegistrationError:  # a clash or a malformed id: the user's to fix, always loud
-            raise
-        except Exception as exc:  # noqa: BLE001 - any other failure breaks this plugin alone
-            self.host.record_failure(info, exc)
+            registrars[hook_name] = partial(self._component_registrar, kind)
+        for hook_name, registrar in registrars.items():
+            # A clash or a malformed id is the user's to fix: always loud.
+            host.call_each(
+                hook_name,
+                lambda info, registrar=registrar: {"register": registrar(info)},
+                reraise=(RegistrationError,),
+            )
+
+    # ---------------------------------------------------------------- collection
+    def _component_registrar(self, kind: str, info: PluginInfo) -> Callable[..., None]:
+        return partial(self._add_component, info, kind)
 
     @staticmethod
     def _refuse_clash(kind: str, name: str, existing: Any, info: PluginInfo) -> None:
-        if existing is not None:
-            raise RegistrationError(
-                f"{kind} {name!r} is registered twice: by {existing.distribution!r} (plugin "
-                f"{existing.plugin!r}) and by {info.distribution!r} (plugin {info.name!r}). "
-                f"Uninstall one, or block one with AGENTSGYM_BLOCK_PLUGINS={info.name}."
-            )
+        if existing is None:
+            return
+        # Named in a fixed order: which of the two registered first is pluggy's call order.
+        both = sorted(
+            [(existing.distribution or "?", existing.plugin), (info.distribution or "?", info.name)]
+        )
+        (first, first_plugin), (second, second_plugin) = both
+        raise RegistrationError(
+            f"{kind} {name!r} is registered twice: by {first!r} (plugin {first_plugin!r}) and "
+            f"by {second!r} (plugin {second_plugin!r}). Uninstall one, or block one with "
+            f"AGENTSGYM_BLOCK_PLUGINS={info.name}."
+        )
 
     # The ``register`` callbacks (hookspecs.RegisterEnv...), bound to the plugin.
     def _add_env(
@@ -146,14 +158,40 @@ class Registry:
         )  # fmt: skip
 
     def _add_component(
-        self, info: PluginInfo, kind: str, /, name: str, factory: Any, *, description: str = ""
+        self,
+        info: PluginInfo,
+        kind: str,
+        /,
+        name: str,
+        factory: Any,
+        *,
+        description: str = "",
+        flags: Sequence[ExecutorFlag | Mapping[str, Any]] = (),
     ) -> None:
+        who = info.distribution or info.name
+        if flags and kind != "executor":
+            raise RegistrationError(
+                f"{who} registers the {kind} {name!r} with flags; only executors declare "
+                "command-line flags (agents and trainers take --agent-option/--trainer-option)"
+            )
+        try:
+            declared = tuple(ExecutorFlag.model_validate(flag) for flag in flags)
+        except ValidationError as exc:
+            raise RegistrationError(
+                f"{who} registers the executor {name!r} with a bad flag: "
+                f"{describe_validation_error(exc, 'flag')} A flag is "
+                "ExecutorFlag(flag='--lower-case', option='keyword_of_the_factory', help=...)"
+            ) from None
         table = self.components[kind]
         self._refuse_clash(kind, name, table.get(name), info)
         table[name] = ComponentSpec(
-            name=name, factory=factory, description=description,
-            distribution=info.distribution, plugin=info.name,
-        )  # fmt: skip
+            name=name,
+            factory=factory,
+            description=description,
+            distribution=info.distribution,
+            plugin=info.name,
+            flags=declared,
+        )
 
     def _add_env_source(
         self, info: PluginInfo, /, scheme: str, factory: Any, *, description: str = "",
@@ -197,7 +235,7 @@ class Registry:
             known = ", ".join(f"{s}://" for s in sorted(self.env_sources)) or "none"
             raise UnknownEnvError(
                 f"no installed plugin plays {scheme}:// env URLs such as {url!r} (env sources: "
-                f"{known}).{provider_hint('env source', scheme)}"
+                f"{known}).{not_installed_hint('env source')}"
             )
         return source
 
@@ -279,9 +317,10 @@ class Registry:
         for match in difflib.get_close_matches(typed, sorted(short), n=3, cutoff=0.6):
             if short[match] not in close:
                 close.append(short[match])
-        hint = provider_hint(kind, name)
-        if not hint and close:
+        if close:
             hint = f" Did you mean: {', '.join(close[:3])}?"
+        else:
+            hint = not_installed_hint(kind)
         raise COMPONENT_KINDS[kind][1](
             f"no {kind} registered with name {name!r}.{hint} "
             f"Run `agentsgym list-{kind}s` to see them all."

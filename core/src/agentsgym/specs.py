@@ -12,9 +12,16 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
-    "URL_PATTERN", "ComponentSpec", "EnvSourceSpec", "EnvSpec", "accepted_options",
-    "import_object", "url_scheme",
-]  # fmt: skip
+    "FLAG_PATTERN",
+    "URL_PATTERN",
+    "ComponentSpec",
+    "EnvSourceSpec",
+    "EnvSpec",
+    "ExecutorFlag",
+    "accepted_options",
+    "import_object",
+    "url_scheme",
+]
 
 URL_PATTERN = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://")
 """An env source URL: ``scheme://...``; the scheme picks the source that plays it."""
@@ -85,6 +92,25 @@ class EnvSpec(BaseModel):
         return url_scheme(self.entry_point) is not None
 
 
+FLAG_PATTERN = re.compile(r"^--[a-z][a-z0-9]*(-[a-z0-9]+)*$")
+"""A long command-line flag: ``--cluster-address``."""
+
+
+class ExecutorFlag(BaseModel):
+    """A flag an executor adds to every command that takes ``--executor``: its value
+    becomes the executor's option ``option`` when that executor is chosen.
+
+    ``ExecutorFlag(flag="--cluster-address", option="address", help="a cluster to join")``
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    flag: str = Field(pattern=FLAG_PATTERN.pattern, description="'--name', lower case")
+    option: str = Field(pattern=r"^[A-Za-z_]\w*$", description="the factory's keyword")
+    help: str = ""
+    metavar: str = "VALUE"
+
+
 class ComponentSpec(BaseModel):
     """A registered agent, trainer adapter, executor or env source."""
 
@@ -95,6 +121,9 @@ class ComponentSpec(BaseModel):
     description: str = ""
     distribution: str | None = None
     plugin: str | None = None
+    flags: tuple[ExecutorFlag, ...] = Field(
+        default=(), description="an executor's command-line flags (docs/plugin-authors.md)"
+    )
 
     def load(self) -> Any:
         """The factory, imported if it is a path."""

@@ -3,11 +3,9 @@ the old ``agentsgym.scaffold`` import path."""
 
 from __future__ import annotations
 
-import importlib
 import os
 import subprocess
 import sys
-import warnings
 from pathlib import Path
 
 import pytest
@@ -80,21 +78,3 @@ def test_new_env_is_listed_with_the_authors_commands_and_completes() -> None:
     assert command.rich_help_panel == "Write an env"
     names = cli(COMP_WORDS="agentsgym new", COMP_CWORD="1", _AGENTSGYM_COMPLETE="complete_bash")
     assert names.stdout.split() == ["new-env"]
-
-
-def test_the_old_module_path_still_imports_with_a_deprecation_warning(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    import agentsgym  # noqa: F401  (installs the finder of moved modules)
-    import agentsgym_scaffold
-
-    monkeypatch.delitem(sys.modules, "agentsgym.scaffold", raising=False)  # forgotten after
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        old = importlib.import_module("agentsgym.scaffold")
-    assert old.write_package is agentsgym_scaffold.write_package
-    assert old.FILES is agentsgym_scaffold.FILES
-    assert any(
-        issubclass(w.category, DeprecationWarning) and "moved to agentsgym_scaffold" in str(w.message)
-        for w in caught
-    ), [str(w.message) for w in caught]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from agentsgym.errors import ScaffoldError
+from agentsgym_scaffold import ScaffoldError
 from agentsgym_scaffold import FILES, package_names, render_package
 from scaffold_venvs import ChildVenv, new_env_installed
 

@@ -38,7 +38,7 @@ def register_executors(register: RegisterExecutor) -> None:
     )
 
 
-@hookimpl
+@hookimpl(tryfirst=True)  # the core's commands lead each section of --help
 def register_commands(cli: typer.Typer) -> None:
     from agentsgym.cli import describe, finish_output, listing, rollout
     from agentsgym.testing import command as check

@@ -1,11 +1,14 @@
-"""The ``agentsgym`` command line, and the kit that plugins' commands import: consoles,
-shared options, agent building, and for long runs (``eval``) the planning of a run and
-its streamed, resumable output. Library code logs; the CLI owns the terminal."""
+"""The ``agentsgym`` command line, and the kit that plugins' commands import (public,
+docs/plugin-authors.md): consoles, shared options, agent and executor choice, and for
+long runs (``eval``) the planning of a run and its streamed, resumable output. Library
+code logs; the CLI owns the terminal."""
 
 from __future__ import annotations
 
+from agentsgym.atomic_files import write_atomically
 from agentsgym.cli.agent_choice import AgentChoices, RunAgents
 from agentsgym.cli.app import build_app, main
+from agentsgym.cli.executor_flags import given_executor_flags
 from agentsgym.cli.options import (
     MAX_CONCURRENCY,
     MAX_ROLLOUTS,
@@ -24,7 +27,6 @@ from agentsgym.cli.options import (
     num_workers_option,
     overwrite_option,
     parse_key_values,
-    ray_address_option,
     resume_option,
     retry_failed_option,
     time_budgets,
@@ -44,15 +46,62 @@ from agentsgym.cli.running import (
     sigterm_as_interrupt,
 )
 from agentsgym.cli.terminal import console, err_console
+from agentsgym.output import (
+    OPERATIONAL_AGENT_OPTIONS,
+    RUN_LIMIT_ENV_KEYS,
+    FinishResult,
+    OutputPaths,
+    check_output_path,
+    choose_mode,
+    failure_report,
+)
 
 __all__ = [
-    "EXIT_FAILED", "EXIT_INTERRUPTED", "MAX_CONCURRENCY", "MAX_ROLLOUTS", "MAX_TASKS",
-    "AgentChoices", "ExecutorChoice", "RunAgents", "RunPlan", "accepted_options", "build_agent",
-    "build_app", "build_component", "check_options", "complete_env_id", "console",
-    "episode_timeout_option", "err_console", "executor_option", "executor_options_option",
-    "exit_on_failures", "hook_timeout_option", "main", "max_concurrency_option",
-    "max_failure_rate_option", "num_workers_option", "overwrite_option", "parse_key_values",
-    "plan_split", "print_failures", "progress_bar", "ray_address_option", "resume_option",
-    "retry_failed_option", "run_into_output", "sigterm_as_interrupt", "time_budgets", "tokenizer_cli_option",
+    "EXIT_FAILED",
+    "EXIT_INTERRUPTED",
+    "MAX_CONCURRENCY",
+    "MAX_ROLLOUTS",
+    "MAX_TASKS",
+    "OPERATIONAL_AGENT_OPTIONS",
+    "RUN_LIMIT_ENV_KEYS",
+    "AgentChoices",
+    "ExecutorChoice",
+    "FinishResult",
+    "OutputPaths",
+    "RunAgents",
+    "RunPlan",
+    "accepted_options",
+    "build_agent",
+    "build_app",
+    "build_component",
+    "check_options",
+    "check_output_path",
+    "choose_mode",
+    "complete_env_id",
+    "console",
+    "episode_timeout_option",
+    "err_console",
+    "executor_option",
+    "executor_options_option",
+    "exit_on_failures",
+    "failure_report",
+    "given_executor_flags",
+    "hook_timeout_option",
+    "main",
+    "max_concurrency_option",
+    "max_failure_rate_option",
+    "num_workers_option",
+    "overwrite_option",
+    "parse_key_values",
+    "plan_split",
+    "print_failures",
+    "progress_bar",
+    "resume_option",
+    "retry_failed_option",
+    "run_into_output",
+    "sigterm_as_interrupt",
+    "time_budgets",
+    "tokenizer_cli_option",
     "tokenizer_option",
+    "write_atomically",
 ]

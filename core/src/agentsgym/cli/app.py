@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import difflib
 import logging
 import os
 import sys
@@ -14,11 +15,12 @@ from rich.logging import RichHandler
 from rich.text import Text
 from typer.core import TyperGroup
 
+from agentsgym.cli.executor_flags import add_executor_flags
 from agentsgym.cli.terminal import console, err_console
 from agentsgym.errors import AgentsGymError, MissingPluginError
+from agentsgym.install_hint import not_installed_hint
 from agentsgym.output import RedactingFilter, redact_text
 from agentsgym.plugins import ENTRY_POINT_GROUP, load_plugins
-from agentsgym.satellites import provider_hint
 
 PROG_NAME = "agentsgym"
 
@@ -34,22 +36,24 @@ def show_flags_as_flags(params: list[Any]) -> list[Any]:
     return params
 
 
-COMMAND_ORDER = (
-    "rollout", "eval", "train", "finish-output", "list-envs", "describe", "list-agents",
-    "list-trainers", "list-executors", "list-models", "view", "new-env", "check-env", "serve",
-    "atropos",
-)
-"""The order of --help: a run's commands first, in the order of the README; other
-plugins' commands after them, by name (plugins load in no particular order)."""
+HELP_PANELS = ("Play", "Train", "Look around", "Write an env", "Serve and scale")
+"""The sections of --help, in this order; a command names its own (``rich_help_panel``),
+and commands of a section keep the order in which plugins registered them (the core's
+built-in plugin first). A command in another section, or in none, comes after these."""
 
 
 class AgentsGymGroup(TyperGroup):
     """The top-level group: commands in a useful order, flags shown as flags, and a
-    command of a plugin that is not installed answered with the package to install."""
+    command that no loaded plugin registered answered with where commands come from."""
 
     def list_commands(self, ctx: Any) -> list[str]:
-        rank = {name: index for index, name in enumerate(COMMAND_ORDER)}
-        return sorted(super().list_commands(ctx), key=lambda c: (rank.get(c, len(rank)), c))
+        rank = {panel: index for index, panel in enumerate(HELP_PANELS)}
+
+        def section(name: str) -> int:
+            panel = getattr(self.commands[name], "rich_help_panel", None)
+            return rank.get(panel, len(rank))
+
+        return sorted(super().list_commands(ctx), key=section)
 
     def get_params(self, ctx: Any) -> list[Any]:
         return show_flags_as_flags(super().get_params(ctx))
@@ -57,10 +61,14 @@ class AgentsGymGroup(TyperGroup):
     def get_command(self, ctx: Any, cmd_name: str) -> Any:
         command = super().get_command(ctx, cmd_name)
         if command is not None:
+            add_executor_flags(command)
             show_flags_as_flags(command.get_params(ctx))
-        elif not ctx.resilient_parsing and provider_hint("command", cmd_name):
+        elif not ctx.resilient_parsing:
+            close = difflib.get_close_matches(cmd_name, list(self.commands), n=1, cutoff=0.6)
+            typo = f" (did you mean `agentsgym {close[0]}`?)" if close else ""
             raise MissingPluginError(
-                f"`agentsgym {cmd_name}` is a plugin's command.{provider_hint('command', cmd_name)}"
+                f"no command `agentsgym {cmd_name}` is installed{typo}."
+                f"{not_installed_hint('command')}"
             )
         return command
 
@@ -123,13 +131,7 @@ def build_app() -> typer.Typer:
         no_args_is_help=True, pretty_exceptions_enable=False, add_completion=True,
     )
     app.callback()(_global_options)
-    host = load_plugins()
-    for info in host.plugins:
-        if info.ok and "register_commands" in info.hooks:
-            try:
-                info.module.register_commands(cli=app)  # type: ignore[union-attr]
-            except Exception as exc:  # noqa: BLE001 - recorded, as a plugin that fails to load
-                host.record_failure(info, exc)
+    load_plugins().call_each("register_commands", lambda info: {"cli": app})
     return app
 
 

@@ -11,8 +11,8 @@ from rich.table import Table
 from rich.text import Text
 
 from agentsgym.cli.terminal import console
+from agentsgym.install_hint import README_TABLE
 from agentsgym.registry import get_registry
-from agentsgym.satellites import PROVIDERS
 from agentsgym.specs import ComponentSpec
 
 
@@ -121,12 +121,10 @@ def _component_table(kind: str, specs: dict[str, ComponentSpec], as_json: bool) 
     for row in rows:
         table.add_row(row["name"], row["distribution"] or "", row["description"])
     console.print(table)
-    missing = sorted({dist for name, dist in PROVIDERS.get(kind, {}).items() if name not in specs})
-    if missing:
-        console.print(
-            f"[dim]more {kind}s come with: {', '.join(missing)} (pip install ...)[/]",
-            highlight=False,
-        )
+    console.print(
+        f"[dim]more {kind}s come with plugin distributions: {README_TABLE} lists ours[/]",
+        highlight=False,
+    )
 
 
 def list_agents(as_json: bool = typer.Option(False, "--json")) -> None:

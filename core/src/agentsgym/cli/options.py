@@ -11,6 +11,7 @@ from typing import Any
 
 import typer
 
+from agentsgym.cli.executor_flags import flag_options, given_executor_flags
 from agentsgym.engine import DEFAULT_MAX_CONCURRENCY
 from agentsgym.errors import AgentError, AgentsGymError
 from agentsgym.executors import Executor
@@ -134,13 +135,19 @@ class ExecutorChoice:
 
     @classmethod
     def parse(
-        cls, name: str, num_workers: int | None = None, address: str | None = None,
+        cls,
+        name: str,
+        num_workers: int | None = None,
         executor_options: list[str] | None = None,
     ) -> ExecutorChoice:
+        """The executor ``name`` built with ``--num-workers``, ``--executor-option
+        key=value`` and the flags it declares (given on this command line)."""
+        spec = get_registry().executor(name)
         options = parse_key_values(executor_options, "--executor-option")
-        given = {"num_workers": num_workers, "address": address}
-        options.update({key: value for key, value in given.items() if value is not None})
-        executor = build_component(get_registry().executor(name), options, kind="executor")
+        if num_workers is not None:
+            options["num_workers"] = num_workers
+        options.update(flag_options(spec, given_executor_flags()))
+        executor = build_component(spec, options, kind="executor")
         return cls(name, options, executor)
 
     def settings(self) -> dict[str, Any]:
@@ -161,23 +168,18 @@ def max_concurrency_option(what: str = "episodes", *, per_worker: bool = False) 
 def executor_option() -> Any:
     return typer.Option(
         "local", "--executor",
-        help="where trials run: local (this process), or a plugin's executor such as ray "
-        "(agentsgym-ray; see docs/scaling.md and `agentsgym list-executors`)",
+        help="where trials run: local (this process), or a plugin's executor (see "
+        "`agentsgym list-executors` and docs/scaling.md); an executor may add its own flags",
     )
 
 
 def num_workers_option() -> Any:
     return typer.Option(
-        None, "--num-workers", min=1, max=10_000,
-        help="workers of a parallel executor (--executor ray: Ray actors, default 2)",
-    )
-
-
-def ray_address_option() -> Any:
-    return typer.Option(
-        None, "--ray-address", metavar="ADDR",
-        help="a Ray cluster to join (--executor ray; auto, ray://HOST:10001); default: start "
-        "or join a local Ray",
+        None,
+        "--num-workers",
+        min=1,
+        max=10_000,
+        help="workers of a parallel --executor (default: the executor's own)",
     )
 
 

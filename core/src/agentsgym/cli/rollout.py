@@ -28,7 +28,6 @@ from agentsgym.cli.options import (
     num_workers_option,
     overwrite_option,
     parse_key_values,
-    ray_address_option,
     resume_option,
     retry_failed_option,
     time_budgets,
@@ -120,7 +119,6 @@ def rollout(
     max_failure_rate: float | None = max_failure_rate_option(),
     executor: str = executor_option(),
     num_workers: int | None = num_workers_option(),
-    ray_address: str | None = ray_address_option(),
     executor_option: list[str] | None = executor_options_option(),
 ) -> None:
     """Play episodes of ENV_ID (or of a rows file) and write one row per trajectory."""
@@ -135,7 +133,7 @@ def rollout(
     mode = choose_mode(resume=resume, overwrite=overwrite)
     out = check_output_path(out)
     budgets = time_budgets(hook_timeout, episode_timeout)
-    where = ExecutorChoice.parse(executor, num_workers, ray_address, executor_option)
+    where = ExecutorChoice.parse(executor, num_workers, executor_option)
     choices = AgentChoices.parse(agent)
     options = parse_key_values(agent_option, "--agent-option")
     local = not where.executor.remote

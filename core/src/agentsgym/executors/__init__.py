@@ -5,6 +5,10 @@ this process as trials finish, so a run gives the same output whichever executor
 The core registers ``local`` (:class:`LocalExecutor`); plugins add others. A remote
 executor builds agents in its workers from :class:`AgentSpec` recipes, since a live
 agent (its clients, threads or model) cannot be pickled and shipped.
+
+This module is public for executor authors (docs/plugin-authors.md): a worker that plays
+its share of a request builds :class:`TrialJob` s and plays them with :func:`arun_jobs`,
+as :class:`LocalExecutor` does.
 """
 
 from __future__ import annotations
@@ -13,7 +17,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from agentsgym.engine import DEFAULT_MAX_CONCURRENCY, TrialJob, arun_jobs
+from agentsgym.engine import (
+    DEFAULT_MAX_CONCURRENCY,
+    EpisodeCallback,
+    TrialCallback,
+    TrialJob,
+    arun_jobs,
+)
 from agentsgym.errors import AgentError, RunSettingsError
 from agentsgym.factory import load_tokenizer, make
 from agentsgym.registry import get_registry, make_agent
@@ -21,14 +31,24 @@ from agentsgym.rows import DatasetRow
 from agentsgym.specs import accepted_options
 
 if TYPE_CHECKING:
-    from agentsgym.engine import EpisodeCallback, TrialCallback
     from agentsgym.env import MultistepEnv
     from agentsgym.trajectory import Episode
 
 __all__ = [
-    "AgentSpec", "ExecutionRequest", "Executor", "LocalExecutor", "as_agent_spec", "build_envs",
-    "built_agent", "make_executor", "options_taken",
-]  # fmt: skip
+    "AgentSpec",
+    "EpisodeCallback",
+    "ExecutionRequest",
+    "Executor",
+    "LocalExecutor",
+    "TrialCallback",
+    "TrialJob",
+    "arun_jobs",
+    "as_agent_spec",
+    "build_envs",
+    "built_agent",
+    "make_executor",
+    "options_taken",
+]
 
 Results = dict[tuple[int, int], "list[Episode]"]
 

@@ -1,20 +1,23 @@
 """The testing kit for env and plugin authors: :func:`check_env` (the contract test an
-env package runs in its CI), :func:`register_env`, :func:`slow_agent` and :func:`run_cli`
-(``install_plugin`` is agentsgym-scaffold's now). The pytest plugin
-(:mod:`agentsgym.pytest_plugin`, loaded automatically) offers the first two as fixtures.
+env package runs in its CI), :func:`register_env`, :func:`slow_agent` and :func:`run_cli`.
+The pytest plugin (:mod:`agentsgym.pytest_plugin`, loaded automatically) offers the
+first two as fixtures.
 """
 
-from agentsgym.satellites import moved_name
 from agentsgym.testing.agents import AsyncSlowAgent, SlowAgent, slow_agent
 from agentsgym.testing.check import CheckReport, CheckResult, EnvCheckError, check_env
 from agentsgym.testing.cli import CliResult, run_cli
 from agentsgym.testing.registration import register_env
 
 __all__ = [
-    "AsyncSlowAgent", "CheckReport", "CheckResult", "CliResult", "EnvCheckError", "SlowAgent",
-    "check_env", "register_env", "run_cli", "slow_agent",
+    "AsyncSlowAgent",
+    "CheckReport",
+    "CheckResult",
+    "CliResult",
+    "EnvCheckError",
+    "SlowAgent",
+    "check_env",
+    "register_env",
+    "run_cli",
+    "slow_agent",
 ]
-
-
-def __getattr__(name: str) -> object:
-    return moved_name(__name__, name)

@@ -2,8 +2,8 @@
 
 An adapter's ``train`` plays tasks through its :class:`RolloutSource`, decides who plays
 and what each padded batch is for (a gradient step, a write to disk), and reports each
-step as a :class:`StepMetrics`. The adapters, ``BatchTrainer`` and ``agentsgym train``
-ship in agentsgym-trl.
+step as a :class:`StepMetrics`. Adapters (and the ``agentsgym train`` command) come
+with plugin distributions, registered through ``register_trainers``.
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ from agentsgym.engine import DEFAULT_MAX_CONCURRENCY
 from agentsgym.errors import TrainerOptionError
 from agentsgym.factory import load_tokenizer
 from agentsgym.rows import DatasetRow, parse_rows
-from agentsgym.satellites import moved_name
 
 if TYPE_CHECKING:
     from agentsgym.agents import Agent
@@ -34,10 +33,6 @@ if TYPE_CHECKING:
 __all__ = ["RolloutSource", "StepCallback", "StepMetrics", "TrainResult", "TrainerAdapter"]
 
 logger = logging.getLogger(__name__)
-
-
-def __getattr__(name: str) -> Any:
-    return moved_name(__name__, name)
 
 
 @dataclass

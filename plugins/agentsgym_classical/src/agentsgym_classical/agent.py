@@ -21,7 +21,7 @@ import re
 from fractions import Fraction
 from typing import Any
 
-from agentsgym.types import EpisodeContext
+from agentsgym import EpisodeContext
 from agentsgym_classical.arithmetic.generator import format_number, latex_number
 from agentsgym_classical.arithmetic.solver import solve_text
 

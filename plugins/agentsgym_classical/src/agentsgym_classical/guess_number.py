@@ -16,8 +16,14 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
-from agentsgym import AgentAction, EnvConfig, MultistepEnv, StepResult, hookimpl
-from agentsgym.config import MAX_STEPS_PER_EPISODE
+from agentsgym import (
+    MAX_STEPS_PER_EPISODE,
+    AgentAction,
+    EnvConfig,
+    MultistepEnv,
+    StepResult,
+    hookimpl,
+)
 
 GUESS = re.compile(r"\[\s*(-?\d+)\s*\]")
 NO_GUESS = "I could not find a guess like [50] in your reply."

@@ -6,8 +6,7 @@ Published under the ``agentsgym`` entry-point group as ``classical``.
 
 from __future__ import annotations
 
-from agentsgym import hookimpl
-from agentsgym.registry import RegisterAgent, RegisterEnv
+from agentsgym import RegisterAgent, RegisterEnv, hookimpl
 
 SOLVER = "classical/arithmetic-solver"
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from agentsgym.config import describe_validation_error
+from agentsgym import describe_validation_error
 from agentsgym.errors import DatasetRowError
 
 

@@ -18,17 +18,23 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
+from agentsgym import Episode, TrialJob, redact
 from agentsgym.cli import (
     MAX_ROLLOUTS,
     MAX_TASKS,
     AgentChoices,
     ExecutorChoice,
+    FinishResult,
+    OutputPaths,
+    check_output_path,
+    choose_mode,
     complete_env_id,
     console,
     episode_timeout_option,
     executor_option,
     executor_options_option,
     exit_on_failures,
+    failure_report,
     hook_timeout_option,
     max_concurrency_option,
     max_failure_rate_option,
@@ -37,7 +43,6 @@ from agentsgym.cli import (
     parse_key_values,
     plan_split,
     print_failures,
-    ray_address_option,
     resume_option,
     retry_failed_option,
     run_into_output,
@@ -45,17 +50,7 @@ from agentsgym.cli import (
     tokenizer_cli_option,
     tokenizer_option,
 )
-from agentsgym.engine import TrialJob
 from agentsgym.errors import AgentsGymError, OutputError
-from agentsgym.output import (
-    FinishResult,
-    OutputPaths,
-    check_output_path,
-    choose_mode,
-    failure_report,
-    redact,
-)
-from agentsgym.trajectory import Episode
 from agentsgym_eval.samples import EvalReport, samples_from_rows, summarize, trial_sample
 
 
@@ -88,7 +83,6 @@ def eval_command(
     max_failure_rate: float | None = max_failure_rate_option(),
     executor: str = executor_option(),
     num_workers: int | None = num_workers_option(),
-    ray_address: str | None = ray_address_option(),
     executor_option: list[str] | None = executor_options_option(),
 ) -> None:
     """Evaluate an agent on ENV_ID: k rollouts per task, per-sample results to --out.
@@ -100,7 +94,7 @@ def eval_command(
     mode = choose_mode(resume=resume, overwrite=overwrite)
     out = check_output_path(out)
     budgets = time_budgets(hook_timeout, episode_timeout)
-    where = ExecutorChoice.parse(executor, num_workers, ray_address, executor_option)
+    where = ExecutorChoice.parse(executor, num_workers, executor_option)
     plan = plan_split(
         env_id, split=split, num_tasks=num_tasks, num_rollouts=num_rollouts,
         agents=AgentChoices.parse(agent),

@@ -35,14 +35,11 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
-from agentsgym.engine import DEFAULT_MAX_CONCURRENCY
-from agentsgym.redaction import redact_text
+from agentsgym import DEFAULT_MAX_CONCURRENCY, redact_text
 from agentsgym_eval import metrics
 
 if TYPE_CHECKING:
-    from agentsgym import MultistepEnv
-    from agentsgym.agents import Agent
-    from agentsgym.trajectory import Episode, TrajectoryBatch
+    from agentsgym import Agent, Episode, MultistepEnv, TrajectoryBatch
 
 logger = logging.getLogger(__name__)
 

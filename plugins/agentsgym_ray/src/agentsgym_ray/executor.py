@@ -26,12 +26,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agentsgym import load_tokenizer
-from agentsgym.engine import EpisodeCallback, TrialCallback, TrialJob, arun_jobs
+from agentsgym import AgentSpec, DatasetRow, Episode, load_tokenizer
 from agentsgym.errors import AgentsGymError, RunSettingsError
-from agentsgym.executors import AgentSpec, ExecutionRequest, build_envs
-from agentsgym.rows import DatasetRow
-from agentsgym.trajectory import Episode
+from agentsgym.executors import (
+    EpisodeCallback,
+    ExecutionRequest,
+    TrialCallback,
+    TrialJob,
+    arun_jobs,
+    build_envs,
+)
 
 logger = logging.getLogger(__name__)
 

@@ -1,13 +1,13 @@
-"""agentsgym-ray's plugin: registers the ``ray`` executor."""
+"""agentsgym-ray's plugin: registers the ``ray`` executor and its ``--ray-address`` flag."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from agentsgym import hookimpl
+from agentsgym import ExecutorFlag, hookimpl
 
 if TYPE_CHECKING:
-    from agentsgym.hookspecs import RegisterExecutor
+    from agentsgym import RegisterExecutor
 
 
 @hookimpl
@@ -17,4 +17,13 @@ def register_executors(register: RegisterExecutor) -> None:
         "agentsgym_ray.executor:RayExecutor",
         description="Ray actors, one process each, on this machine or a cluster (options: "
         "num_workers, address, num_cpus_per_worker, max_task_retries)",
+        flags=[
+            ExecutorFlag(
+                flag="--ray-address",
+                option="address",
+                metavar="ADDR",
+                help="a Ray cluster to join (auto, ray://HOST:10001); default: start or join "
+                "a local Ray",
+            )
+        ],
     )

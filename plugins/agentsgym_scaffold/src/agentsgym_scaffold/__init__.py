@@ -9,6 +9,7 @@ installs a plugin module as a distribution in a folder on ``sys.path``.
 
 from __future__ import annotations
 
+from agentsgym_scaffold.errors import ScaffoldError
 from agentsgym_scaffold.installed import install_plugin
 from agentsgym_scaffold.writer import (
     FILES,
@@ -22,5 +23,16 @@ from agentsgym_scaffold.writer import (
     write_package,
 )
 
-__all__ = ["FILES", "KINDS", "RESERVED_NAMESPACES", "TOOL_FILES", "Kind", "PackageNames",
-           "install_plugin", "package_names", "render_package", "write_package"]
+__all__ = [
+    "FILES",
+    "KINDS",
+    "RESERVED_NAMESPACES",
+    "TOOL_FILES",
+    "Kind",
+    "PackageNames",
+    "ScaffoldError",
+    "install_plugin",
+    "package_names",
+    "render_package",
+    "write_package",
+]

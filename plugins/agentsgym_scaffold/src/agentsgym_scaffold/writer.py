@@ -23,8 +23,9 @@ from typing import NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
-from agentsgym.errors import RegistrationError, ScaffoldError
-from agentsgym.registry import ENV_ID_PATTERN, validate_env_id
+from agentsgym import ENV_ID_PATTERN, validate_env_id
+from agentsgym.errors import RegistrationError
+from agentsgym_scaffold.errors import ScaffoldError
 
 logger = logging.getLogger(__name__)
 

@@ -25,7 +25,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from agentsgym.agents import call_agent
+from agentsgym import call_agent
 from agentsgym_twentyq.errors import GamemasterError
 from agentsgym_twentyq.gamemaster import ANSWERS, DONT_KNOW, NO, YES, GamemasterReply
 from agentsgym_twentyq.parsing import strip_thinking

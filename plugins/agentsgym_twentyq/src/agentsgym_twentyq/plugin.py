@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from agentsgym import hookimpl
-from agentsgym.registry import RegisterAgent, RegisterEnv
+from agentsgym import RegisterAgent, RegisterEnv, hookimpl
 
 ENV_CLASS = "agentsgym_twentyq.env:TwentyQuestionsEnv"
 QUESTIONER = "twentyq/reference-questioner"

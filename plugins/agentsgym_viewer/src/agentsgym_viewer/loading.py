@@ -28,7 +28,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from agentsgym.output import OutputPaths
+from agentsgym.cli import OutputPaths
 from agentsgym_viewer.errors import TrajectoryFileError
 from agentsgym_viewer.model import FileKind, RunRecord, TokenFields, ViewedEpisode
 
