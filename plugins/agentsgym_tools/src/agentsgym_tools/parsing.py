@@ -13,6 +13,7 @@ from __future__ import annotations
 import copy
 import json
 import logging
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -81,29 +82,57 @@ class ToolCallParser:
     def __init__(self, tokenizer: Any = None, *, eot_text: str = "") -> None:
         self.template = response_template_of(tokenizer)
         self.eot_text = eot_text or ("<|im_end|>" if self.template is HERMES_TEMPLATE else "")
+        close = str(self.template.get("fields", {}).get("tool_calls", {}).get("close_pattern", ""))
+        # Llama-3's calls close at `}<|eot_id|>`: only such templates need the end to read one
+        self.calls_close_at_end = bool(self.eot_text) and re.escape(self.eot_text) in close
 
     def parse(self, action: AgentAction, tools: Sequence[dict[str, Any]] = ()) -> ParsedReply:
         if action.tool_calls:  # the server parsed them
-            return ParsedReply(action.text, [_normalized(c) for c in action.tool_calls])
+            return _read_calls(action.text, action.tool_calls)
         from transformers.utils.chat_parsing import parse_response
 
-        # The parser reads up to the end-of-turn text, which a sampled reply ends with.
-        text = action.text if action.text.endswith(self.eot_text) else action.text + self.eot_text
+        # Some templates close a call only at the end of the turn (Llama-3's `}<|eot_id|>`):
+        # a reply that ended, whose text lacks the end a server strips, is read with it. A
+        # reply cut at the length limit never ended: it is read as written. An error never
+        # quotes the added end: the model did not write it.
+        added = ""
+        if self.calls_close_at_end and not action.truncated:
+            added = "" if action.text.endswith(self.eot_text) else self.eot_text
         try:
-            parsed = parse_response(text, self.template, prefix="", tools=list(tools) or None)
+            parsed = parse_response(
+                action.text + added, self.template, prefix="", tools=list(tools) or None
+            )
         except Exception as exc:  # noqa: BLE001 - a malformed call is the model's to fix
-            return ParsedReply(action.text, error=f"your tool call could not be parsed: {exc}")
-        calls = [_normalized(c) for c in parsed.get("tool_calls") or []]
+            reason = str(exc).replace(added, "") if added else str(exc)
+            return ParsedReply(action.text, error=f"your tool call could not be parsed: {reason}")
+        calls = parsed.get("tool_calls") or []
         if not calls:
             return ParsedReply(action.text)
-        content = str(parsed.get("content") or "").strip()
-        return ParsedReply(content, calls, reasoning=str(parsed.get("reasoning_content") or ""))
+        read = _read_calls(str(parsed.get("content") or "").strip(), calls)
+        read.reasoning = str(parsed.get("reasoning_content") or "")
+        return read
+
+
+def _read_calls(content: str, calls: Sequence[Any]) -> ParsedReply:
+    """The calls in OpenAI's form, or the error that a call is not a JSON object."""
+    for call in calls:
+        function = call.get("function", call) if isinstance(call, dict) else call
+        if not isinstance(function, dict):
+            written = json.dumps(function, default=str)[:80]
+            return ParsedReply(
+                content,
+                error=(
+                    "your tool call could not be read: a call is a JSON object "
+                    f'{{"name": ..., "arguments": {{...}}}}, not {written}'
+                ),
+            )
+    return ParsedReply(content, [_normalized(c) for c in calls])
 
 
 def _normalized(call: dict[str, Any]) -> dict[str, Any]:
     """OpenAI's form with ``arguments`` a dict (a string that is not JSON stays a string,
     and the runner answers it with an error)."""
-    function = dict(call.get("function") or call)
+    function = call.get("function") or call
     arguments = function.get("arguments", function.get("parameters", {}))
     if isinstance(arguments, str):
         try:
