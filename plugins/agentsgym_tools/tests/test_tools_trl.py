@@ -36,7 +36,9 @@ def test_the_environment_class_has_the_env_tools_and_judges_the_final_reply() ->
 
 
 def test_grpo_trains_a_step_on_it(tmp_path: Any) -> None:
-    pytest.importorskip("agentsgym_trl", reason="TRL's GRPOTrainer and the tiny model come with agentsgym-trl")
+    pytest.importorskip(
+        "agentsgym_trl", reason="TRL's GRPOTrainer and the tiny model come with agentsgym-trl"
+    )
     from datasets import Dataset
     from trl import GRPOConfig, GRPOTrainer
     from trl.chat_template_utils import qwen2_5_chat_template
@@ -55,15 +57,26 @@ def test_grpo_trains_a_step_on_it(tmp_path: Any) -> None:
         for i in range(4)
     ]
     config = GRPOConfig(
-        output_dir=str(tmp_path), max_steps=1, per_device_train_batch_size=4, num_generations=2,
-        max_completion_length=8, max_tool_calling_iterations=2, use_cpu=True, bf16=False,
-        save_strategy="no", report_to="none", seed=0,
-    )  # fmt: skip
+        output_dir=str(tmp_path),
+        max_steps=1,
+        per_device_train_batch_size=4,
+        num_generations=2,
+        max_completion_length=8,
+        max_tool_calling_iterations=2,
+        use_cpu=True,
+        bf16=False,
+        save_strategy="no",
+        report_to="none",
+        seed=0,
+    )
     trainer = GRPOTrainer(
-        model=build_tiny_model(tokenizer, seed=0), args=config, processing_class=tokenizer,
-        train_dataset=Dataset.from_list(rows), environment_factory=factory,
+        model=build_tiny_model(tokenizer, seed=0),
+        args=config,
+        processing_class=tokenizer,
+        train_dataset=Dataset.from_list(rows),
+        environment_factory=factory,
         reward_funcs=[factory.reward],
-    )  # fmt: skip
+    )
     assert {t.__name__ for t in trainer.tools} == {"multiply", "add"}
     output = trainer.train()
     assert output.global_step == 1

@@ -66,11 +66,17 @@ class ScriptedToolAgent:
     def write_calls(self, calls: ToolCalls) -> str:
         """The text a model of this chat template writes for ``calls``."""
         if self.chat is None:
-            raise ValueError("writing calls as text needs a tokenizer (ScriptedToolAgent(..., tokenizer))")
-        reply = Message(role="assistant", content="", tool_calls=[
-            {"id": f"call_{i}", "type": "function", "function": {"name": n, "arguments": a}}
-            for i, (n, a) in enumerate(calls)
-        ])  # fmt: skip
+            raise ValueError(
+                "writing calls as text needs a tokenizer (ScriptedToolAgent(..., tokenizer))"
+            )
+        reply = Message(
+            role="assistant",
+            content="",
+            tool_calls=[
+                {"id": f"call_{i}", "type": "function", "function": {"name": n, "arguments": a}}
+                for i, (n, a) in enumerate(calls)
+            ],
+        )
         answers = [
             Message(role="tool", tool_call_id=f"call_{i}", name=n, content="")
             for i, (n, _) in enumerate(calls)
@@ -92,8 +98,14 @@ class ScriptedToolAgent:
 
 def _structured(calls: ToolCalls) -> AgentAction:
     """``calls`` as a chat server returns them: OpenAI's form, arguments as JSON text."""
-    return AgentAction(text="", tool_calls=[
-        {"id": f"call_{i}", "type": "function",
-         "function": {"name": name, "arguments": json.dumps(arguments)}}
-        for i, (name, arguments) in enumerate(calls)
-    ])  # fmt: skip
+    return AgentAction(
+        text="",
+        tool_calls=[
+            {
+                "id": f"call_{i}",
+                "type": "function",
+                "function": {"name": name, "arguments": json.dumps(arguments)},
+            }
+            for i, (name, arguments) in enumerate(calls)
+        ],
+    )

@@ -94,10 +94,15 @@ def _rewards(completions: list[Any], environments: list[Any] | None) -> list[flo
             completion[-1].get("content", "") if isinstance(completion, list) else str(completion)
         )
         env = environment.env
-        result = _settled(env.hook.step_episode(
-            env=env, state=environment.state, action=text or "", step=0,
-            reply=agentsgym.AgentAction(text=text or ""),
-        ))  # fmt: skip
+        result = _settled(
+            env.hook.step_episode(
+                env=env,
+                state=environment.state,
+                action=text or "",
+                step=0,
+                reply=agentsgym.AgentAction(text=text or ""),
+            )
+        )
         rewards.append(float(result[1]))
     return rewards
 
