@@ -11,6 +11,7 @@ import pytest
 import agentsgym
 from agentsgym import ScriptedAgent
 from agentsgym.testing import check_env, run_cli
+from agentsgym_tools import ScriptedToolAgent
 from agentsgym_tools.calculator import calculator_solver
 
 CALCULATOR = "tools/Calculator-v0"
@@ -75,7 +76,8 @@ def test_describe_and_list_envs_show_the_tools() -> None:
     assert "  add(a, b): Add two integers." in run_cli("describe", CALCULATOR).stdout
     listed = json.loads(run_cli("list-envs", "--json", "--verbose").stdout)
     assert {t["name"] for t in next(i for i in listed if i.get("id") == CALCULATOR)["tools"]} == {
-        "add", "multiply"
+        "add",
+        "multiply",
     }
 
 
@@ -120,3 +122,26 @@ def test_tools_that_cannot_be_had_fail_the_episode_not_the_run() -> None:
     batch = env.run_trial([{"seed": 1}, {"seed": 2}], calculator_solver(), num_rollouts=1)
     assert len(batch.failed) == 2
     assert all("ConnectionError: the tool server is down" in e.error for e in batch.failed)
+
+
+def test_two_calls_on_a_one_call_template_are_answered_not_fatal() -> None:
+    """Llama-3.2's template raises on a reply of two calls; the model is told instead."""
+    folder = Path(__file__).resolve().parents[3].parent / "shared" / "tokenizers"
+    folder = folder / "llama-3.2-instruct"
+    if not (folder / "tokenizer.json").exists():
+        pytest.skip(f"tokenizer pack llama-3.2-instruct not found at {folder}")
+    env = agentsgym.make(CALCULATOR, tokenizer=str(folder))
+    assert env.one_call_per_reply
+    two = [("multiply", {"a": 1, "b": 2}), ("add", {"a": 2, "b": 5})]
+    for agent in (ScriptedToolAgent([two, "\\boxed{7}"]), calculator_solver(str(folder))):
+        episode = env.run_trial([{"a": 1, "b": 2, "c": 5}], agent).all_episodes[0]
+        assert episode.ok, episode.error
+        assert episode.final_reward == 1.0
+    episode = env.run_trial(
+        [{"a": 1, "b": 2, "c": 5}], ScriptedToolAgent([two, "\\boxed{7}"])
+    ).all_episodes[0]
+    assert [m["role"] for m in episode.messages] == ["user", "assistant", "user", "assistant"]
+    assert episode.messages[2]["content"] == (
+        "Error: this model's chat template allows one tool call per reply, and this reply "
+        "made 2; none was run. Call one tool, read its result, then call the next"
+    )

@@ -4,27 +4,33 @@ Declare ``tools`` (functions, :func:`~agentsgym_tools.tool` objects or JSON sche
 override :meth:`ToolEnv.get_tools` for tools that differ per task. A reply that calls
 tools gets their results as ``tool`` messages and the model goes on; a reply without
 calls reaches ``step_episode`` as in any env. Tool turns count toward
-``max_steps_per_episode``; ``max_tool_calls_per_turn`` and ``tool_timeout_seconds``
-bound each reply's calls.
+``max_steps_per_episode``; ``max_tool_calls_per_turn``, ``tool_timeout_seconds`` and
+``max_tool_result_chars`` bound each reply's calls.
+
+A tool that asks for the :class:`~agentsgym_tools.ToolContext` gets the episode's task,
+and its state once ``initialize_episode`` returned it (a wrapper of that hook binds it).
 """
 
 from __future__ import annotations
 
+import inspect
 import logging
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from pydantic import Field
 
-from agentsgym import EnvConfig, MultistepEnv
+from agentsgym import EnvConfig, MultistepEnv, hookimpl
 from agentsgym.tokenization import ChatTokenizer
 from agentsgym.types import Message
+from agentsgym_tools.context import ToolContext
 from agentsgym_tools.parsing import ToolCallParser
-from agentsgym_tools.runner import ToolRunner
+from agentsgym_tools.runner import DEFAULT_MAX_RESULT_CHARS, ToolRunner
 from agentsgym_tools.tool import Tool, as_tools
 from agentsgym_tools.toolbox import Toolbox
 
-__all__ = ["ToolEnv", "ToolEnvConfig", "ToolLike", "renders_tools"]
+__all__ = ["ToolEnv", "ToolEnvConfig", "ToolLike", "renders_parallel_calls", "renders_tools"]
 
 logger = logging.getLogger(__name__)
 
@@ -40,6 +46,11 @@ class ToolEnvConfig(EnvConfig):
     tool_timeout_seconds: float = Field(
         30.0, gt=0, le=3600, description="each tool call's budget; an overrun is an error"
     )
+    max_tool_result_chars: int = Field(
+        DEFAULT_MAX_RESULT_CHARS,
+        ge=100,
+        description="the longest tool answer in characters; a longer one is cut, saying so",
+    )
 
 
 class ToolEnv(MultistepEnv):
@@ -53,11 +64,16 @@ class ToolEnv(MultistepEnv):
         eot = self.chat.eot_text if self.chat is not None else ""
         self.tool_parser = ToolCallParser(tokenizer, eot_text=eot)
         self._default_tools = as_tools(type(self).tools)  # declaration errors surface here
+        self.one_call_per_reply = self.chat is not None and not renders_parallel_calls(self.chat)
+        # the contexts of episodes whose tools are made but whose state is not yet known,
+        # by the identity of their task_data (the engine passes that very dict to both)
+        self._unbound: weakref.WeakValueDictionary[int, ToolContext] = weakref.WeakValueDictionary()
         if self.chat is not None and self._default_tools and not renders_tools(self.chat):
             logger.warning(
                 "the chat template of %s does not render tools: a model playing %s is never "
                 "told its tools (see `agentsgym list-models`: smollm2-tools, say)",
-                getattr(self.tokenizer, "name_or_path", "the tokenizer"), type(self).__name__,
+                getattr(self.tokenizer, "name_or_path", "the tokenizer"),
+                type(self).__name__,
             )
 
     def get_tools(self, task_data: dict[str, Any]) -> Sequence[ToolLike]:
@@ -68,16 +84,70 @@ class ToolEnv(MultistepEnv):
         tools = as_tools(self.get_tools(task_data))
         if not tools:
             return None
+        config = self.config
         runner = ToolRunner(
             tools,
-            timeout_seconds=float(getattr(self.config, "tool_timeout_seconds", 30.0)),
-            max_calls=int(getattr(self.config, "max_tool_calls_per_turn", 8)),
+            timeout_seconds=float(getattr(config, "tool_timeout_seconds", 30.0)),
+            max_calls=int(getattr(config, "max_tool_calls_per_turn", 8)),
+            max_result_chars=int(
+                getattr(config, "max_tool_result_chars", DEFAULT_MAX_RESULT_CHARS)
+            ),
         )
-        return Toolbox(tools, self.tool_parser, runner)
+        context = ToolContext(task_data=task_data)
+        self._unbound[id(task_data)] = context
+        return Toolbox(
+            tools,
+            self.tool_parser,
+            runner,
+            context=context,
+            one_call_per_reply=self.one_call_per_reply,
+        )
+
+    @hookimpl(wrapper=True, specname="initialize_episode")
+    def _bind_tool_context(self, session_id: str, task_data: dict[str, Any]) -> Any:
+        """The episode's state reaches its tools' context (see the module docstring)."""
+        state = yield
+        context = self._unbound.pop(id(task_data), None)
+        if context is None or context.task_data is not task_data:
+            return state
+        if inspect.isawaitable(state):  # an async initialize_episode: bind once awaited
+            return _bound_when_awaited(state, context, session_id)
+        context.state, context.session_id = state, session_id
+        return state
 
 
-_PROBE_TOOL = {"type": "function", "function": {"name": "probe", "description": "A probe.",
-               "parameters": {"type": "object", "properties": {}}}}  # fmt: skip
+async def _bound_when_awaited(state: Any, context: ToolContext, session_id: str) -> Any:
+    context.state, context.session_id = await state, session_id
+    return context.state
+
+
+_PROBE_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "probe",
+        "description": "A probe.",
+        "parameters": {"type": "object", "properties": {}},
+    },
+}
+
+
+def renders_parallel_calls(chat: ChatTokenizer) -> bool:
+    """Whether ``chat``'s template renders a reply of two calls (Llama-3.x's raises)."""
+    calls = [
+        {"id": f"call_{i}", "type": "function", "function": {"name": "probe", "arguments": {}}}
+        for i in range(2)
+    ]
+    conversation = [
+        Message(role="user", content="Hi."),
+        Message(role="assistant", content="", tool_calls=calls),
+        *(Message(role="tool", tool_call_id=c["id"], name="probe", content="1") for c in calls),
+    ]
+    kwargs = {**chat.template_kwargs, "tokenize": False, "tools": [_PROBE_TOOL]}
+    try:
+        chat.tokenizer.apply_chat_template(conversation, **kwargs)
+    except Exception:  # noqa: BLE001 - jinja2's TemplateError, raised by the template
+        return False
+    return True
 
 
 def renders_tools(chat: ChatTokenizer) -> bool:

@@ -9,10 +9,12 @@ too, with or without a function behind it (an MCP server's tools are such).
 from __future__ import annotations
 
 import inspect
+import typing
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from agentsgym_tools.context import ToolContext
 from agentsgym_tools.errors import ToolDeclarationError
 
 __all__ = ["Tool", "as_tools", "tool"]
@@ -21,11 +23,18 @@ __all__ = ["Tool", "as_tools", "tool"]
 @dataclass(frozen=True)
 class Tool:
     """One tool of an episode. ``function`` is sync or async; it gets the call's
-    arguments as keyword arguments and returns anything (text as is, else JSON)."""
+    arguments as keyword arguments and returns anything (text as is, else JSON).
+
+    ``context_parameter``: the function's parameter that receives the episode's
+    :class:`~agentsgym_tools.ToolContext`. ``hidden``: the argument names the model may
+    not give (that parameter, and what an MCP toolbox injects); neither is in ``schema``.
+    """
 
     name: str
     schema: dict[str, Any]
     function: Callable[..., Any] | None = None
+    context_parameter: str | None = None
+    hidden: tuple[str, ...] = ()
 
     @property
     def parameters(self) -> dict[str, Any]:
@@ -40,14 +49,22 @@ def tool(
 ) -> Tool:
     """A :class:`Tool` from a function (schema derived from its hints and docstring) or
     from an explicit ``schema``; ``name`` renames it."""
+    context_parameter = None if function is None else _context_parameter(function)
     if schema is None:
         if function is None:
             raise ToolDeclarationError("a tool needs a function or a schema")
-        schema = _derived_schema(function)
+        schema = _derived_schema(function, context_parameter)
     checked = _checked_schema(schema)
     if name is not None:
         checked["function"]["name"] = name
-    return Tool(name=checked["function"]["name"], schema=checked, function=function)
+    shown = checked["function"]["parameters"].get("properties") or {}
+    if context_parameter is not None and context_parameter in shown:
+        raise ToolDeclarationError(
+            f"tool {checked['function']['name']!r}: its schema shows {context_parameter!r}, the "
+            "parameter that receives the ToolContext; leave it out of the schema"
+        )
+    hidden = (context_parameter,) if context_parameter else ()
+    return Tool(checked["function"]["name"], checked, function, context_parameter, hidden)
 
 
 def as_tools(declared: Iterable[Tool | Callable[..., Any] | Mapping[str, Any]]) -> list[Tool]:
@@ -71,13 +88,63 @@ def as_tools(declared: Iterable[Tool | Callable[..., Any] | Mapping[str, Any]]) 
     return tools
 
 
-def _derived_schema(function: Callable[..., Any]) -> dict[str, Any]:
+def _signature_target(function: Callable[..., Any]) -> Callable[..., Any]:
+    if inspect.isfunction(function) or inspect.ismethod(function):
+        return function
+    return getattr(function, "__call__", function)  # noqa: B004 - a callable object's hints
+
+
+def _context_parameter(function: Callable[..., Any]) -> str | None:
+    """The parameter annotated :class:`ToolContext` (string annotations included)."""
+    target = _signature_target(function)
+    try:
+        parameters = inspect.signature(target).parameters
+    except (TypeError, ValueError):
+        return None
+    try:
+        hints = typing.get_type_hints(target)
+    except Exception:  # noqa: BLE001 - unresolvable hints: read the annotations as written
+        hints = {}
+    found = [
+        name
+        for name, parameter in parameters.items()
+        if hints.get(name) is ToolContext
+        or parameter.annotation is ToolContext
+        or parameter.annotation in ("ToolContext", "agentsgym_tools.ToolContext")
+    ]
+    if len(found) > 1:
+        raise ToolDeclarationError(
+            f"tool {getattr(function, '__name__', function)!r} asks for the ToolContext "
+            f"twice ({', '.join(found)}); one parameter receives it"
+        )
+    return found[0] if found else None
+
+
+def _without_parameter(target: Callable[..., Any], hidden: str) -> Callable[..., Any]:
+    """A stand-in with ``target``'s hints, docstring and signature, less ``hidden``, for
+    transformers' schema derivation (which reads nothing else)."""
+    signature = inspect.signature(target)
+    hints = {k: v for k, v in typing.get_type_hints(target).items() if k != hidden}
+
+    def stand_in(*args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError
+
+    stand_in.__name__ = stand_in.__qualname__ = getattr(target, "__name__", "tool")
+    stand_in.__doc__ = inspect.getdoc(target)
+    stand_in.__annotations__ = hints
+    stand_in.__signature__ = signature.replace(  # type: ignore[attr-defined]
+        parameters=[p for n, p in signature.parameters.items() if n != hidden]
+    )
+    return stand_in
+
+
+def _derived_schema(function: Callable[..., Any], hidden: str | None) -> dict[str, Any]:
     from transformers.utils import get_json_schema
 
-    target = function if inspect.isfunction(function) or inspect.ismethod(function) else None
-    if target is None:  # a callable object: its __call__ carries the hints
-        target = getattr(function, "__call__", function)  # noqa: B004
+    target = _signature_target(function)
     try:
+        if hidden is not None:
+            target = _without_parameter(target, hidden)
         return dict(get_json_schema(target))
     except Exception as exc:  # DocstringParsingException, TypeHintParsingException
         raise ToolDeclarationError(
