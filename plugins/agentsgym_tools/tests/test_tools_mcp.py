@@ -14,7 +14,13 @@ pytest.importorskip("mcp")
 
 import agentsgym
 from agentsgym import StepResult, hookimpl
-from agentsgym_tools import MCPTools, ScriptedToolAgent, ToolDeclarationError, ToolEnv
+from agentsgym_tools import (
+    MCPTools,
+    ScriptedToolAgent,
+    ToolDeclarationError,
+    ToolEnv,
+    ToolUnavailableError,
+)
 
 SERVER = [str(Path(__file__).with_name("mcp_calc_server.py"))]
 
@@ -22,9 +28,9 @@ SERVER = [str(Path(__file__).with_name("mcp_calc_server.py"))]
 class MCPCalcEnv(ToolEnv):
     """Asks for 2 + 3 with the MCP server's tools."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, inject: Any = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.mcp = MCPTools(sys.executable, SERVER)
+        self.mcp = MCPTools(sys.executable, SERVER, inject=inject)
 
     def get_tools(self, task_data: dict[str, Any]) -> Any:
         return self.mcp.tools()
@@ -45,50 +51,98 @@ class MCPCalcEnv(ToolEnv):
         return StepResult(state, float("5" in action), True, {})
 
 
-def test_an_env_plays_the_tools_of_an_mcp_server() -> None:
+def _answers(episode: Any) -> list[str]:
+    return [m["content"] for m in episode.messages if m["role"] == "tool"]
+
+
+def test_an_env_plays_the_tools_of_an_mcp_server(capfd: Any) -> None:
     env = MCPCalcEnv(tokenizer=agentsgym.load_tokenizer(agentsgym.DEFAULT_TOKENIZER))
     try:
         tools = env.mcp.tools()
-        assert [t.name for t in tools] == ["add", "fail"]
+        assert [t.name for t in tools][:3] == ["add", "refuse", "fail"]
         assert tools[0].parameters["required"] == ["a", "b"]
-        script = [[("add", {"a": 2, "b": 3}), ("fail", {"reason": "no"}), ("add", {"a": "x"})], "5"]
-        batch = env.run_trial([{}], ScriptedToolAgent(script), num_rollouts=2)
+        calls = [
+            ("add", {"a": 2, "b": 3}),
+            ("refuse", {"reason": "the ledger is closed"}),
+            ("fail", {"reason": "no"}),
+            ("add", {"a": "x"}),
+        ]
+        batch = env.run_trial([{}, {}], ScriptedToolAgent([calls, "5"]), num_rollouts=2)
+        assert env.mcp.host.starts == 1  # one server for the env's life, every episode
     finally:
         env.close()
     for episode in batch.episodes:
         assert episode.ok and episode.final_reward == 1.0, episode.error
-        answers = [m["content"] for m in episode.messages if m["role"] == "tool"]
-        assert answers[0] == "5"
-        assert answers[1].startswith("Error: fail raised MCPToolError: Error executing tool fail")
-        assert (
-            answers[2].startswith("Error: add raised MCPToolError")
-            and "valid integer" in answers[2]
-        )
+        answers = _answers(episode)
+        assert answers[:3] == [
+            "5",
+            "Error: refuse: the ledger is closed",
+            "Error: fail: it failed on the MCP server, which gave no reason",
+        ]
+        assert answers[3].startswith("Error: add: ") and "valid integer" in answers[3]
         assert len(episode.segments) == 1
     declared = env.chat.with_tools([t.schema for t in tools]).render([], add_generation_prompt=True)
     assert '"name": "add"' in declared  # the template declared the server's tools
+    assert "Traceback" not in capfd.readouterr().err  # the server's log stays off the terminal
+
+
+def test_injected_arguments_are_hidden_from_the_model() -> None:
+    inject = {"seed": lambda context: context.task_data["seed"]}
+    env = MCPCalcEnv(agentsgym.load_tokenizer(agentsgym.DEFAULT_TOKENIZER), inject=inject)
+    try:
+        balance = next(t for t in env.mcp.tools() if t.name == "balance")
+        assert list(balance.parameters["properties"]) == ["account"]
+        assert balance.parameters["required"] == ["account"]
+        calls = [
+            ("balance", {"account": "ACC-657"}),
+            ("balance", {"acount": "ACC-657"}),
+            ("balance", {"account": "ACC-657", "seed": 4}),
+        ]
+        episode = env.run_trial([{"seed": 3}], ScriptedToolAgent([calls, "5"])).episodes[0]
+    finally:
+        env.close()
+    answers = _answers(episode)
+    assert answers[0] == "100"
+    assert answers[1].startswith("Error: balance: ") and "acount" in answers[1]
+    assert "seed" not in answers[1] and "'acount': 'ACC-657'}" in answers[1]
+    assert answers[2] == (
+        "Error: bad arguments for balance: got an unexpected keyword argument 'seed'"
+    )
+
+
+def test_one_server_for_every_event_loop_and_close_stops_it() -> None:
+    mcp = MCPTools(sys.executable, SERVER)
+
+    async def twice() -> list[str]:
+        return list(await asyncio.gather(mcp.call("pid", {}), mcp.call("add", {"a": 3, "b": 4})))
+
+    first_pid, seven = asyncio.run(twice())
+    assert seven == "7" and len(mcp.tools()) == 6
+    assert asyncio.run(mcp.call("pid", {})) == first_pid  # another loop, the same server
+    assert mcp.host.starts == 1
+    mcp.close()
+    with pytest.raises(ToolUnavailableError, match="was closed"):
+        asyncio.run(mcp.call("pid", {}))
+
+
+def test_a_server_that_dies_fails_that_episode_and_is_started_again() -> None:
+    env = MCPCalcEnv(tokenizer=agentsgym.load_tokenizer(agentsgym.DEFAULT_TOKENIZER))
+    try:
+        before = asyncio.run(env.mcp.call("pid", {}))
+        dying = env.run_trial([{}], ScriptedToolAgent([[("die", {})], "5"])).all_episodes[0]
+        assert not dying.ok and "ServerLost" in dying.error and "exited" in dying.error
+        later = env.run_trial([{}], ScriptedToolAgent([[("pid", {})], "5"])).episodes[0]
+        assert later.ok, later.error
+        assert _answers(later)[0] != before  # a new process answered
+        assert env.mcp.host.starts == 2
+    finally:
+        env.close()
 
 
 def test_an_mcp_server_that_does_not_start_is_a_clear_error() -> None:
     broken = MCPTools(sys.executable, ["-c", "raise SystemExit(3)"], start_timeout_seconds=30)
     with pytest.raises(ToolDeclarationError, match="could not list the tools of the MCP server"):
         broken.tools()
-
-
-def test_one_session_per_loop_and_close_stops_it() -> None:
-    mcp = MCPTools(sys.executable, SERVER)
-
-    async def twice() -> list[str]:
-        return list(
-            await asyncio.gather(
-                mcp.call("add", {"a": 1, "b": 2}), mcp.call("add", {"a": 3, "b": 4})
-            )
-        )
-
-    assert asyncio.run(twice()) == ["3", "7"]
-    assert len(mcp._connections) == 1
-    mcp.close()
-    assert mcp._connections == {}
 
 
 def test_a_secret_in_the_server_command_stays_out_of_the_error() -> None:

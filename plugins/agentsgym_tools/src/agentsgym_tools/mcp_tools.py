@@ -1,78 +1,48 @@
 """MCPTools: the tools of an MCP server, through the ``mcp`` SDK over stdio.
 
-The server is started as a subprocess (``command`` and ``args``). Its tool list is read
-once, with the schemas it declares (``input_schema``); calls go through one client
-session per event loop, kept open until :meth:`MCPTools.close`. A call the server
-answers with ``is_error`` raises :class:`MCPToolError`, which the runner turns into an
-``Error:`` tool message like any tool's exception.
+The server is started as a subprocess (``command`` and ``args``) once, the first time it
+is needed, and kept for as long as the ``MCPTools`` (until :meth:`MCPTools.close`): one
+client session, on a thread of its own, serves every episode and every event loop
+(:class:`~agentsgym_tools.mcp_host.MCPHost`). Its tool list is read once, with the
+schemas it declares (``input_schema``).
+
+* A call the server answers with ``is_error`` raises :class:`MCPToolError` (a
+  :class:`~agentsgym_tools.ToolError`): the model reads the server's reason.
+* A server that exits during a call fails that episode
+  (:class:`~agentsgym_tools.ToolUnavailableError`); the next call starts it again.
+* ``inject`` gives the server arguments the model never sees: each is computed from the
+  call's :class:`~agentsgym_tools.ToolContext`, left out of the schemas, refused when
+  the model names it, and cut out of the server's error text.
 
 ``pip install 'agentsgym-tools[mcp]'`` (the ``mcp`` SDK, 2.x).
 """
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import json
 import logging
+import re
 import threading
 import weakref
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import IO, Any
 
 from agentsgym.redaction import redact_argv, redact_text
-from agentsgym_tools.errors import ToolDeclarationError
+from agentsgym_tools.context import ToolContext
+from agentsgym_tools.errors import ToolDeclarationError, ToolError
+from agentsgym_tools.mcp_host import MCPHost
 from agentsgym_tools.tool import Tool
 
 __all__ = ["MCPToolError", "MCPTools"]
 
 logger = logging.getLogger(__name__)
 
+CONTEXT_PARAMETER = "agentsgym_context"
+Injector = Callable[[ToolContext], Any]
 
-class MCPToolError(RuntimeError):
+
+class MCPToolError(ToolError):
     """The MCP server answered a call with an error (its text is the message)."""
-
-
-class _Connection:
-    """One client session, held open by a task on its loop until stopped."""
-
-    def __init__(self, params: Any, loop: asyncio.AbstractEventLoop) -> None:
-        self.params = params
-        self.loop = loop
-        self.ready = asyncio.Event()
-        self.stop = asyncio.Event()
-        self.session: Any = None
-        self.failure: BaseException | None = None
-        self.task = loop.create_task(self._hold())
-
-    async def _hold(self) -> None:
-        from mcp import ClientSession
-        from mcp.client.stdio import stdio_client
-
-        try:
-            async with (
-                stdio_client(self.params) as (read, write),
-                ClientSession(read, write) as session,
-            ):
-                await session.initialize()
-                self.session = session
-                self.ready.set()
-                await self.stop.wait()
-        except BaseException as exc:
-            self.failure = exc
-            self.ready.set()
-            if not isinstance(exc, (Exception, asyncio.CancelledError)):
-                raise
-
-    def close(self) -> None:
-        if not self.loop.is_closed():
-            self.loop.call_soon_threadsafe(self.stop.set)
-
-
-def _close_all(connections: dict[Any, _Connection]) -> None:
-    for connection in list(connections.values()):
-        connection.close()
-    connections.clear()
 
 
 class MCPTools:
@@ -83,6 +53,10 @@ class MCPTools:
     :param env: its environment (``None``: the SDK's safe default).
     :param cwd: its working directory.
     :param start_timeout_seconds: how long starting it and listing its tools may take.
+    :param inject: hidden arguments, ``{name: function of the ToolContext}``, e.g.
+        ``{"seed": lambda context: context.task_data["seed"]}``.
+    :param server_log: where the server's stderr goes (``None``: a temporary file whose
+        last lines errors quote; ``sys.stderr`` to watch it).
     """
 
     def __init__(
@@ -93,6 +67,8 @@ class MCPTools:
         env: Mapping[str, str] | None = None,
         cwd: str | None = None,
         start_timeout_seconds: float = 60.0,
+        inject: Mapping[str, Injector] | None = None,
+        server_log: IO[str] | None = None,
     ) -> None:
         try:
             from mcp import StdioServerParameters
@@ -104,78 +80,103 @@ class MCPTools:
             command=command, args=list(args), env=dict(env) if env else None, cwd=cwd
         )
         self.start_timeout_seconds = start_timeout_seconds
+        self.inject = dict(inject or {})
+        self.described = " ".join(redact_argv([command, *args]))
+        self.host = MCPHost(
+            self.params,
+            describe=self.described,
+            start_timeout_seconds=start_timeout_seconds,
+            server_log=server_log,
+        )
         self._tools: list[Tool] | None = None
+        self._injects: dict[str, tuple[str, ...]] = {}  # per tool: the injected it takes
         self._lock = threading.Lock()
-        self._connections: dict[Any, _Connection] = {}
-        weakref.finalize(self, _close_all, self._connections)
+        self._warned_crashes: set[str] = set()
+        weakref.finalize(self, self.host.close)
 
     def tools(self) -> list[Tool]:
-        """The server's tools (listed once, in a worker thread: callable from a loop)."""
+        """The server's tools (listed once; a plain call, fine from inside a loop)."""
         with self._lock:
             if self._tools is None:
-                with concurrent.futures.ThreadPoolExecutor(1) as pool:
-                    listed = pool.submit(asyncio.run, self._list()).result()
+                try:
+                    listed = self.host.call_sync(_list_tools, self.start_timeout_seconds + 5)
+                except Exception as exc:
+                    raise ToolDeclarationError(
+                        f"could not list the tools of the MCP server {self.described}: "
+                        f"{type(exc).__name__}: {redact_text(str(exc))}"
+                    ) from exc
                 self._tools = [self._as_tool(t) for t in listed]
             return list(self._tools)
 
-    async def call(self, name: str, arguments: dict[str, Any]) -> str:
-        """Call tool ``name``; its text content (JSON for structured content only)."""
-        session = await self._session()
-        result = await session.call_tool(name, arguments)
+    async def call(
+        self, name: str, arguments: dict[str, Any], context: ToolContext | None = None
+    ) -> str:
+        """Call tool ``name`` with ``arguments`` and the injected ones; its text content
+        (JSON for structured content only)."""
+        context = context if context is not None else ToolContext(task_data={})
+        keys = self._injects.get(name, tuple(self.inject))
+        injected = {key: self.inject[key](context) for key in keys}
+
+        async def call_tool(session: Any) -> Any:
+            return await session.call_tool(name, {**arguments, **injected})
+
+        result = await self.host.call(call_tool)
         texts = [c.text for c in result.content or [] if getattr(c, "text", None) is not None]
         text = "\n".join(texts)
         if not texts and getattr(result, "structured_content", None) is not None:
             text = json.dumps(result.structured_content, ensure_ascii=False)
         if getattr(result, "is_error", False):
-            raise MCPToolError(text or f"{name} failed")
+            raise MCPToolError(self._reason(name, without_injected(text, injected)))
         return text
 
     def close(self) -> None:
-        """Stop the server processes of every loop's session."""
-        _close_all(self._connections)
+        """Stop the server (a later call raises
+        :class:`~agentsgym_tools.ToolUnavailableError`)."""
+        self.host.close()
 
-    async def _list(self) -> list[Any]:
-        from mcp import ClientSession
-        from mcp.client.stdio import stdio_client
-
-        async def listing() -> list[Any]:
-            async with (
-                stdio_client(self.params) as (read, write),
-                ClientSession(read, write) as session,
-            ):
-                await session.initialize()
-                return list((await session.list_tools()).tools)
-
-        try:
-            return await asyncio.wait_for(listing(), self.start_timeout_seconds)
-        except Exception as exc:
-            raise ToolDeclarationError(
-                f"could not list the tools of the MCP server "
-                f"{' '.join(redact_argv([self.params.command, *self.params.args]))}: "
-                f"{type(exc).__name__}: {redact_text(str(exc))}"
-            ) from exc
-
-    async def _session(self) -> Any:
-        loop = asyncio.get_running_loop()
-        connection = self._connections.get(loop)
-        if connection is None or connection.failure is not None:
-            connection = self._connections[loop] = _Connection(self.params, loop)
-        await asyncio.wait_for(connection.ready.wait(), self.start_timeout_seconds)
-        if connection.failure is not None:
-            raise MCPToolError(f"the MCP server could not be reached: {connection.failure}")
-        return connection.session
+    def _reason(self, name: str, text: str) -> str:
+        """The server's error, less the SDK's ``Error executing tool <name>`` prefix; a
+        crash (an exception other than ``ToolError`` on the server) gives no reason."""
+        prefix = f"Error executing tool {name}"
+        reason = text.removeprefix(prefix).removeprefix(":").strip() if text else ""
+        if reason:
+            return reason
+        if name not in self._warned_crashes:
+            self._warned_crashes.add(name)
+            logger.warning(
+                "MCP tool %s of %s crashed on the server: the model read no reason. Raise "
+                "mcp.server.mcpserver.exceptions.ToolError(reason) for a failure the model "
+                "should read (the server's stderr, with the traceback: %s)",
+                name,
+                self.described,
+                self.host.log_path or "not kept",
+            )
+        return "it failed on the MCP server, which gave no reason"
 
     def _as_tool(self, listed: Any) -> Tool:
         parameters = dict(listed.input_schema or {"type": "object", "properties": {}})
         parameters.pop("title", None)
+        properties = dict(parameters.get("properties") or {})
+        injects = self._injects[listed.name] = tuple(k for k in self.inject if k in properties)
+        parameters["properties"] = {k: v for k, v in properties.items() if k not in self.inject}
+        if "required" in parameters:
+            parameters["required"] = [r for r in parameters["required"] if r not in self.inject]
         function = {
             "name": listed.name,
             "description": listed.description or "",
             "parameters": parameters,
         }
         return Tool(
-            listed.name, {"type": "function", "function": function}, _MCPCall(self, listed.name)
+            listed.name,
+            {"type": "function", "function": function},
+            _MCPCall(self, listed.name),
+            context_parameter=CONTEXT_PARAMETER,
+            hidden=(CONTEXT_PARAMETER, *injects),
         )
+
+
+async def _list_tools(session: Any) -> list[Any]:
+    return list((await session.list_tools()).tools)
 
 
 class _MCPCall:
@@ -185,5 +186,18 @@ class _MCPCall:
         self.tools = tools
         self.name = name
 
-    async def __call__(self, **arguments: Any) -> str:
-        return await self.tools.call(self.name, arguments)
+    async def __call__(self, agentsgym_context: ToolContext | None = None, **arguments: Any) -> str:
+        return await self.tools.call(self.name, arguments, agentsgym_context)
+
+
+def without_injected(text: str, injected: Mapping[str, Any]) -> str:
+    """``text`` with every ``key: value`` / ``key=value`` of the injected arguments cut
+    out (a validation error quotes the whole input back)."""
+    for key, value in injected.items():
+        forms = {re.escape(repr(value)), re.escape(json.dumps(value, default=str))}
+        value_pattern = "|".join(sorted(forms, key=len, reverse=True))
+        quoted_key = rf"""['"]{re.escape(key)}['"]\s*:\s*(?:{value_pattern})"""
+        text = re.sub(rf",\s*{quoted_key}", "", text)
+        text = re.sub(rf"{quoted_key}\s*,?\s*", "", text)
+        text = re.sub(rf"\b{re.escape(key)}=(?:{value_pattern})", "", text)
+    return text
