@@ -122,6 +122,59 @@ def test_train_per_token_grpo_with_a_tiny_model_built_on_the_fly(tmp_path: Path)
     assert math.isfinite(log["loss"]) and log["grad_norm"] >= 0
     assert log["kl"] == 0.0  # one step: the policy still is the reference
     assert (out / "model.safetensors").exists()
+    # what training played is kept, and the closing output says how to look at it
+    played = out / "played.jsonl"
+    rows = [json.loads(line) for line in played.read_text().splitlines()]
+    assert len(rows) == log["num_rollouts"] == 8
+    assert {row["env_id"] for row in rows} == {GUESS}
+    assert f"agentsgym view {played}" in " ".join(result.output.split())
+    viewer = pytest.importorskip("agentsgym_viewer.loading")
+    assert len(viewer.load_trajectories(played).episodes) == 8
+
+
+def reply_lengths(agent_mask: list[int]) -> list[int]:
+    """The lengths of the runs of 1 in an agent mask: one run per reply."""
+    lengths: list[int] = []
+    previous = 0
+    for value in agent_mask:
+        if value and not previous:
+            lengths.append(0)
+        if value:
+            lengths[-1] += 1
+        previous = value
+    return lengths
+
+
+def test_the_tiny_model_replies_in_16_tokens_unless_told_otherwise(tmp_path: Path) -> None:
+    # The untrained model never ends its turn: at 256 tokens a reply, a tool env's
+    # first step ran 17 minutes on two cores.
+    out = tmp_path / "short"
+    result = run(
+        "train",
+        GUESS,
+        "--trainer",
+        "per-token-grpo",
+        "--model",
+        "tiny",
+        "--max-steps",
+        "1",
+        "--output-dir",
+        str(out),
+        "--env-config",
+        "high=3",
+        "--env-config",
+        "max_steps_per_episode=2",
+        "--num-tasks",
+        "1",
+        "--num-rollouts",
+        "2",
+        "--tasks-per-step",
+        "1",
+    )
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in (out / "played.jsonl").read_text().splitlines()]
+    replies = [n for row in rows for n in reply_lengths(row["agent_token_mask"])]
+    assert replies and max(replies) == 16
 
 
 def test_train_dataset_sink_writes_rollouts_with_the_envs_agent(tmp_path: Path) -> None:
@@ -152,10 +205,29 @@ def test_train_exits_1_when_every_episode_failed(tmp_path: Path) -> None:
     exits 1, whatever the trainer makes of an empty step."""
     from agentsgym.testing import run_cli
 
-    unreachable = ["--agent", "openai", "--agent-option", "base_url=http://127.0.0.1:9/v1",
-                   "--agent-option", "max_retries=0", "--agent-option", "model=m"]
-    common = ["train", GUESS, "--trainer", "dataset-sink", "--max-steps", "2",
-              "--num-tasks", "2", "--num-rollouts", "2", *unreachable]
+    unreachable = [
+        "--agent",
+        "openai",
+        "--agent-option",
+        "base_url=http://127.0.0.1:9/v1",
+        "--agent-option",
+        "max_retries=0",
+        "--agent-option",
+        "model=m",
+    ]
+    common = [
+        "train",
+        GUESS,
+        "--trainer",
+        "dataset-sink",
+        "--max-steps",
+        "2",
+        "--num-tasks",
+        "2",
+        "--num-rollouts",
+        "2",
+        *unreachable,
+    ]
     result = run_cli(*common, "--output-dir", str(tmp_path / "a"))
     assert result.code == 1, result.output
     assert "every trial failed (8 of 8)" in result.stdout

@@ -25,10 +25,21 @@ from agentsgym_trl.tiny_model import save_tiny_model
 
 GUESS = "agentsgym/GuessTheNumber-v0"
 SMALL = [
-    "--env-config", "high=3", "--env-config", "max_steps_per_episode=2",
-    "--num-tasks", "4", "--num-rollouts", "2", "--tasks-per-step", "1",
-    "--max-new-tokens", "6", "--save-steps", "1",
-]  # fmt: skip
+    "--env-config",
+    "high=3",
+    "--env-config",
+    "max_steps_per_episode=2",
+    "--num-tasks",
+    "4",
+    "--num-rollouts",
+    "2",
+    "--tasks-per-step",
+    "1",
+    "--max-new-tokens",
+    "6",
+    "--save-steps",
+    "1",
+]
 
 pytestmark = pytest.mark.usefixtures("torch_single_thread")
 
@@ -81,6 +92,13 @@ def test_resume_continues_after_the_newest_checkpoint(
     after = (out / "train_log.jsonl").read_text().splitlines()
     assert [json.loads(x) for x in after[:2]] == [json.loads(x) for x in before]
     assert [step for step, _ in complete_checkpoints(out)] == [3, 4]  # the newest two
+    # what training played: the first run's steps, then the resumed run's, in one file
+    played = [json.loads(line) for line in (out / "played.jsonl").read_text().splitlines()]
+    assert len(played) == 4 * 2 and all(row["error"] is None for row in played)
+    groups = [row["group_index"] for row in played]
+    assert groups == sorted(groups) and len(set(groups)) == len(played) // (
+        1 if trainer == "trl-grpo" else 2
+    )
     if trainer == "dataset-sink":
         import datasets
 

@@ -91,9 +91,9 @@ def test_the_summary_says_whether_any_step_had_signal() -> None:
 
     flat = RewardSignal.of(TrainResult(steps=[step(1, 2, 0), step(2, 2, 0)]))
     assert flat.rows() == [("groups with differing rewards", "0 of 4 (in 0 of 2 steps)")]
-    verdict = flat.verdict()
+    verdict = flat.verdict("agentsgym/GuessTheNumber-v0")
     assert verdict is not None and "no learning signal" in verdict
-    assert "same reward" in verdict and "--warm-start" in verdict
+    assert "same reward" in verdict and "--warm-start guess-number" in verdict
 
     cut = RewardSignal.of(TrainResult(steps=[step(1, 2, 1, masked=8), step(2, 2, 0, masked=8)]))
     assert ("rollouts masked (a reply cut)", "16 of 16") in cut.rows()
@@ -108,3 +108,14 @@ def test_the_summary_says_whether_any_step_had_signal() -> None:
     silent = RewardSignal.of(TrainResult(steps=[StepMetrics(step=1, loss=0.0)]))
     assert silent.rows() == [("groups with differing rewards", "not reported by this trainer")]
     assert silent.verdict() is None
+
+
+def test_the_advice_without_signal_fits_the_env_in_hand() -> None:
+    from agentsgym_trl.train_summary import RewardSignal
+
+    flat = RewardSignal.of(TrainResult(steps=[step(1, 2, 0)]))
+    tools = flat.verdict("tools/Calculator-v0") or ""
+    # GuessTheNumber's warm start teaches "[k]" answers: no use for a calculator
+    assert "guess-number" not in tools and "--warm-start" not in tools
+    assert "at tools/Calculator-v0" in tools and "--model smollm2" in tools
+    assert "more --num-rollouts" in tools

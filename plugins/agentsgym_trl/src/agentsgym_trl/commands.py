@@ -25,16 +25,21 @@ from agentsgym.cli import (
 )
 from agentsgym.output import failure_report
 from agentsgym.registry import get_registry
-from agentsgym.trainers import RolloutSource
+from agentsgym.trainers import StepMetrics
 from agentsgym_trl.chat_templates import apply_chat_template_choice
+from agentsgym_trl.played_rollouts import PLAYED_FILE, RecordingSource
 from agentsgym_trl.train_checkpoints import (
     TRAIN_LOG,
     check_resume_arguments,
     checkpoint_keywords,
     checkpoint_to_resume,
 )
+from agentsgym_trl.train_pace import pace_warning
 from agentsgym_trl.train_progress import quiet_progress_bars, train_with_progress
 from agentsgym_trl.train_setup import (
+    DEFAULT_MAX_NEW_TOKENS,
+    TINY_MAX_NEW_TOKENS,
+    default_max_new_tokens,
     default_tokenizer,
     player,
     run_arguments,
@@ -80,7 +85,13 @@ def train(
         None, "--learning-rate", help="default: the trainer's"
     ),
     temperature: float = typer.Option(1.0, "--temperature", min=0.0, help="sampling temperature"),
-    max_new_tokens: int = typer.Option(256, "--max-new-tokens", min=1, help="tokens per reply"),
+    max_new_tokens: int | None = typer.Option(
+        None,
+        "--max-new-tokens",
+        min=1,
+        help=f"tokens per reply (default: {DEFAULT_MAX_NEW_TOKENS}; {TINY_MAX_NEW_TOKENS} with "
+        "--model tiny, whose replies always run to the limit)",
+    ),
     seed: int = typer.Option(0, "--seed"),
     agent: str | None = typer.Option(
         None, "--agent", help="who plays (default: the trainer's model; for sinks the env's agent)"
@@ -118,6 +129,8 @@ def train(
     resume_from = checkpoint_to_resume(output_dir, resume=resume, overwrite=overwrite)
     quiet_progress_bars()
     started = time.perf_counter()
+    if max_new_tokens is None:
+        max_new_tokens = default_max_new_tokens(model)
     tok = load_tokenizer(tokenizer or default_tokenizer(model))
     tok, template = apply_chat_template_choice(tok, chat_template)
     if chat_template != "model":
@@ -175,8 +188,11 @@ def train(
         tokenizer=tok,
         sampling={"temperature": temperature, "max_new_tokens": max_new_tokens, "seed": seed},
     )
-    source = RolloutSource(
+    played = output_dir / PLAYED_FILE
+    source = RecordingSource(
         rows,
+        record_to=played,
+        append=resume_from is not None,
         tokenizer=tok,
         num_rollouts=num_rollouts,
         tasks_per_step=min(tasks_per_step, len(rows)),
@@ -192,10 +208,26 @@ def train(
         episodes_per_step=source.tasks_per_step * num_rollouts * env.config.episodes_per_trial,
         player=playing,
         checkpointing=checkpointing,
+        after_first_step=lambda metrics: _warn_if_slow(
+            metrics, max_steps, max_new_tokens, env.config.max_steps_per_episode
+        ),
     )
     output_dir.mkdir(parents=True, exist_ok=True)
     log_path = result.write_log(output_dir / TRAIN_LOG)
-    print_summary(result, time.perf_counter() - started, log_path)
+    print_summary(result, time.perf_counter() - started, log_path, played=played, env_id=env_id)
     report = failure_report(errors)
     print_failures(report)
     exit_on_failures(report, max_failure_rate)
+
+
+def _warn_if_slow(
+    metrics: StepMetrics, max_steps: int, max_new_tokens: int, max_steps_per_episode: int
+) -> None:
+    warning = pace_warning(
+        metrics,
+        max_steps=max_steps,
+        max_new_tokens=max_new_tokens,
+        max_steps_per_episode=max_steps_per_episode,
+    )
+    if warning:
+        console.print(warning, soft_wrap=True)

@@ -32,6 +32,9 @@ logger = logging.getLogger(__name__)
 TINY_MODEL = "tiny"
 """The name that model options accept to mean "build a tiny random model"."""
 
+WARM_STARTS = {"guess-number": "agentsgym/GuessTheNumber-v0"}
+"""The named warm starts, and the env whose answer format each teaches."""
+
 Example = tuple[list[dict[str, str]], str]
 """A warm-start example: the conversation so far, and the assistant reply to learn."""
 
@@ -224,7 +227,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("path")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--warm-start", choices=["guess-number"], default=None)
+    parser.add_argument("--warm-start", choices=sorted(WARM_STARTS), default=None)
     parser.add_argument("--low", type=int, default=1)
     parser.add_argument("--high", type=int, default=3)
     parser.add_argument("--hidden-size", type=int, default=64)

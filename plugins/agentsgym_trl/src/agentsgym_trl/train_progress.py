@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from agentsgym.cli import exit_on_failures, print_failures, progress_bar
@@ -41,9 +42,11 @@ def train_with_progress(
     episodes_per_step: int,
     player: Any,
     checkpointing: dict[str, Any],
+    after_first_step: Callable[[StepMetrics], None] | None = None,
 ) -> tuple[TrainResult, list[str | None]]:
     """Run ``adapter.train`` with a bar for the steps and one for the episodes; the
-    result and every episode's error (``None`` for a success).
+    result and every episode's error (``None`` for a success). ``after_first_step``
+    hears of the first step this call runs (the pace of the run).
 
     When training fails with every episode failed (or too many), the episodes'
     failures are reported and the command exits 1: with no episode to learn from a
@@ -61,10 +64,15 @@ def train_with_progress(
 
         source.on_episode = on_episode
 
+        first = [after_first_step]
+
         def on_step(metrics: StepMetrics) -> None:
             progress.update(
                 steps_bar, completed=metrics.step, description=describe(trainer, metrics)
             )
+            heard, first[0] = first[0], None
+            if heard is not None:
+                heard(metrics)
 
         try:
             result = adapter.train(

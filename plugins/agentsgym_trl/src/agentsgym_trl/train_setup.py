@@ -13,6 +13,18 @@ from agentsgym.cli import build_agent
 from agentsgym.output import OPERATIONAL_AGENT_OPTIONS, RUN_LIMIT_ENV_KEYS, is_secret, redact
 from agentsgym.registry import get_registry
 
+DEFAULT_MAX_NEW_TOKENS = 256
+TINY_MAX_NEW_TOKENS = 16
+"""The tiny random model never ends its turn: every reply runs to the limit, on every
+turn of every episode (at 256, a tool env's first step is tens of thousands of tokens)."""
+
+
+def default_max_new_tokens(model: str | None) -> int:
+    """``--max-new-tokens`` when it is not given."""
+    from agentsgym_trl.tiny_model import TINY_MODEL
+
+    return TINY_MAX_NEW_TOKENS if model == TINY_MODEL else DEFAULT_MAX_NEW_TOKENS
+
 
 def default_tokenizer(model: str | None) -> str:
     """The tokenizer of ``--model`` when ``--tokenizer`` is not given."""

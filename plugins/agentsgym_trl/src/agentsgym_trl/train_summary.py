@@ -15,7 +15,19 @@ from agentsgym.cli import console
 from agentsgym.trainers import TrainResult
 
 
-def print_summary(result: TrainResult, seconds: float, log_path: Path) -> None:
+def print_summary(
+    result: TrainResult,
+    seconds: float,
+    log_path: Path,
+    *,
+    played: Path | None = None,
+    env_id: str | None = None,
+) -> None:
+    """The summary table, what nothing learned means, and how to look at the episodes.
+
+    :param played: the file of the played rollouts (see :mod:`.played_rollouts`).
+    :param env_id: the env trained on, for advice that fits it.
+    """
     table = Table(title=f"{result.num_steps} steps in {seconds:.1f}s")
     table.add_column("", justify="left")
     table.add_column("value", justify="right")
@@ -34,13 +46,17 @@ def print_summary(result: TrainResult, seconds: float, log_path: Path) -> None:
     for name, path in sorted(result.artifacts.items()):
         rows.append((name, path))
     rows.append(("step log", str(log_path)))
+    if played is not None:
+        rows.append(("rollouts played", str(played)))
     for name, value in rows:
         table.add_row(name, value)
     console.print(table)
     if result.final_loss is not None:  # a trainer that learns, not a sink
-        verdict = signal.verdict()
+        verdict = signal.verdict(env_id)
         if verdict:
             console.print(verdict, soft_wrap=True)
+    if played is not None:
+        console.print(f"see what training played: agentsgym view {played}", soft_wrap=True)
     loss = result.final_loss
     if loss is not None and not math.isfinite(loss):
         console.print("[bold red]the loss is not finite[/]; lower --learning-rate")
@@ -92,8 +108,9 @@ class RewardSignal:
             )
         return rows
 
-    def verdict(self) -> str | None:
-        """One line when no step could learn anything, saying why and what to change."""
+    def verdict(self, env_id: str | None = None) -> str | None:
+        """One line when no step could learn anything, saying why and what to change
+        (for ``env_id``, the env trained on)."""
         if not self.reported_steps:
             return None
         if self.groups_with_signal == 0:
@@ -101,10 +118,8 @@ class RewardSignal:
                 "[bold yellow]no learning signal[/]: in every group all rollouts got the "
                 "same reward, so every advantage was 0 and no step moved the policy (a "
                 "smoke run of the plumbing). To learn, the model must win some rollouts of "
-                "a task and lose others: start from a model that sometimes wins (e.g. "
-                "`python -m agentsgym_trl.tiny_model tiny-model --warm-start guess-number`, "
-                "see docs/training.md), an easier --env-config, more --num-rollouts or a "
-                "higher --temperature."
+                f"a task and lose others: {_a_model_that_wins(env_id)}, an easier "
+                "--env-config, more --num-rollouts or a higher --temperature."
             )
         if self.masked_rollouts is not None and self.masked_rollouts >= self.rollouts > 0:
             return (
@@ -113,3 +128,22 @@ class RewardSignal:
                 "--max-new-tokens (or pass --trainer-option mask_truncated_completions=false)."
             )
         return None
+
+
+def _a_model_that_wins(env_id: str | None) -> str:
+    """Where to find a model that sometimes wins at ``env_id``."""
+    from agentsgym_trl.tiny_model import WARM_STARTS
+
+    warm = [name for name, warm_env in WARM_STARTS.items() if warm_env == env_id]
+    if warm:
+        return (
+            "start from a model that sometimes wins (e.g. the tiny model warm-started on "
+            f"this env: `python -m agentsgym_trl.tiny_model tiny-model --warm-start {warm[0]}`, "
+            "see docs/training.md)"
+        )
+    on = f" at {env_id}" if env_id else ""
+    return (
+        f"start from a model that sometimes wins{on} (the tiny random model hardly ever "
+        "does, and its warm starts teach other envs' formats: try a real model, e.g. "
+        "--model smollm2, or smollm2-tools for a tool env; see docs/training.md)"
+    )
