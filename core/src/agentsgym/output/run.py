@@ -8,6 +8,7 @@ not in :attr:`RunOutput.done`). After an interruption the journal stays for --re
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -62,6 +63,9 @@ class RunOutput:
         self.resumed_from: RunManifest | None = None
         self._written = 0
         self._closed = False
+        # Trials arrive on the event loop's thread while an interrupt closes the output
+        # on the main thread: the writer is swapped out and closed under this lock.
+        self._writer_lock = threading.Lock()
 
     def open(self) -> Self:
         """Check the path, take the lock, apply the mode, start the journal."""
@@ -146,12 +150,13 @@ class RunOutput:
 
     def write_trial(self, make_rows: Callable[[], list[dict[str, Any]]]) -> None:
         """Append one finished trial; ``make_rows`` runs on the writer thread."""
-        if self.writer is None:
-            if self._closed:  # a trial that ended after an interrupt; --resume plays it
-                logger.debug("a trial finished after %s was closed; not written", self.paths.out)
-                return
-            raise OutputError("the output is not open; call open() first")
-        self.writer.submit(make_rows)
+        with self._writer_lock:
+            if self.writer is None:
+                if self._closed:  # a trial that ended after an interrupt; --resume plays it
+                    logger.debug("a trial finished as %s was closed; not written", self.paths.out)
+                    return
+                raise OutputError("the output is not open; call open() first")
+            self.writer.submit(make_rows)
 
     def finish(self) -> FinishResult:
         """Drain the journal, write the final file, mark the run record; keep the lock
@@ -161,7 +166,10 @@ class RunOutput:
 
     def close(self, *, interrupted: bool = False) -> None:
         """Drain the journal and release the lock. After an interruption the run record
-        says so and the journal stays for ``--resume``."""
+        says so and the journal stays for ``--resume``. A trial that finishes from now on
+        (its episode ended as the interrupt came) is not written: --resume plays it."""
+        with self._writer_lock:
+            self._closed = True
         try:
             self._close_writer()
         finally:
@@ -169,11 +177,11 @@ class RunOutput:
                 if interrupted and self.manifest.status == "running":
                     self._mark_interrupted()
             finally:
-                self._closed = True
                 self.lock.release()
 
     def _close_writer(self) -> None:
-        writer, self.writer = self.writer, None
+        with self._writer_lock:
+            writer, self.writer = self.writer, None
         if writer is not None:
             try:
                 writer.close()
