@@ -75,7 +75,9 @@ def test_sampled_ids_and_logprobs_go_into_the_trajectory_verbatim(
     for episode in batch.episodes:
         segment = episode.segments[0]
         ids, mask, logprobs = (
-            segment.token_ids.tolist(), segment.agent_mask.tolist(), segment.logprobs.tolist()
+            segment.token_ids.tolist(),
+            segment.agent_mask.tolist(),
+            segment.logprobs.tolist(),
         )
         runs = agent_tokens(segment)
         assert len(runs) == episode.num_turns

@@ -46,9 +46,16 @@ def play(base_url: str, api: str, **options: Any) -> Any:
         GUESS, tokenizer="smollm2", env_config={"high": 10, "max_steps_per_episode": 2}
     )
     agent = agentsgym.make_agent(
-        "openai", base_url=base_url, model="smollm2", api=api, max_tokens=8,
-        temperature=0.7, max_retries=0, timeout=120, **options,
-    )  # fmt: skip
+        "openai",
+        base_url=base_url,
+        model="smollm2",
+        api=api,
+        max_tokens=8,
+        temperature=0.7,
+        max_retries=0,
+        timeout=120,
+        **options,
+    )
     try:
         return env.run_trial([{"seed": 0}, {"seed": 1}], agent, num_rollouts=1)
     finally:

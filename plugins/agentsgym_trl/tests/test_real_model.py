@@ -201,11 +201,29 @@ def test_eval_rollout_view_and_check_env_work_with_the_name(
 ) -> None:
     out = tmp_path / "eval.jsonl"
     result = run_cli(
-        "eval", GUESS, "--num-tasks", "2", "--num-rollouts", "1", "--agent", "transformers",
-        "--agent-option", "model=smollm2", "--agent-option", "temperature=0",
-        "--agent-option", "max_new_tokens=8", "--tokenizer", "smollm2",
-        "--env-config", "max_steps_per_episode=2", "--env-config", "high=10", "--out", str(out),
-    )  # fmt: skip
+        "eval",
+        GUESS,
+        "--num-tasks",
+        "2",
+        "--num-rollouts",
+        "1",
+        "--agent",
+        "transformers",
+        "--agent-option",
+        "model=smollm2",
+        "--agent-option",
+        "temperature=0",
+        "--agent-option",
+        "max_new_tokens=8",
+        "--tokenizer",
+        "smollm2",
+        "--env-config",
+        "max_steps_per_episode=2",
+        "--env-config",
+        "high=10",
+        "--out",
+        str(out),
+    )
     assert result.code == 0, result.output
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(rows) == 2 and all(r["error"] is None and 1 <= r["num_turns"] <= 2 for r in rows)
@@ -216,10 +234,25 @@ def test_eval_rollout_view_and_check_env_work_with_the_name(
     assert checked.code == 0, checked.output
     rollouts = tmp_path / "rollouts.parquet"
     played = run_cli(
-        "rollout", GUESS, "--num-tasks", "1", "--num-rollouts", "1", "--agent", "transformers",
-        "--agent-option", "model=smollm2", "--agent-option", "max_new_tokens=8",
-        "--tokenizer", "smollm2", "--env-config", "max_steps_per_episode=1", "--out", str(rollouts),
-    )  # fmt: skip
+        "rollout",
+        GUESS,
+        "--num-tasks",
+        "1",
+        "--num-rollouts",
+        "1",
+        "--agent",
+        "transformers",
+        "--agent-option",
+        "model=smollm2",
+        "--agent-option",
+        "max_new_tokens=8",
+        "--tokenizer",
+        "smollm2",
+        "--env-config",
+        "max_steps_per_episode=1",
+        "--out",
+        str(rollouts),
+    )
     assert played.code == 0, played.output
     shown = run_cli("view", str(rollouts))
     assert shown.code == 0 and "I am thinking of an integer" in shown.output
@@ -318,9 +351,15 @@ def test_the_loopback_server_serving_the_real_model_keeps_fidelity(
 ) -> None:
     _, tokenizer = smollm2
     agent = agentsgym.make_agent(
-        "openai", base_url=server.base_url, model="smollm2", api=api, max_tokens=8,
-        temperature=1.0, max_retries=0, timeout=120,
-    )  # fmt: skip
+        "openai",
+        base_url=server.base_url,
+        model="smollm2",
+        api=api,
+        max_tokens=8,
+        temperature=1.0,
+        max_retries=0,
+        timeout=120,
+    )
     recorder = Recorder(agent)
     try:
         batch = guess_env(tokenizer).run_trial(TASKS, recorder, num_rollouts=2)

@@ -60,7 +60,8 @@ def test_the_sink_writes_every_padded_row_of_every_batch(
     for group in set(data["group_index"]):
         widths = {len(r["full_token_ids"]) for r in data if r["group_index"] == group}
         assert len(widths) == 1  # padded within the group, stackable as is
-    assert all(r["token_sources"] == ["retokenized"] for r in data)  # a text agent: the runner tokenized it
+    # a text agent: the runner tokenized its replies
+    assert all(r["token_sources"] == ["retokenized"] for r in data)
     assert all(isinstance(r["task_data"], dict) and "seed" in r["task_data"] for r in data)
 
 

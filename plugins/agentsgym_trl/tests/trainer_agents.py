@@ -32,10 +32,11 @@ def with_template(tokenizer: Any, template: str) -> Any:
 class ThinkingAgent:
     """Guesses with a think block and returns sampled-looking ids and logprobs.
 
-    Turn ``t`` of rollout ``r`` of task ``i`` guesses ``(i + r + t) % high + 1``. The ids are the reply's
-    tokenization with special tokens parsed (as a model samples ``<think>``) plus the
-    end-of-turn token; logprob ``j`` of a reply is ``-0.5 - 0.01 * j``, except that
-    position ``nan_at`` (if given) is ``NaN`` (a logprob the sampler did not know).
+    Turn ``t`` of rollout ``r`` of task ``i`` guesses ``(i + r + t) % high + 1``. The ids
+    are the reply's tokenization with special tokens parsed (as a model samples
+    ``<think>``) plus the end-of-turn token; logprob ``j`` of a reply is
+    ``-0.5 - 0.01 * j``, except that position ``nan_at`` (if given) is ``NaN`` (a
+    logprob the sampler did not know).
     ``truncate_turn`` returns that turn's reply without its end-of-turn token,
     flagged as cut at the length limit.
     """

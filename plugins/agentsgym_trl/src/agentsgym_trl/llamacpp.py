@@ -42,9 +42,13 @@ def _free_port() -> int:
 
 
 def server_command(
-    model: GGUFModel = SMOLLM2_GGUF, *, port: int, alias: str = "smollm2", threads: int = 2,
+    model: GGUFModel = SMOLLM2_GGUF,
+    *,
+    port: int,
+    alias: str = "smollm2",
+    threads: int = 2,
     extra: Sequence[str] = (),
-) -> list[str]:  # fmt: skip
+) -> list[str]:
     """The ``python -m llama_cpp.server`` command line for ``model``'s GGUF file."""
     import importlib.util
 
@@ -54,17 +58,34 @@ def server_command(
             "(it builds llama.cpp from source)"
         )
     return [
-        sys.executable, "-m", "llama_cpp.server", "--model", str(find_gguf(model)),
-        "--model_alias", alias, "--host", "127.0.0.1", "--port", str(port),
-        "--n_ctx", "4096", "--n_threads", str(threads), *extra,
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "llama_cpp.server",
+        "--model",
+        str(find_gguf(model)),
+        "--model_alias",
+        alias,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--n_ctx",
+        "4096",
+        "--n_threads",
+        str(threads),
+        *extra,
+    ]
 
 
 @contextlib.contextmanager
 def llama_cpp_server(
-    model: GGUFModel = SMOLLM2_GGUF, *, alias: str = "smollm2", threads: int = 2,
-    extra: Sequence[str] = (), startup_seconds: float = 120.0,
-) -> Iterator[str]:  # fmt: skip
+    model: GGUFModel = SMOLLM2_GGUF,
+    *,
+    alias: str = "smollm2",
+    threads: int = 2,
+    extra: Sequence[str] = (),
+    startup_seconds: float = 120.0,
+) -> Iterator[str]:
     """Run llama.cpp's server on a free loopback port; yields its ``/v1`` base URL."""
     port = _free_port()
     command = server_command(model, port=port, alias=alias, threads=threads, extra=extra)
