@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from agentsgym_tools import trl_environment
+from agentsgym import StepResult, hookimpl
+from agentsgym_tools import ToolContext, ToolDeclarationError, ToolEnv, trl_environment
 
 CALCULATOR = "tools/Calculator-v0"
 
@@ -25,6 +26,8 @@ def test_the_environment_class_has_the_env_tools_and_judges_the_final_reply() ->
     assert get_json_schema(environment.multiply) == get_json_schema(multiply)
     assert get_json_schema(environment.add) == get_json_schema(add)
     assert environment.multiply(a=3, b=4) == "12"
+    assert environment.multiply(3, 4) == "12"  # positional, as the signature shows
+    assert environment.multiply(3, 4, 5).startswith("Error: bad arguments for multiply")
     assert environment.add(a=1).startswith("Error: bad arguments for add")
     other = factory()
     other.reset(a=1, b=1, c=1)  # a row's fields are the task when it has no task_data
@@ -33,6 +36,72 @@ def test_the_environment_class_has_the_env_tools_and_judges_the_final_reply() ->
         [{"role": "assistant", "content": "5"}],
     ]
     assert factory.reward(completions, environments=[environment, other]) == [1.0, 0.0]
+
+
+ACCOUNTS = {1: ["ACC-1", "ACC-2"], 2: ["ACC-9"]}
+
+
+class BankEnv(ToolEnv):
+    """Per-task tools: a task's accounts, read by a tool that sees the episode, and a
+    tool that only some tasks have."""
+
+    run_hooks_inline = True
+
+    def get_tools(self, task_data: dict[str, Any]) -> list[Any]:
+        seed = task_data["seed"]  # no seed, no tools: a KeyError on empty task data
+
+        def close_account(account: str) -> str:
+            """Close an account.
+
+            Args:
+                account: which
+            """
+            return f"closed {account}"
+
+        return [list_accounts, close_account] if seed == 1 else [list_accounts]
+
+    @hookimpl
+    def initialize_episode(self, session_id: str, task_data: dict[str, Any]) -> dict[str, Any]:
+        return {"seed": task_data["seed"]}
+
+    @hookimpl
+    def format_prompt(self, state: dict[str, Any], step: int) -> list[dict[str, str]]:
+        return [
+            {"role": "system", "content": "You are a bank clerk."},
+            {"role": "user", "content": "Which accounts does the customer have?"},
+        ]
+
+    @hookimpl
+    def step_episode(self, state: dict[str, Any], action: str) -> StepResult:
+        return StepResult(state, 1.0, True, {})
+
+
+def list_accounts(context: ToolContext, prefix: str = "") -> list[str]:
+    """List the customer's accounts.
+
+    Args:
+        prefix: only those that start with it
+    """
+    return [a for a in ACCOUNTS[context.task_data["seed"]] if a.startswith(prefix)]
+
+
+def test_tools_are_made_per_task_and_the_system_prompt_is_kept() -> None:
+    from transformers.utils import get_json_schema
+
+    with pytest.raises(ToolDeclarationError, match="sample_task"):
+        trl_environment(BankEnv())  # no dataset, and empty task data has no tools
+    factory = trl_environment(BankEnv(), sample_task={"seed": 1})
+    first, second = factory(), factory()
+    prompt = first.reset(prompt=[], task_data={"seed": 1})
+    assert prompt == "You are a bank clerk.\n\nWhich accounts does the customer have?"
+    second.reset(task_data={"seed": 2})
+    assert first.list_accounts() == '["ACC-1", "ACC-2"]'
+    assert second.list_accounts() == '["ACC-9"]'  # its own task, not the sample's
+    assert second.list_accounts("ACC-9") == '["ACC-9"]'
+    assert first.close_account("ACC-1") == "closed ACC-1"
+    assert second.close_account("ACC-9").startswith("Error: there is no tool named")
+    shown = get_json_schema(first.list_accounts)
+    assert list(shown["function"]["parameters"]["properties"]) == ["prefix"]
 
 
 def test_grpo_trains_a_step_on_it(tmp_path: Any) -> None:

@@ -120,7 +120,7 @@ def _context_parameter(function: Callable[..., Any]) -> str | None:
     return found[0] if found else None
 
 
-def _without_parameter(target: Callable[..., Any], hidden: str) -> Callable[..., Any]:
+def without_parameter(target: Callable[..., Any], hidden: str) -> Callable[..., Any]:
     """A stand-in with ``target``'s hints, docstring and signature, less ``hidden``, for
     transformers' schema derivation (which reads nothing else)."""
     signature = inspect.signature(target)
@@ -144,7 +144,7 @@ def _derived_schema(function: Callable[..., Any], hidden: str | None) -> dict[st
     target = _signature_target(function)
     try:
         if hidden is not None:
-            target = _without_parameter(target, hidden)
+            target = without_parameter(target, hidden)
         return dict(get_json_schema(target))
     except Exception as exc:  # DocstringParsingException, TypeHintParsingException
         raise ToolDeclarationError(

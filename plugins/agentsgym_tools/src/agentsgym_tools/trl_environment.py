@@ -5,9 +5,14 @@ the prompt), offers every other public method as a tool, and scores rollouts wit
 reward functions. :func:`trl_environment` makes such a class from a :class:`ToolEnv`:
 
 * ``reset(**row)`` starts an episode of ``row["task_data"]`` (else the row's other
-  fields) and returns the env's first prompt;
-* one method per tool of the env, with the tool's own signature and docstring (TRL
-  derives the same schema from them), running the tool as the env's runner does;
+  fields): it makes that task's tools (``get_tools(task_data)``) and returns the env's
+  first prompt, its system message included (TRL appends the text to the user turn);
+* one method per tool, with the signature and docstring the model is shown (TRL derives
+  the same schema from them; a :class:`~agentsgym_tools.ToolContext` parameter stays
+  hidden), taking its arguments by keyword or position, and running the tool of the
+  current episode as the env's runner does. The methods are the tools of
+  ``sample_task`` (default: the env's first training task): a task whose tools lack one
+  answers its call with an error;
 * ``reward`` (a class attribute, not a tool) is the reward function to pass to TRL: it
   gives each rollout's final reply to the env's ``step_episode``.
 
@@ -18,6 +23,9 @@ plays it with agentsgym's runner instead, token-exact (docs/training.md).
 from __future__ import annotations
 
 import inspect
+import keyword
+import logging
+import typing
 from collections.abc import Callable
 from typing import Any
 
@@ -25,16 +33,33 @@ import agentsgym
 from agentsgym.aio import run_sync
 from agentsgym_tools.env import ToolEnv
 from agentsgym_tools.errors import ToolDeclarationError
-from agentsgym_tools.runner import ToolRunner
-from agentsgym_tools.tool import Tool
+from agentsgym_tools.runner import ERROR_PREFIX
+from agentsgym_tools.tool import Tool, without_parameter
 
 __all__ = ["trl_environment"]
 
+logger = logging.getLogger(__name__)
+
+JSON_TYPES: dict[str, type] = {
+    "string": str,
+    "integer": int,
+    "number": float,
+    "boolean": bool,
+    "array": list,
+    "object": dict,
+}
+
 
 def trl_environment(
-    env: str | ToolEnv, *, tokenizer: Any = None, env_config: dict[str, Any] | None = None
+    env: str | ToolEnv,
+    *,
+    tokenizer: Any = None,
+    env_config: dict[str, Any] | None = None,
+    sample_task: dict[str, Any] | None = None,
 ) -> type:
-    """A class for TRL's ``environment_factory`` playing ``env`` (an id or an instance)."""
+    """A class for TRL's ``environment_factory`` playing ``env`` (an id or an instance);
+    its methods are the tools of ``sample_task`` (default: the env's first training
+    task, else empty task data)."""
     built = (
         env
         if isinstance(env, ToolEnv)
@@ -42,26 +67,49 @@ def trl_environment(
     )
     if not isinstance(built, ToolEnv):
         raise ToolDeclarationError(f"{built.env_id} is not a ToolEnv: it declares no tools for TRL")
-    tools = built.episode_tools({})
+    sample = dict(sample_task) if sample_task is not None else _first_task(built)
+    try:
+        tools = built.episode_tools(sample)
+    except Exception as exc:
+        raise ToolDeclarationError(
+            f"{built.env_id}: the tools of the sample task {sample!r:.120} could not be made "
+            f"({type(exc).__name__}: {exc}); pass trl_environment(..., sample_task={{...}}) "
+            "with a task whose tools are the methods TRL should offer"
+        ) from exc
     if tools is None:
-        raise ToolDeclarationError(f"{built.env_id} has no tools for an episode of empty task_data")
+        raise ToolDeclarationError(
+            f"{built.env_id} has no tools for the sample task {sample!r:.120}; pass "
+            "trl_environment(..., sample_task={...}) with a task that has tools"
+        )
     namespace: dict[str, Any] = {
         "__doc__": f"{built.env_id} for TRL's environment_factory (agentsgym_tools.trl_environment).",
         "env": built,
+        "toolbox": None,
         "reset": _reset,
         "reward": _Reward(),
     }
     for tool in tools.tools:
-        namespace[tool.name] = _method(tool, tools.runner)
+        namespace[tool.name] = _method(tool)
     name = "".join(
         part.capitalize() for part in built.env_id.replace("/", "-").split("-") if part.isalnum()
     )
     return type(f"{name or 'Tool'}Environment", (), namespace)
 
 
+def _first_task(env: ToolEnv) -> dict[str, Any]:
+    """The task of the env's first training row, or ``{}`` if it has no dataset."""
+    try:
+        rows = env.get_train_dataset(1)
+        return dict(rows[0]["task_data"])
+    except Exception:  # no dataset (or an odd one): the empty task
+        logger.debug("%s: no first training task; the sample task is {}", env.env_id, exc_info=True)
+        return {}
+
+
 def _reset(self: Any, **row: Any) -> str:
     task_data = dict(row.get("task_data") or {k: v for k, v in row.items() if k != "prompt"})
     env = self.env
+    self.toolbox = env.episode_tools(task_data)  # this task's tools, before its state
     session = f"trl-{id(self):x}"
     self.state = _settled(
         env.hook.initialize_episode(env=env, session_id=session, task_data=task_data)
@@ -69,7 +117,8 @@ def _reset(self: Any, **row: Any) -> str:
     prompt = _settled(env.hook.format_prompt(env=env, state=self.state, step=0))
     if isinstance(prompt, str):
         return prompt
-    return "\n\n".join(str(m.get("content", "")) for m in prompt if m.get("role") == "user")
+    shown = [m for m in prompt if m.get("role") in ("system", "user")]
+    return "\n\n".join(str(m.get("content", "")) for m in shown)
 
 
 class _Reward:
@@ -112,25 +161,70 @@ def _settled(result: Any) -> Any:
     return run_sync(result) if inspect.isawaitable(result) else result
 
 
-def _method(tool: Tool, runner: ToolRunner) -> Callable[..., Any]:
-    """A method with the tool's signature and docstring that answers as the runner does."""
-    if tool.function is None:
-        raise ToolDeclarationError(f"tool {tool.name} has no Python function for TRL to call")
-    signature = inspect.signature(tool.function)
+def _method(tool: Tool) -> Callable[..., Any]:
+    """A method with the tool's shown signature and docstring that runs the tool of the
+    current episode as the runner does."""
+    signature, hints, doc = _shown(tool)
     self_parameter = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
 
-    def method(self: Any, **arguments: Any) -> str:
+    def method(self: Any, *args: Any, **kwargs: Any) -> str:
+        try:
+            arguments = dict(signature.bind(*args, **kwargs).arguments)
+        except TypeError as exc:
+            return f"{ERROR_PREFIX}bad arguments for {tool.name}: {exc}"
+        toolbox = self.toolbox
+        if toolbox is None:
+            return f"{ERROR_PREFIX}this episode has no tools (reset() makes a task's tools)"
         call = {
             "id": "call_0",
             "type": "function",
             "function": {"name": tool.name, "arguments": arguments},
         }
-        return str(run_sync(runner.run([call]))[0]["content"])
+        return str(run_sync(toolbox.runner.run([call], toolbox.context))[0]["content"])
 
     method.__name__ = method.__qualname__ = tool.name
-    method.__doc__ = inspect.getdoc(tool.function)
+    method.__doc__ = doc
     method.__signature__ = signature.replace(  # type: ignore[attr-defined]
         parameters=[self_parameter, *signature.parameters.values()]
     )
-    method.__annotations__ = dict(getattr(tool.function, "__annotations__", {}))
+    method.__annotations__ = hints
     return method
+
+
+def _shown(tool: Tool) -> tuple[inspect.Signature, dict[str, Any], str | None]:
+    """The signature, resolved hints and docstring the model is shown: the function's,
+    less its ToolContext parameter; made from the schema for a tool without one."""
+    function = tool.function
+    if inspect.isfunction(function) or inspect.ismethod(function):
+        target = function
+        if tool.context_parameter is not None:
+            target = without_parameter(function, tool.context_parameter)
+        return inspect.signature(target), typing.get_type_hints(target), inspect.getdoc(target)
+    return _from_schema(tool)
+
+
+def _from_schema(tool: Tool) -> tuple[inspect.Signature, dict[str, Any], str | None]:
+    """A signature and a Google-style docstring from a tool's JSON schema (an MCP tool)."""
+    properties: dict[str, Any] = tool.parameters.get("properties") or {}
+    required = set(tool.parameters.get("required") or [])
+    for name in properties:
+        if not name.isidentifier() or keyword.iskeyword(name):
+            raise ToolDeclarationError(
+                f"tool {tool.name}: its parameter {name!r} is not a Python name, so TRL "
+                "cannot offer the tool as a method; rename it in the tool's schema"
+            )
+    ordered = sorted(properties, key=lambda n: n not in required)  # required ones first
+    parameters, hints, lines = [], {}, []
+    for name in ordered:
+        spec = properties[name]
+        kind = JSON_TYPES.get(spec.get("type"), str)
+        needed = name in required
+        hints[name] = kind if needed else kind | None
+        default = inspect.Parameter.empty if needed else None
+        parameters.append(
+            inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=default)
+        )
+        lines.append(f"    {name}: {spec.get('description') or spec.get('title') or name}")
+    description = tool.schema["function"].get("description") or tool.name
+    doc = description + ("\n\nArgs:\n" + "\n".join(lines) if lines else "")
+    return inspect.Signature(parameters), hints, doc
