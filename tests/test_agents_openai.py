@@ -51,7 +51,16 @@ def closed_port() -> int:
 
 
 def test_server_token_ids_and_logprobs_go_into_the_trajectory(vllm_like: Any) -> None:
-    agent = agent_for(vllm_like)
+    """Every reply's ids and logprobs are an agent span of exactly one segment.
+
+    Some samples of the random tiny model (bytes that re-tokenize differently when the
+    server renders the conversation) make the server's prompt ids differ from the
+    stream, which starts a new segment: such an episode is two rows of its group. Which
+    samples come depends on the order in which the rollouts reach the server's seeded
+    generator, which a loaded machine changes; so every row's segment is checked once
+    (issue 28: reading ``segments[0]`` of each row met a reply twice, a StopIteration).
+    """
+    agent = agent_for(vllm_like, timeout=300)
     replies: list[tuple[list[int], list[float]]] = []
 
     def recording(messages: Any, state: Any) -> Any:
@@ -66,10 +75,10 @@ def test_server_token_ids_and_logprobs_go_into_the_trajectory(vllm_like: Any) ->
     assert not batch.failed
     sent = vllm_like.requests[start:]
     assert sent and all(r["return_token_ids"] is True and r["logprobs"] is True for r in sent)
-    for episode in batch.episodes:
+    for episode, index in batch.groups[0].rows:
         assert episode.has_logprobs
         assert all(s.info["token_source"] == "server" for s in episode.steps)
-        segment = episode.segments[0]
+        segment = episode.segments[index]
         mask = segment.agent_mask
         starts = [i for i in range(1, len(mask)) if mask[i] and not mask[i - 1]]
         for begin in starts:
@@ -78,10 +87,30 @@ def test_server_token_ids_and_logprobs_go_into_the_trajectory(vllm_like: Any) ->
                 end += 1
             # the server's ids token for token; logprobs kept as float32
             ids = segment.token_ids[begin:end].tolist()
-            match = next(r for r in replies if r[0] == ids)
-            assert segment.logprobs[begin:end].tolist() == pytest.approx(match[1], rel=1e-6)
-            replies.remove(match)
+            matches = [r for r in replies if r[0] == ids]
+            assert matches, f"an agent span that no reply sampled: {ids}"
+            assert segment.logprobs[begin:end].tolist() == pytest.approx(matches[0][1], rel=1e-6)
+            replies.remove(matches[0])
     assert not replies
+
+
+def test_a_reply_the_server_renders_differently_starts_a_segment_trained_once() -> None:
+    """The case the test above meets by chance, played on purpose: a reply whose text
+    re-tokenizes differently makes the server's next prompt differ from the stream."""
+    policy = ModelPolicy("tiny", TINY, seed=0)
+    with OpenAICompatServer(policy, models=[MODEL]) as server:
+        agent = agent_for(server, timeout=300)
+        env = agentsgym.make(GUESS, tokenizer=TINY, env_config={"max_steps_per_episode": 2})
+        # seed 0, one rollout after the other: the second samples such a reply
+        batch = env.run_trial([{"seed": 0}], agent, num_rollouts=2, max_concurrency=1)
+        agent.close()
+    policy.close()
+    assert not batch.failed
+    rows = batch.groups[0].rows
+    episodes = {id(e): e for e, _ in rows}
+    assert len(rows) == 3 and len(episodes) == 2  # one episode split in two segments
+    generated = sum(int(e.segments[i].agent_mask.sum()) for e, i in rows)
+    assert generated == sum(s.num_agent_tokens for e in episodes.values() for s in e.steps)
 
 
 def test_completions_api_sends_the_episode_token_ids_as_the_prompt(vllm_like: Any) -> None:
@@ -102,7 +131,9 @@ def test_completions_api_sends_the_episode_token_ids_as_the_prompt(vllm_like: An
         if segment.agent_mask[i] and not segment.agent_mask[i - 1]
     ]
     for prompt, position in zip(prompts, positions):
-        assert prompt == segment.token_ids[:position].tolist()  # token-in: exactly the episode's ids
+        assert (
+            prompt == segment.token_ids[:position].tolist()
+        )  # token-in: exactly the episode's ids
     assert all(s.info["token_source"] == "sampled" for s in episode.steps)
 
 
@@ -354,7 +385,10 @@ def test_an_agent_never_closed_leaves_no_http_session_open() -> None:
 
     done = subprocess.run(
         [sys.executable, "-X", "dev", "-c", UNCLOSED_SCRIPT],
-        capture_output=True, text=True, timeout=120, check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
     assert done.returncode == 0 and "played" in done.stdout, done.stderr
     assert "Unclosed" not in done.stderr and "ResourceWarning" not in done.stderr, done.stderr
