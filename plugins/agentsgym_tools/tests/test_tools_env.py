@@ -69,7 +69,9 @@ def test_check_env_passes_and_the_cli_plays_it(tmp_path) -> None:
 def test_describe_and_list_envs_show_the_tools() -> None:
     described = run_cli("describe", CALCULATOR, "--json")
     assert described.code == 0, described.output
-    tools = {t["name"]: t for t in json.loads(described.stdout)["tools"]}
+    description = json.loads(described.stdout)
+    assert description["docs"].startswith("The example tool env: each task asks for a * b + c")
+    tools = {t["name"]: t for t in description["tools"]}
     assert set(tools) == {"add", "multiply"}
     assert tools["add"]["description"] == "Add two integers."
     assert tools["add"]["parameters"]["properties"]["a"]["type"] == "integer"

@@ -43,7 +43,12 @@ def add(a: int, b: int) -> int:
 
 
 class CalculatorEnv(ToolEnv):
-    """See the module docstring."""
+    """The example tool env: each task asks for a * b + c with three numbers of its own.
+    The model calls the multiply and add tools (as often as it likes, within
+    max_steps_per_episode), then answers with the result as \\boxed{N}: reward 1.0 when
+    N is right, 0.0 otherwise. A task may narrow the tools (task_data["tools"], a list of
+    their names), which is how tools differ per episode; the a, b and c of a task come
+    from its seed, or from task_data itself."""
 
     tools = (multiply, add)
     run_hooks_inline = True  # the hooks compute for microseconds; tools run in threads
