@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
 from pathlib import Path
@@ -128,8 +129,10 @@ def test_train_per_token_grpo_with_a_tiny_model_built_on_the_fly(tmp_path: Path)
     assert len(rows) == log["num_rollouts"] == 8
     assert {row["env_id"] for row in rows} == {GUESS}
     assert f"agentsgym view {played}" in " ".join(result.output.split())
-    viewer = pytest.importorskip("agentsgym_viewer.loading")
-    assert len(viewer.load_trajectories(played).episodes) == 8
+    if importlib.util.find_spec("agentsgym_viewer") is not None:  # not a dependency here
+        from agentsgym_viewer.loading import load_trajectories
+
+        assert len(load_trajectories(played).episodes) == 8
 
 
 def reply_lengths(agent_mask: list[int]) -> list[int]:
