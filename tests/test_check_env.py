@@ -4,20 +4,27 @@ from __future__ import annotations
 
 import asyncio
 import random
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
+from pydantic import Field
 
-from agentsgym import MultistepEnv, RewardTerm, StepResult, hookimpl
+import agentsgym
+from agentsgym import EnvConfig, MultistepEnv, RewardTerm, StepResult, hookimpl
 from agentsgym.randomness import episode_random, global_random
 from agentsgym.testing import (
     EnvCheckError,
     SlowAgent,
     check_env,
     register_env,
+    run_cli,
 )
 
 DETERMINISM = "episodes are deterministic for the same task_data, also concurrently"
+TRUNCATION = "episodes cut at max_steps_per_episode are truncated"
 
 
 def test_builtin_env_passes(agentsgym_check_env) -> None:
@@ -391,3 +398,80 @@ def test_register_env_fixture(agentsgym_register_env) -> None:
 
     spec = agentsgym_register_env("count/Countdown-v0", Countdown, description="test")
     assert get_registry().resolve("count/Countdown-v0") == spec
+
+
+# ----------------------------------------------------------- skipped checks, closing, -O
+class TwoStepsConfig(EnvConfig):
+    max_steps_per_episode: int = Field(default=10, ge=2)
+
+
+class NeedsTwoSteps(Countdown):
+    """A config that refuses max_steps_per_episode=1: the truncation check cannot run."""
+
+    config_class = TwoStepsConfig
+
+
+def test_a_check_that_cannot_run_is_reported_as_skipped_not_ok() -> None:
+    with register_env("count/Countdown-v0", NeedsTwoSteps, default_agent="scripted"):
+        report = check_env("count/Countdown-v0", tokenizer=None, raise_on_failure=False)
+        shown = run_cli("check-env", "count/Countdown-v0", "--tokenizer", "none")
+    skipped = {c.name: c.detail for c in report.skipped}
+    assert set(skipped) == {
+        "token streams keep the fidelity invariants",
+        "episodes cut at max_steps_per_episode are truncated",
+    }
+    assert "refuses max_steps_per_episode=1" in skipped[TRUNCATION]
+    assert report.passed and all(c.status == "ok" for c in report.checks if c.name not in skipped)
+    assert shown.code == 0, shown.output
+    lines = {line.split(" ", 1)[0]: line for line in shown.stdout.splitlines() if TRUNCATION in line}
+    assert list(lines) == ["skip"], shown.stdout
+    assert "(12 checks, 2 skipped)" in shown.stdout
+
+
+class Closing(Countdown):
+    """Counts the instances built and closed (check_env must close what it builds)."""
+
+    built: ClassVar[int] = 0
+    closed: ClassVar[int] = 0
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        Closing.built += 1
+
+    def close(self) -> None:
+        Closing.closed += 1
+
+
+def test_check_env_closes_every_env_it_builds() -> None:
+    Closing.built = Closing.closed = 0
+    with register_env("count/Countdown-v0", Closing, default_agent="scripted"):
+        report = check_env("count/Countdown-v0", raise_on_failure=False)
+    assert report.passed, report.failures
+    assert Closing.built > 5 and Closing.closed == Closing.built
+
+
+def test_a_default_env_close_does_nothing_and_may_be_called_twice() -> None:
+    env = agentsgym.make("agentsgym/GuessTheNumber-v0")
+    env.close()
+    env.close()
+
+
+def test_failures_are_reported_under_python_dash_o() -> None:
+    """Checks fail by raising, not by ``assert`` (which -O removes)."""
+    code = "\n".join(
+        [
+            "import sys",
+            "sys.path.insert(0, 'tests')",
+            "from test_check_env import MutatesTask",
+            "from agentsgym.testing import check_env, register_env",
+            "with register_env('count/Countdown-v0', MutatesTask, default_agent='scripted'):",
+            "    report = check_env('count/Countdown-v0', tokenizer=None, raise_on_failure=False)",
+            "print([c.name for c in report.failures])",
+        ]
+    )
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run(
+        [sys.executable, "-O", "-c", code], capture_output=True, text=True, cwd=root, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert "episodes leave task_data unchanged" in done.stdout

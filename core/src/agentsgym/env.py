@@ -90,6 +90,13 @@ class MultistepEnv:
         if it made none. A tool-env plugin builds one from plain functions."""
         return None
 
+    # --------------------------------------------------------------- resources
+    def close(self) -> None:
+        """Release what the env holds open (connections to an env server, tool server
+        processes). Nothing here; an env that holds resources overrides it. ``agentsgym
+        rollout``, ``eval``, ``train`` and :func:`agentsgym.testing.check_env` call it when
+        they are done with an env they built; it may be called more than once."""
+
     # --------------------------------------------------------------- sessions
     def new_session(self, task_data: dict[str, Any], session_id: str | None = None) -> str:
         """Register a task under a session id (a fresh one unless given)."""

@@ -121,3 +121,24 @@ def test_the_rendered_tool_env_plays_in_process(
         "system", "user", "assistant", *["tool"] * calls, "assistant",
     ]
     assert episode.steps[0].info["tool_calls"] == calls
+
+
+def test_the_tool_env_runs_every_check_of_check_env(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No check is skipped for the scaffold's sake (the truncation check needs
+    max_steps_per_episode=1 to be allowed)."""
+    import importlib
+
+    from agentsgym.testing import check_env, register_env
+
+    names, folder, _ = write_package("scaffoldcheck/Word-Score", tmp_path / "pkg", tools=True)
+    monkeypatch.syspath_prepend(str(folder / "src"))
+    env_module = importlib.import_module(f"{names.package}.env")
+    agent_module = importlib.import_module(f"{names.package}.agent")
+    env_class = getattr(env_module, names.env_class)
+    agent = getattr(agent_module, names.agent_class)()
+    with register_env(names.env_id, env_class):
+        report = check_env(names.env_id, agent=agent, raise_on_failure=False)
+    assert report.passed, report.failures
+    assert report.skipped == [], report.skipped

@@ -5,14 +5,23 @@ first two as fixtures.
 """
 
 from agentsgym.testing.agents import AsyncSlowAgent, SlowAgent, slow_agent
-from agentsgym.testing.check import CheckReport, CheckResult, EnvCheckError, check_env
+from agentsgym.testing.check import check_env
+from agentsgym.testing.check_report import (
+    CheckFailed,
+    CheckReport,
+    CheckResult,
+    CheckSkipped,
+    EnvCheckError,
+)
 from agentsgym.testing.cli import CliResult, run_cli
 from agentsgym.testing.registration import register_env
 
 __all__ = [
     "AsyncSlowAgent",
+    "CheckFailed",
     "CheckReport",
     "CheckResult",
+    "CheckSkipped",
     "CliResult",
     "EnvCheckError",
     "SlowAgent",

@@ -13,11 +13,14 @@ from agentsgym.cli import (
     tokenizer_option,
 )
 from agentsgym.testing.check import check_env
+from agentsgym.testing.check_report import CheckResult
 
 
 def check_env_command(
     env_id: str = typer.Argument(..., help="registered env id", autocompletion=complete_env_id),
-    agent: str | None = typer.Option(None, "--agent", help="agent to play with (default: the env's)"),
+    agent: str | None = typer.Option(
+        None, "--agent", help="agent to play with (default: the env's)"
+    ),
     agent_option: list[str] | None = typer.Option(  # noqa: B008
         None, "--agent-option", help="key=value, repeatable"
     ),
@@ -36,11 +39,21 @@ def check_env_command(
         raise_on_failure=False,
     )
     for check in report.checks:
-        mark = "[green]ok[/]  " if check.passed else "[red]FAIL[/]"
-        detail = f" [dim]({escape(check.detail)})[/]" if check.passed and check.detail else ""
-        if not check.passed:
-            detail = f": {escape(check.detail)}"
-        console.print(f"{mark} {escape(check.name)}{detail}", highlight=False)
+        console.print(_check_line(check), highlight=False)
     if not report.passed:
         raise typer.Exit(1)
-    console.print(f"[bold green]{escape(env_id)} passes check_env[/] ({len(report.checks)} checks)")
+    skipped = f", {len(report.skipped)} skipped" if report.skipped else ""
+    console.print(
+        f"[bold green]{escape(env_id)} passes check_env[/] ({len(report.checks)} checks{skipped})"
+    )
+
+
+def _check_line(check: CheckResult) -> str:
+    """``ok`` with what was found, ``skip`` with why, or ``FAIL`` with the failure."""
+    name = escape(check.name)
+    if check.status == "failed":
+        return f"[red]FAIL[/] {name}: {escape(check.detail)}"
+    if check.status == "skipped":
+        return f"[yellow]skip[/] {name} [yellow]({escape(check.detail)})[/]"
+    detail = f" [dim]({escape(check.detail)})[/]" if check.detail else ""
+    return f"[green]ok[/]   {name}{detail}"
