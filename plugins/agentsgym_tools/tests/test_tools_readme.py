@@ -18,7 +18,7 @@ def test_the_readme_examples_run_and_the_env_passes_check_env() -> None:
     blocks = [
         b
         for b in FENCE.findall(README.read_text())
-        if "trl_environment" not in b and "MCPTools" not in b
+        if "trl_environment" not in b and "MCPTools" not in b and "MCPServer" not in b
     ]
     assert len(blocks) >= 2
     for block in blocks:
