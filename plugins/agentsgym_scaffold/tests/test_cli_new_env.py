@@ -13,6 +13,7 @@ import typer
 from typer.testing import CliRunner
 
 from agentsgym.cli import build_app
+from agentsgym_scaffold import package_names, render_package
 
 runner = CliRunner()
 
@@ -44,8 +45,14 @@ def test_new_env_tools_writes_a_tool_env(tmp_path: Path) -> None:
     target = tmp_path / "pkg"
     text = invoke("new-env", "acme/Maze", "--tools", "--dir", str(target))
     assert "env acme/Maze-v0" in text
-    assert "(ToolEnv)" in (target / "src" / "agentsgym_acme" / "env.py").read_text()
-    assert "ScriptedToolAgent" in (target / "src" / "agentsgym_acme" / "agent.py").read_text()
+    # the tool package that test_scaffold_tools installs and plays, file for file
+    expected = render_package(package_names("acme/Maze"), tools=True)
+    written = {
+        path.relative_to(target).as_posix(): path.read_text()
+        for path in target.rglob("*")
+        if path.is_file()
+    }
+    assert written == expected
 
 
 @pytest.mark.parametrize(
