@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from agentsgym import StepResult, hookimpl
-from agentsgym_tools import ToolContext, ToolDeclarationError, ToolEnv, trl_environment
+from agentsgym_tools import ToolContext, ToolDeclarationError, ToolEnv, tool, trl_environment
 
 CALCULATOR = "tools/Calculator-v0"
 
@@ -102,6 +102,48 @@ def test_tools_are_made_per_task_and_the_system_prompt_is_kept() -> None:
     assert second.close_account("ACC-9").startswith("Error: there is no tool named")
     shown = get_json_schema(first.list_accounts)
     assert list(shown["function"]["parameters"]["properties"]) == ["prefix"]
+
+
+class Remote:
+    """A tool with only a schema to show (as an MCP server's): keyword arguments in."""
+
+    async def __call__(self, **arguments: Any) -> str:
+        return ",".join(f"{k}={v}" for k, v in sorted(arguments.items()))
+
+
+REMOTE = {
+    "name": "transfer",
+    "description": "Move money.",
+    "parameters": {
+        "type": "object",
+        "properties": {
+            "amount": {"type": "integer", "description": "how much"},
+            "to": {"type": "string", "description": "which account"},
+            "memo": {"type": "string"},
+        },
+        "required": ["to", "amount"],
+    },
+}
+
+
+def test_a_tool_with_only_a_schema_gets_a_signature_from_it() -> None:
+    from transformers.utils import get_json_schema
+
+    class RemoteEnv(BankEnv):
+        def get_tools(self, task_data: dict[str, Any]) -> list[Any]:
+            return [tool(Remote(), schema=REMOTE)]
+
+    environment = trl_environment(RemoteEnv(), sample_task={})()
+    environment.reset(task_data={"seed": 1})
+    assert environment.transfer(5, "ACC-9") == "amount=5,to=ACC-9"  # the schema's order
+    assert environment.transfer(to="ACC-9", amount=5, memo="rent").endswith("memo=rent,to=ACC-9")
+    shown = get_json_schema(environment.transfer)["function"]
+    assert shown["description"] == "Move money."
+    assert shown["parameters"]["required"] == ["amount", "to"]
+    assert shown["parameters"]["properties"]["amount"] == {
+        "type": "integer",
+        "description": "how much",
+    }
 
 
 def test_grpo_trains_a_step_on_it(tmp_path: Any) -> None:

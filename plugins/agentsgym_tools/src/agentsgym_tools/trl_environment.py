@@ -222,7 +222,12 @@ def _from_schema(tool: Tool) -> tuple[inspect.Signature, dict[str, Any], str | N
         hints[name] = kind if needed else kind | None
         default = inspect.Parameter.empty if needed else None
         parameters.append(
-            inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=default)
+            inspect.Parameter(
+                name,
+                inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                default=default,
+                annotation=hints[name],
+            )
         )
         lines.append(f"    {name}: {spec.get('description') or spec.get('title') or name}")
     description = tool.schema["function"].get("description") or tool.name
