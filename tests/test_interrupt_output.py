@@ -26,9 +26,16 @@ pytestmark = pytest.mark.timeout(120)
 
 def rows_of(task: int) -> list[dict[str, Any]]:
     return [
-        {"task_index": task, "rollout_index": 0, "episode_index": 0, "segment_index": 0,
-         "num_segments": 1, "error": None, "final_reward": 1.0}
-    ]  # fmt: skip
+        {
+            "task_index": task,
+            "rollout_index": 0,
+            "episode_index": 0,
+            "segment_index": 0,
+            "num_segments": 1,
+            "error": None,
+            "final_reward": 1.0,
+        }
+    ]
 
 
 def test_a_trial_finishing_while_the_output_closes_is_dropped_not_an_error(
@@ -92,11 +99,28 @@ def test_ctrl_c_on_a_parquet_rollout_prints_no_traceback(tmp_path: Path) -> None
     out = tmp_path / "r.parquet"
     env = {**os.environ, "PYTHONPATH": str(site), "SLOW_CLOSE_SECONDS": "1.0"}
     process = subprocess.Popen(
-        [sys.executable, "-m", "agentsgym", "rollout", "agentsgym/GuessTheNumber-v0",
-         "--agent", "slow/bisect", "--num-tasks", "40", "--num-rollouts", "3",
-         "--max-concurrency", "4", "--out", str(out)],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "agentsgym",
+            "rollout",
+            "agentsgym/GuessTheNumber-v0",
+            "--agent",
+            "slow/bisect",
+            "--num-tasks",
+            "40",
+            "--num-rollouts",
+            "3",
+            "--max-concurrency",
+            "4",
+            "--out",
+            str(out),
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     journal = Path(f"{out}.journal.jsonl")
     try:
         deadline = time.monotonic() + 90
