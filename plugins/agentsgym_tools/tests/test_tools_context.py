@@ -87,3 +87,18 @@ def test_a_schema_that_shows_the_context_parameter_is_refused() -> None:
     }
     with pytest.raises(ToolDeclarationError, match="leave it out of the schema"):
         tool(list_accounts, schema=schema)
+
+
+def test_an_async_env_binds_its_state_too() -> None:
+    class AsyncBankEnv(BankEnv):
+        @hookimpl
+        async def initialize_episode(
+            self, session_id: str, task_data: dict[str, Any]
+        ) -> dict[str, Any]:
+            return {"listed": 0}
+
+    env = AsyncBankEnv(agentsgym.load_tokenizer(agentsgym.DEFAULT_TOKENIZER))
+    script = [[("list_accounts", {})], "done"]
+    episode = env.run_trial([{"seed": 2}], ScriptedToolAgent(script)).episodes[0]
+    assert episode.ok, episode.error
+    assert episode.final_reward == 1.0  # the tool counted in the state the hook returned
