@@ -69,6 +69,8 @@ def episode_data(episode: ViewedEpisode) -> dict[str, Any]:
         "r": _finite(episode.final_reward),
         "turns": episode.num_turns,
         "trunc": episode.truncated,
+        "cut": len(episode.cut_replies),
+        "tt": episode.truncation,
         "free": episode.free_shot,
         "err": episode.error,
         "correct": episode.correct,
@@ -77,7 +79,8 @@ def episode_data(episode: ViewedEpisode) -> dict[str, Any]:
         "graded": episode.graded,
         "terms": {k: _finite(v) for k, v in episode.episode_reward_terms().items()},
         "tj": episode.task_json,
-        "msgs": [[m.role, m.content] for m in episode.messages],
+        # role shown (a tool result's with the tool's name), content, tool calls
+        "msgs": [[m.role, m.content, m.call_texts, m.title] for m in episode.messages],
         "steps": [
             [
                 None if s.reward is None else _finite(s.reward),

@@ -29,15 +29,56 @@ from agentsgym import redact, redact_argv, redact_text
 FileKind = Literal["rollout", "eval"]
 CORRECT_KEY = "correct"
 """The step info key an env reports a judged answer with (docs/plugin-authors.md, 7)."""
+REPLY_TRUNCATED_KEY = "reply_truncated"
+"""The step info key the runner sets on a reply cut at the agent's generation limit."""
+
+
+class ViewedToolCall(BaseModel):
+    """One tool call of an assistant message: OpenAI's form (``{"type": "function",
+    "function": {"name", "arguments"}, "id"}``) or a flat ``{"name", "arguments"}``."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    arguments: str
+    """The arguments as JSON text (a server sends text, agentsgym's parser an object)."""
+
+    @classmethod
+    def from_value(cls, value: Any) -> ViewedToolCall:
+        """A call as recorded; a value of another shape is shown as its JSON."""
+        if not isinstance(value, dict):
+            return cls(name="?", arguments=_as_json_text(value))
+        function = value.get("function")
+        call = function if isinstance(function, dict) else value
+        name = call.get("name")
+        return cls(
+            name=name if isinstance(name, str) and name else "?",
+            arguments=_as_json_text(call.get("arguments", {})),
+        )
+
+    @property
+    def text(self) -> str:
+        """``multiply({"a": 2, "b": 3})``: how the views show the call."""
+        return f"{self.name}({self.arguments})"
+
+
+def _as_json_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
 
 
 class ViewedMessage(BaseModel):
-    """One chat message; non-string content (multimodal parts) is shown as JSON."""
+    """One chat message; non-string content (multimodal parts) is shown as JSON. An
+    assistant's ``tool_calls`` are kept (a tool-call turn often has no content), and
+    a tool result's ``name``: the tool that answered."""
 
     model_config = ConfigDict(frozen=True)
 
     role: str
     content: str
+    tool_calls: list[ViewedToolCall] = Field(default_factory=list)
+    name: str | None = None
 
     @field_validator("content", mode="before")
     @classmethod
@@ -45,6 +86,29 @@ class ViewedMessage(BaseModel):
         if value is None:
             return ""
         return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+    @field_validator("tool_calls", mode="before")
+    @classmethod
+    def _calls_as_recorded(cls, value: Any) -> list[ViewedToolCall]:
+        if value is None:
+            return []
+        values = value if isinstance(value, list) else [value]
+        return [ViewedToolCall.from_value(v) for v in values]
+
+    @field_validator("name", mode="before")
+    @classmethod
+    def _name_as_text(cls, value: Any) -> str | None:
+        return value if isinstance(value, str) and value else None
+
+    @property
+    def call_texts(self) -> list[str]:
+        """Each tool call as the views show it."""
+        return [call.text for call in self.tool_calls]
+
+    @property
+    def title(self) -> str:
+        """The role, and for a tool result the tool's name: ``tool · multiply``."""
+        return f"{self.role} \u00b7 {self.name}" if self.name else self.role
 
 
 @dataclass(frozen=True)
@@ -235,6 +299,24 @@ class ViewedEpisode(BaseModel):
         return not self.final_reward > 0
 
     @property
+    def cut_replies(self) -> list[int]:
+        """The steps whose reply was cut at the agent's generation length limit
+        (``max_new_tokens``, ``max_tokens``): it never ended its turn."""
+        return [i for i, info in enumerate(self.step_infos) if info.get(REPLY_TRUNCATED_KEY)]
+
+    @property
+    def truncation(self) -> str:
+        """What the views say on their ``truncated`` line: whether the episode ran out of
+        steps, and which replies were cut at the length limit."""
+        parts = ["yes (it hit max_steps_per_episode)"] if self.truncated else []
+        cut = self.cut_replies
+        if cut:
+            steps = ", ".join(str(i) for i in cut)
+            replies = "reply" if len(cut) == 1 else "replies"
+            parts.append(f"{len(cut)} {replies} cut at the generation limit (step {steps})")
+        return "; ".join(parts) or "no"
+
+    @property
     def task_json(self) -> str:
         """``task_data`` as one line of JSON (shown, and searched, as this text)."""
         return json.dumps(self.task_data, ensure_ascii=False, sort_keys=True, default=str)
@@ -285,7 +367,8 @@ class ViewedEpisode(BaseModel):
     def search_text(self) -> str:
         """The lower-cased text ``--search`` looks in (the HTML page builds the same)."""
         parts = [self.env_id or "", self.session_id or "", self.error or "", self.task_json]
-        parts += [m.content for m in self.messages]
+        for message in self.messages:
+            parts += [message.content, *message.call_texts]
         return "\n".join(parts).lower()
 
     def search_matches(self, text: str) -> int:

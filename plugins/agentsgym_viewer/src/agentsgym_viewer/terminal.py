@@ -1,11 +1,12 @@
 """The terminal view of an episode, as rich renderables (the CLI prints them).
 
 An episode is drawn as a header (env, task/rollout index, final reward, turns,
-truncated, error), its messages by role with each assistant turn's step reward and
-reward terms, and a token view: every token on a background coloured by who wrote
-it (grey: the env and the chat template; blue/green/red: the agent, by the sign of
-the reward on that token), alternating shades so token boundaries show. Without a
-colour terminal (a pipe) agent tokens are bracketed ``⟦...⟧`` instead.
+truncated, error), its messages by role (an assistant's tool calls as ``call
+name(arguments)`` lines) with each assistant turn's step reward and reward terms,
+and a token view: every token on a background coloured by who wrote it (grey: the
+env and the chat template; blue/green/red: the agent, by the sign of the reward on
+that token), alternating shades so token boundaries show. Without a colour terminal
+(a pipe) agent tokens are bracketed ``⟦...⟧`` instead.
 
 With a search text, its matches are highlighted in the text ``--search`` looks in
 (env id, session, error, task data, messages; ``⟪...⟫`` without colour) and a line
@@ -25,7 +26,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from agentsgym_viewer.model import ViewedEpisode, ViewedStep
+from agentsgym_viewer.model import REPLY_TRUNCATED_KEY, ViewedEpisode, ViewedStep
 from agentsgym_viewer.tokens import TokenDecoder, visible
 
 ROLE_STYLES = {"system": "magenta", "user": "cyan", "assistant": "green", "tool": "yellow"}
@@ -85,7 +86,8 @@ def episode_title(episode: ViewedEpisode, mark: Highlight | None = None) -> Text
 
 
 def status_text(episode: ViewedEpisode) -> Text:
-    """``ok`` / ``failed`` / ``truncated`` (and ``correct``/``wrong`` for eval rows)."""
+    """``ok`` / ``failed``, ``truncated`` (out of steps), ``reply-cut`` (a reply cut at
+    the generation limit), and ``correct``/``wrong`` for eval rows."""
     text = Text()
     if episode.failed:
         text.append("failed", "bold red")
@@ -93,6 +95,8 @@ def status_text(episode: ViewedEpisode) -> Text:
         text.append("ok", "green")
     if episode.truncated:
         text.append(" truncated", "yellow")
+    if episode.cut_replies:
+        text.append(" reply-cut", "yellow")
     if episode.free_shot:
         text.append(" free-shot", "dim")
     if episode.correct is not None:
@@ -112,7 +116,8 @@ def header(episode: ViewedEpisode, mark: Highlight | None = None) -> Panel:
     )
     grid.add_row("turns", str(episode.num_turns))
     grid.add_row("status", status_text(episode))
-    grid.add_row("truncated", "yes" if episode.truncated else "no")
+    cut = episode.truncated or bool(episode.cut_replies)
+    grid.add_row("truncated", Text(episode.truncation, "yellow" if cut else ""))
     if episode.error is not None:
         grid.add_row("error", mark.text(episode.error, "red"))
     terms = episode.episode_reward_terms()
@@ -148,6 +153,8 @@ def step_line(step: ViewedStep | None, token_reward: float | None, token_count: 
         line.append("no step recorded (the episode failed at this turn)", "red")
         return line
     line.append(f"step {step.index}", "bold")
+    if step.info.get(REPLY_TRUNCATED_KEY):
+        line.append("  reply cut at the generation limit", "yellow")
     if step.reward is not None:
         line.append("  reward ")
         line.append(fmt_reward(step.reward), _reward_style(step.reward))
@@ -163,6 +170,13 @@ def step_line(step: ViewedStep | None, token_reward: float | None, token_count: 
     return line
 
 
+def call_line(call: str, mark: Highlight) -> Text:
+    """One tool call of an assistant turn: ``call multiply({"a": 2, "b": 3})``."""
+    line = Text("call ", "bold yellow")
+    line.append_text(mark.text(call))
+    return line
+
+
 def messages(episode: ViewedEpisode, mark: Highlight | None = None) -> list[RenderableType]:
     """Each message in a panel titled by role; assistant turns end with their step."""
     mark = mark or Highlight()
@@ -173,16 +187,17 @@ def messages(episode: ViewedEpisode, mark: Highlight | None = None) -> list[Rend
     turn = 0
     for message in episode.messages:
         style = ROLE_STYLES.get(message.role, "white")
-        body: RenderableType = mark.text(message.content)
+        lines = [mark.text(message.content)] if message.content or not message.tool_calls else []
+        lines += [call_line(text, mark) for text in message.call_texts]
+        body: RenderableType = Group(*lines)
         if message.role == "assistant":
             step = steps[turn] if turn < len(steps) else None
             reward = token_rewards[turn] if token_rewards is not None else None
             count = spans[turn][1] - spans[turn][0] if spans is not None else None
-            body = Group(mark.text(message.content), Text(), step_line(step, reward, count))
+            body = Group(*lines, Text(), step_line(step, reward, count))
             turn += 1
-        rendered.append(
-            Panel(body, title=Text(message.role, style), title_align="left", border_style=style)
-        )
+        title = Text(message.title, style)
+        rendered.append(Panel(body, title=title, title_align="left", border_style=style))
     if not episode.messages:
         rendered.append(Text("(no messages: the episode failed before its first prompt)", "dim"))
     return rendered

@@ -39,7 +39,10 @@
   function haystack(e) {
     if (e._hay === undefined) {
       var parts = [e.env || "", e.sid || "", e.err === null ? "" : e.err, e.tj];
-      e.msgs.forEach(function (m) { parts.push(m[1]); });
+      e.msgs.forEach(function (m) {  // content, then its tool calls (as Python's search_text)
+        parts.push(m[1]);
+        m[2].forEach(function (call) { parts.push(call); });
+      });
       e._hay = parts.join("\n").toLowerCase();
     }
     return e._hay;
@@ -98,6 +101,7 @@
   function tags(e, parent) {
     if (e.err !== null) parent.appendChild(el("span", "tag failed", "failed"));
     if (e.trunc) parent.appendChild(el("span", "tag truncated", "truncated"));
+    if (e.cut) parent.appendChild(el("span", "tag truncated", "reply cut"));
     if (e.free) parent.appendChild(el("span", "tag", "free shot"));
     if (e.correct === true) parent.appendChild(el("span", "tag correct", "correct"));
     if (e.correct === false) parent.appendChild(el("span", "tag wrong", "wrong"));
@@ -207,7 +211,7 @@
     }
     row("final reward", rewardSpan(e.r));
     row("turns", e.turns);
-    row("truncated", e.trunc ? "yes" : "no");
+    row("truncated", e.tt, e.trunc || e.cut ? "warn" : null);
     if (e.err !== null) row("error", marked("span", null, e.err), "error");
     var terms = Object.keys(e.terms);
     if (terms.length) row("reward by source", termsNode(e.terms));
@@ -221,8 +225,14 @@
     e.msgs.forEach(function (m) {
       var role = m[0];
       var box = el("div", "msg " + role);
-      box.appendChild(el("div", "role", role));
-      box.appendChild(marked("div", "content", m[1]));
+      box.appendChild(el("div", "role", m[3]));
+      if (m[1] || !m[2].length) box.appendChild(marked("div", "content", m[1]));
+      m[2].forEach(function (call) {
+        var line = el("div", "call");
+        line.appendChild(el("span", "call-label", "call "));
+        line.appendChild(marked("span", null, call));
+        box.appendChild(line);
+      });
       if (role === "assistant") {
         box.appendChild(stepNode(e, turn));
         turn += 1;
@@ -259,6 +269,9 @@
     if (!step) return el("div", "step missing", "no step recorded (the episode failed at this turn)");
     var div = el("div", "step");
     div.appendChild(el("b", null, "step " + turn));
+    if (step[2].reply_truncated) {
+      div.appendChild(el("span", "warn", "  reply cut at the generation limit"));
+    }
     if (step[0] !== null) {
       div.appendChild(document.createTextNode("  reward "));
       div.appendChild(rewardSpan(step[0]));
