@@ -36,20 +36,36 @@ def tool_record() -> dict[str, Any]:
     """A Calculator rollout row as ``agentsgym rollout --out`` writes it: the parser's
     calls carry an object, a chat server's carry JSON text."""
     return {
-        "session_id": "s-tools", "env_id": CALCULATOR, "task_index": 0, "rollout_index": 0,
-        "episode_index": 0, "task_data": {"a": 874}, "final_reward": 1.0, "num_turns": 3,
-        "truncated": False, "free_shot": False, "error": None, "metrics": {},
+        "session_id": "s-tools",
+        "env_id": CALCULATOR,
+        "task_index": 0,
+        "rollout_index": 0,
+        "episode_index": 0,
+        "task_data": {"a": 874},
+        "final_reward": 1.0,
+        "num_turns": 3,
+        "truncated": False,
+        "free_shot": False,
+        "error": None,
+        "metrics": {},
         "messages": [
             {"role": "user", "content": "What is 874 * 404 + 786? Use the tools."},
-            {"role": "assistant", "content": "", "tool_calls": [call("multiply", {"a": 874, "b": 404})]},
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [call("multiply", {"a": 874, "b": 404})],
+            },
             {"role": "tool", "tool_call_id": "call_0", "name": "multiply", "content": "353096"},
-            {"role": "assistant", "content": "Now the sum.",
-             "tool_calls": [call("add", '{"a": 353096, "b": 786}')]},
+            {
+                "role": "assistant",
+                "content": "Now the sum.",
+                "tool_calls": [call("add", '{"a": 353096, "b": 786}')],
+            },
             {"role": "tool", "tool_call_id": "call_0", "name": "add", "content": "353882"},
             {"role": "assistant", "content": "The result is \\boxed{353882}."},
         ],
         "step_infos": [{"tool_calls": 1}, {"tool_calls": 1}, {"answer": "353882", "correct": True}],
-    }  # fmt: skip
+    }
 
 
 def view(*args: str) -> str:
