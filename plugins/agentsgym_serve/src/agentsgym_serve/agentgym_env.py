@@ -33,17 +33,17 @@ import logging
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from pydantic import Field, field_validator
 
-from agentsgym import EnvConfig, MultistepEnv, hookimpl
+from agentsgym import hookimpl
 from agentsgym.errors import RemoteEnvError
 from agentsgym.redaction import redact_text
-from agentsgym.types import Messages, StepResult
+from agentsgym.types import StepResult
 from agentsgym_serve.call_failures import RemoteCallError
+from agentsgym_serve.remote_client import ConversationConfig, RemoteClientEnv, RemoteEpisodeState
 from agentsgym_serve.retry_policy import Retry, RetryPolicy, client_policy
-from agentsgym_serve.schemas import ChatMessage
 from agentsgym_serve.transport import Transport
 from agentsgym_serve.urls import is_remote_url, split_protocol
 
@@ -55,27 +55,15 @@ logger = logging.getLogger("agentsgym_serve.client")
 TASK_KEY = "data_idx"
 
 
-class AgentGymConfig(EnvConfig):
-    """env_config of an :class:`AgentGymEnv`: how to talk to one AgentGym server."""
+class AgentGymConfig(ConversationConfig):
+    """env_config of an :class:`AgentGymEnv`: how to talk to one AgentGym server (the
+    conversation, reset, reward, dataset and retry keys are :class:`ConversationConfig`'s)."""
 
-    system_prompt: str | None = Field(
-        None, description="a system message that starts every conversation"
-    )
-    conversation_start: list[ChatMessage] = Field(
-        default_factory=list,
-        description="messages before the first observation, e.g. AgentGym's instructions "
-        "as a user turn and its canned assistant reply: [{role: user, content: ...}, "
-        "{role: assistant, content: 'OK. ...'}] (AgentGym's {from: human|gpt, value} "
-        "form is taken too)",
-    )
     reset_index_field: str = Field(
         TASK_KEY,
         min_length=1,
         description="the /reset body field that carries task_data['data_idx'] (ALFWorld's "
         "server calls it 'game')",
-    )
-    reset_fields: dict[str, Any] = Field(
-        default_factory=dict, description="more /reset body fields, e.g. {'world_type': 'Text'}"
     )
     create_body: dict[str, Any] | None = Field(
         None, description="a JSON body for /create (most servers take none)"
@@ -83,34 +71,11 @@ class AgentGymConfig(EnvConfig):
     reward_field: str = Field(
         "reward", min_length=1, description="the reply field holding the reward ('score')"
     )
-    reward_mode: Literal["step", "cumulative"] = Field(
-        "step",
-        description="'step': the field is this step's reward; 'cumulative': it is the "
-        "score so far, and the step reward is its increase",
-    )
     action_regex: str | None = Field(
         None,
         description="send only the last match of this pattern in the reply (group 1 if it "
         r"has one), e.g. 'Action:\s*(.*?)(?=\n|$)'; without a match the reply is sent as is",
     )
-    dataset_size: int | None = Field(
-        None, ge=0, description="tasks on the server: get_train_dataset() gives data_idx 0..n-1"
-    )
-    retry_window_seconds: float | None = Field(
-        None,
-        ge=0,
-        description="how long a failed call that may be retried is retried (default: the "
-        "retry policy's, 60 s, enough for a server restart); 0 never retries",
-    )
-
-    @field_validator("conversation_start", mode="before")
-    @classmethod
-    def _agentgym_messages(cls, value: Any) -> Any:
-        # AgentGym's clients write ConversationMessage({"from": "human"|"gpt", "value":
-        # ..., "loss": ...}); those are taken as they are written there.
-        if isinstance(value, list):
-            return [_chat_message(m) for m in value]
-        return value
 
     @field_validator("action_regex")
     @classmethod
@@ -123,18 +88,18 @@ class AgentGymConfig(EnvConfig):
         return value
 
 
-@dataclass
-class AgentGymEpisode:
-    """The state of an episode on an AgentGym server."""
+@dataclass(kw_only=True)
+class AgentGymEpisode(RemoteEpisodeState):
+    """The state of an episode on an AgentGym server: its instance id."""
 
     id: int
-    prompt: Messages
-    prompt_step: int = 0
-    score: float = 0.0
     observation: str = ""
 
+    def describe(self) -> str:
+        return f"instance {self.id}"
 
-class AgentGymEnv(MultistepEnv):
+
+class AgentGymEnv(RemoteClientEnv):
     """An env on a server of AgentGym's protocol (see the module docstring).
 
     :param url: the server, ``http://host:port`` or ``agentgym+http://host:port``.
@@ -161,12 +126,7 @@ class AgentGymEnv(MultistepEnv):
         policy = client_policy(retry, self.config.retry_window_seconds)
         self.transport = Transport(self.url, policy)
         self._action = re.compile(self.config.action_regex) if self.config.action_regex else None
-        self._start: Messages = (
-            [{"role": "system", "content": self.config.system_prompt}]
-            if self.config.system_prompt is not None
-            else []
-        )
-        self._start += [m.model_dump() for m in self.config.conversation_start]  # type: ignore[misc]
+        self._start = self.config.opening()
 
     @property
     def location(self) -> str:
@@ -179,14 +139,6 @@ class AgentGymEnv(MultistepEnv):
     def env_id(self) -> str:
         """What episodes record and logs name: :attr:`location`, without URL credentials."""
         return redact_text(self.location)
-
-    def close(self) -> None:
-        """Close this env's connections (the runner's event loop's included)."""
-        self.transport.close()
-
-    async def aclose(self) -> None:
-        """Close the connections of the running event loop (``asyncio.run`` callers)."""
-        await self.transport.aclose()
 
     # ------------------------------------------------------------------ calls
     async def _post(self, path: str, body: Any, retry: Retry) -> Any:
@@ -240,31 +192,17 @@ class AgentGymEnv(MultistepEnv):
         return AgentGymEpisode(id=session, prompt=prompt, score=score, observation=observation)
 
     @hookimpl
-    def format_prompt(self, state: AgentGymEpisode, step: int) -> Messages:
-        if state.prompt_step != step:
-            raise RemoteEnvError(
-                f"the runner asked for the prompt of step {step}, but instance {state.id} "
-                f"last observed step {state.prompt_step}"
-            )
-        return [dict(m) for m in state.prompt]  # type: ignore[misc]
-
-    @hookimpl
     async def step_episode(self, state: AgentGymEpisode, action: str, step: int) -> StepResult:
         sent = self._extract(action)
         reply = await self._post("/step", {"id": state.id, "action": sent}, Retry.UNSENT)
         observation = _observation(reply, "/step")
         if "done" not in reply:
             raise RemoteEnvError(f"/step answered without a 'done' field: {str(reply)[:200]!r}")
-        value = self._reward(reply, "/step", required=True)
-        if self.config.reward_mode == "cumulative":
-            reward, state.score = value - state.score, value
-        else:
-            reward = value
+        reward = state.reward(self._reward(reply, "/step", required=True), self.config.reward_mode)
         info = {k: v for k, v in reply.items() if k not in ("observation", "done")}
         if sent != action:
             info["action_sent"] = sent
-        state.prompt = [{"role": "user", "content": observation}]
-        state.prompt_step = step + 1
+        state.advance([{"role": "user", "content": observation}], step)
         state.observation = observation
         return StepResult(state, reward, bool(reply["done"]), info)
 
@@ -309,16 +247,6 @@ class AgentGymEnv(MultistepEnv):
             {"env_class_path": self.location, "env_config": config, "task_data": task}
             for task in task_data_list
         )
-
-
-AGENTGYM_ROLES = {"human": "user", "gpt": "assistant", "system": "system"}
-
-
-def _chat_message(message: Any) -> Any:
-    if isinstance(message, dict) and "from" in message and "role" not in message:
-        role = AGENTGYM_ROLES.get(str(message["from"]), str(message["from"]))
-        return {"role": role, "content": message.get("value", "")}
-    return message
 
 
 def _observation(reply: Any, path: str) -> str:

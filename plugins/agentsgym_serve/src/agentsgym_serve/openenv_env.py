@@ -40,17 +40,17 @@ import json
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
-from agentsgym import EnvConfig, MultistepEnv, hookimpl
+from agentsgym import hookimpl
 from agentsgym.errors import RemoteEnvError
 from agentsgym.redaction import redact_text
 from agentsgym.retry import Attempts, retry_async
 from agentsgym.types import Messages, StepResult
+from agentsgym_serve.remote_client import ConversationConfig, RemoteClientEnv, RemoteEpisodeState
 from agentsgym_serve.retry_policy import RetryPolicy, client_policy
-from agentsgym_serve.schemas import ChatMessage
 
 if TYPE_CHECKING:
     import datasets
@@ -83,13 +83,11 @@ def canonical_openenv_url(url: str) -> str:
     return OPENENV_PREFIX + split_openenv_url(url)
 
 
-class OpenEnvConfig(EnvConfig):
-    """env_config of an :class:`OpenEnvEnv`: how to read one OpenEnv server."""
+class OpenEnvConfig(ConversationConfig):
+    """env_config of an :class:`OpenEnvEnv`: how to read one OpenEnv server (the
+    conversation, reset, reward, dataset and retry keys are :class:`ConversationConfig`'s;
+    its retry window bounds connecting and resets)."""
 
-    system_prompt: str | None = Field(None, description="a system message starting every episode")
-    conversation_start: list[ChatMessage] = Field(
-        default_factory=list, description="messages before the first observation"
-    )
     observation_field: str | None = Field(
         None,
         description="the observation field that holds the user message (for servers whose "
@@ -101,35 +99,20 @@ class OpenEnvConfig(EnvConfig):
     action_fields: dict[str, Any] = Field(
         default_factory=dict, description="more fields of every action"
     )
-    reset_fields: dict[str, Any] = Field(
-        default_factory=dict, description="reset kwargs under the task's own"
-    )
-    reward_mode: Literal["step", "cumulative"] = Field(
-        "step", description="'cumulative': the reward is the score so far; its increase counts"
-    )
-    dataset_size: int | None = Field(
-        None, ge=0, description="get_train_dataset() gives tasks {seed: 0..n-1}"
-    )
-    retry_window_seconds: float | None = Field(
-        None, ge=0, description="how long connecting and resets are retried (default 60 s)"
-    )
     message_timeout_seconds: float = Field(
         300.0, gt=0, description="the longest wait for one reply of the server"
     )
 
 
-@dataclass
-class OpenEnvEpisode:
-    """An episode's session on the server."""
+@dataclass(kw_only=True)
+class OpenEnvEpisode(RemoteEpisodeState):
+    """An episode's session on the server: its openenv-core client."""
 
     client: Any
-    prompt: Messages
-    prompt_step: int = 0
-    score: float = 0.0
     observation: dict[str, Any] = field(default_factory=dict)
 
 
-class OpenEnvEnv(MultistepEnv):
+class OpenEnvEnv(RemoteClientEnv):
     """An env on an OpenEnv server (see the module docstring).
 
     :param url: ``openenv+ws://host:port`` (or ``+wss``, ``+http``, ``+https``).
@@ -153,11 +136,7 @@ class OpenEnvEnv(MultistepEnv):
         super().__init__(tokenizer, env_config, plugins=plugins)
         self.url = split_openenv_url(url)
         self.retry = client_policy(retry, self.config.retry_window_seconds)
-        start: Messages = []
-        if self.config.system_prompt is not None:
-            start.append({"role": "system", "content": self.config.system_prompt})
-        start += [m.model_dump() for m in self.config.conversation_start]  # type: ignore[misc]
-        self._start = start
+        self._start = self.config.opening()
 
     @property
     def env_id(self) -> str:
@@ -218,16 +197,7 @@ class OpenEnvEnv(MultistepEnv):
         observation = _as_dict(result.observation)
         score = _reward(result.reward)
         prompt = [*self._start, *self._messages(observation)]
-        return OpenEnvEpisode(client, prompt, score=score, observation=observation)
-
-    @hookimpl
-    def format_prompt(self, state: OpenEnvEpisode, step: int) -> Messages:
-        if state.prompt_step != step:
-            raise RemoteEnvError(
-                f"the runner asked for the prompt of step {step}, but the session last "
-                f"observed step {state.prompt_step}"
-            )
-        return [dict(m) for m in state.prompt]  # type: ignore[misc]
+        return OpenEnvEpisode(client=client, prompt=prompt, score=score, observation=observation)
 
     @hookimpl
     async def step_episode(self, state: OpenEnvEpisode, action: str, step: int) -> StepResult:
@@ -242,17 +212,12 @@ class OpenEnvEnv(MultistepEnv):
                 f"step is not sent twice): {type(exc).__name__}: {redact_text(str(exc))[:1000]}"
             ) from None
         observation = _as_dict(result.observation)
-        value = _reward(result.reward)
-        if self.config.reward_mode == "cumulative":
-            reward, state.score = value - state.score, value
-        else:
-            reward = value
+        reward = state.reward(_reward(result.reward), self.config.reward_mode)
         done = bool(result.done) and not observation.get(TRUNCATED_KEY, False)
         info = observation.get("info")
         if not isinstance(info, dict):
             info = {k: v for k, v in observation.items() if k not in ("messages",)}
-        state.prompt = self._messages(observation)
-        state.prompt_step = step + 1
+        state.advance(self._messages(observation), step)
         state.observation = observation
         return StepResult(state, reward, done, dict(info))
 

@@ -33,11 +33,12 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import ConfigDict
 
-from agentsgym import EnvConfig, MultistepEnv, hookimpl
+from agentsgym import EnvConfig, hookimpl
 from agentsgym.errors import EnvConfigError, RemoteEnvError
 from agentsgym.redaction import redact_text
-from agentsgym.types import AgentAction, Messages, RewardTerm, StepResult
+from agentsgym.types import AgentAction, RewardTerm, StepResult
 from agentsgym_serve.call_failures import RemoteCallError
+from agentsgym_serve.remote_client import RemoteClientEnv, RemoteEpisodeState
 from agentsgym_serve.retry_policy import RETRY_WINDOW_KEY, Retry, RetryPolicy, client_policy
 from agentsgym_serve.schemas import MAX_ERROR_TEXT, PROTOCOL, V1_PREFIX
 from agentsgym_serve.transport import Transport
@@ -55,20 +56,21 @@ class RemoteEnvConfig(EnvConfig):
     model_config = ConfigDict(extra="allow", frozen=True)
 
 
-@dataclass
-class RemoteEpisode:
+@dataclass(kw_only=True)
+class RemoteEpisode(RemoteEpisodeState):
     """The state of a remote episode: the server's handle, and what it last sent."""
 
     id: int
     token: str
     episode: int
-    prompt: Messages
-    prompt_step: int = 0
     terms: dict[str, float] = field(default_factory=dict)
     observation: str = ""
 
+    def describe(self) -> str:
+        return f"session {self.id}"
 
-class RemoteEnv(MultistepEnv):
+
+class RemoteEnv(RemoteClientEnv):
     """An env on an ``agentsgym serve`` server (see the module docstring).
 
     :param url: the server, ``http://host:port`` (a path prefix is kept).
@@ -154,14 +156,6 @@ class RemoteEnv(MultistepEnv):
             return self.spec.id
         return self.url
 
-    def close(self) -> None:
-        """Close this env's connections (the runner's event loop's included)."""
-        self.transport.close()
-
-    async def aclose(self) -> None:
-        """Close the connections of the running event loop (``asyncio.run`` callers)."""
-        await self.transport.aclose()
-
     # ------------------------------------------------------------------ hooks
     def _timeout(self) -> float:
         return self.config.hook_timeout_seconds
@@ -195,15 +189,6 @@ class RemoteEnv(MultistepEnv):
         )
 
     @hookimpl
-    def format_prompt(self, state: RemoteEpisode, step: int) -> Messages:
-        if state.prompt_step != step or not state.prompt:
-            raise RemoteEnvError(
-                f"the runner asked for the prompt of step {step}, but session {state.id} "
-                f"sent the prompt of step {state.prompt_step}"
-            )
-        return [dict(m) for m in state.prompt]  # type: ignore[misc]
-
-    @hookimpl
     async def step_episode(
         self, state: RemoteEpisode, action: str, step: int, reply: AgentAction
     ) -> StepResult:
@@ -220,8 +205,7 @@ class RemoteEnv(MultistepEnv):
             body["tool_calls"] = reply.tool_calls
         answer = await self._call(path, body)
         _expect(answer, path, session=state.id, episode=state.episode, step=step)
-        state.prompt = list(answer["messages"])
-        state.prompt_step = step + 1
+        state.advance(list(answer["messages"]), step)
         state.terms = {str(k): float(v) for k, v in answer["reward_terms"].items()}
         state.observation = str(answer.get("observation", ""))
         return StepResult(state, answer["reward"], bool(answer["done"]), answer["info"])
