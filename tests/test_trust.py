@@ -17,6 +17,8 @@ def test_url_allow_lists_match_origin_and_whole_path_segments() -> None:
     allow = ["http://10.0.0.5:8000", "https://gw.example/envs"]
     assert url_allowed("http://10.0.0.5:8000", allow)
     assert url_allowed("agentgym+http://10.0.0.5:8000", allow)
+    assert url_allowed("openenv+ws://10.0.0.5:8000", allow)  # the same server, upgraded
+    assert not url_allowed("openenv+wss://10.0.0.5:8000", allow)  # https: another origin
     assert url_allowed("https://gw.example:443/envs/guess", allow)
     assert not url_allowed("http://10.0.0.5:80001", allow)
     assert not url_allowed("http://10.0.0.5:8001", allow)

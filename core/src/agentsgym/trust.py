@@ -23,6 +23,7 @@ __all__ = [
 CLASS_PATHS_ENVIRON = "AGENTSGYM_ALLOW_CLASS_PATHS"
 REMOTE_ENVS_ENVIRON = "AGENTSGYM_ALLOW_REMOTE_ENVS"
 DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443}
+_WEBSOCKET_SERVERS = {"ws": "http", "wss": "https"}
 
 Allowance = bool | Sequence[str]
 
@@ -80,10 +81,12 @@ def url_allowed(url: str, allow: Allowance) -> bool:
 
 
 def _origin_and_path(url: str) -> tuple[tuple[str, str, int | None], str] | None:
-    """(transport scheme, host, port) and the path; ``agentgym+http`` is ``http``."""
+    """(transport scheme, host, port) and the path; ``agentgym+http`` is ``http``, and a
+    WebSocket (``openenv+ws``) is the HTTP server it upgrades from (``http``)."""
     try:
         parts = urlsplit(url.strip())
         scheme = parts.scheme.lower().rsplit("+", 1)[-1]
+        scheme = _WEBSOCKET_SERVERS.get(scheme, scheme)
         port = parts.port or DEFAULT_PORTS.get(scheme)
     except ValueError:
         return None

@@ -39,7 +39,7 @@ def test_an_openenv_create_app_server_plays_as_an_env() -> None:
                         "max_steps_per_episode": 10},
         )  # fmt: skip
         assert isinstance(env, OpenEnvEnv)
-        assert env.env_id == f"openenv+{server.url}"
+        assert env.env_id == openenv_url(server.url)  # the URL as given: ws, not http
         batch = env.run_trial([{"seed": 1}, {"seed": 2}], Shout(), num_rollouts=2)
     episodes = [e for g in batch.groups for e in g.episodes]
     assert all(e.ok for e in episodes) and len(episodes) == 4
@@ -54,6 +54,23 @@ def test_an_openenv_create_app_server_plays_as_an_env() -> None:
     assert episode.messages[3] == {"role": "user", "content": replies[0]}  # the echo
     assert episode.steps[0].info["message_length"] == len(replies[0])
     assert episode.tokenized and sum(episode.agent_token_mask) == episode.num_agent_tokens
+
+
+def test_rows_played_over_a_websocket_url_record_that_url() -> None:
+    """Issue 28: rows of openenv+ws:// recorded openenv+http://. A dataset row names
+    the server as given, and an allowance of its http:// origin lets it play."""
+    from agentsgym import run_dataset
+    from agentsgym_serve.openenv_env import canonical_openenv_url
+
+    assert canonical_openenv_url("OpenEnv+WS://Host:81/p/") == "openenv+ws://host:81/p"
+    assert canonical_openenv_url("openenv+https://h") == "openenv+https://h"
+    with BackgroundServer(echo_app()) as server:
+        url = openenv_url(server.url)
+        rows = [{"env_class_path": url, "env_config": {"max_steps_per_episode": 2},
+                 "task_data": {"seed": 1}}]  # fmt: skip
+        batch = run_dataset(rows, Shout(), tokenizer=TINY, allow_remote=[server.url])
+    [episode] = [e for g in batch.groups for e in g.episodes]
+    assert episode.ok and episode.env_id == url == batch.groups[0].env_id
 
 
 def test_the_whole_observation_is_the_message_without_a_field() -> None:

@@ -51,6 +51,7 @@ from agentsgym.retry import Attempts, retry_async
 from agentsgym.types import Messages, StepResult
 from agentsgym_serve.remote_client import ConversationConfig, RemoteClientEnv, RemoteEpisodeState
 from agentsgym_serve.retry_policy import RetryPolicy, client_policy
+from agentsgym_serve.urls import normalise_url
 
 if TYPE_CHECKING:
     import datasets
@@ -64,8 +65,20 @@ TRUNCATED_KEY = "truncated"
 
 def split_openenv_url(url: str) -> str:
     """The server's ``http(s)://`` base of an ``openenv+ws://`` (etc.) URL."""
-    from agentsgym_serve.urls import normalise_url
+    scheme, rest = _scheme_and_rest(url)
+    return normalise_url(f"{_SCHEMES[scheme]}://{rest}")
 
+
+def canonical_openenv_url(url: str) -> str:
+    """The URL as an env id: ``openenv+SCHEME://host:port[/path]``, normalised, with the
+    scheme the user wrote (``ws``, ``wss``, ``http``, ``https``): rows and episodes
+    record the URL as given."""
+    scheme = _scheme_and_rest(url)[0]
+    base = split_openenv_url(url)
+    return f"{OPENENV_PREFIX}{scheme}{base[len(_SCHEMES[scheme]) :]}"
+
+
+def _scheme_and_rest(url: str) -> tuple[str, str]:
     text = url.strip()
     if text[: len(OPENENV_PREFIX)].lower() == OPENENV_PREFIX:
         text = text[len(OPENENV_PREFIX) :]
@@ -75,12 +88,7 @@ def split_openenv_url(url: str) -> str:
             f"{url!r} is not an OpenEnv server URL; expected openenv+ws://host:port "
             "(or openenv+wss://, openenv+http://, openenv+https://)"
         )
-    return normalise_url(f"{_SCHEMES[scheme.lower()]}://{rest}")
-
-
-def canonical_openenv_url(url: str) -> str:
-    """The URL as an env id: ``openenv+http(s)://host:port[/path]``."""
-    return OPENENV_PREFIX + split_openenv_url(url)
+    return scheme.lower(), rest
 
 
 class OpenEnvConfig(ConversationConfig):
@@ -135,6 +143,8 @@ class OpenEnvEnv(RemoteClientEnv):
     ) -> None:
         super().__init__(tokenizer, env_config, plugins=plugins)
         self.url = split_openenv_url(url)
+        self.location = canonical_openenv_url(url)
+        """The server's URL as given (``openenv+ws://...``): what rows and episodes name."""
         self.retry = client_policy(retry, self.config.retry_window_seconds)
         self._start = self.config.opening()
 
@@ -142,7 +152,7 @@ class OpenEnvEnv(RemoteClientEnv):
     def env_id(self) -> str:
         if self.spec is not None and "://" not in self.spec.id:
             return self.spec.id
-        return redact_text(OPENENV_PREFIX + self.url)
+        return redact_text(self.location)
 
     # ------------------------------------------------------------------ calls
     def _client(self) -> Any:
