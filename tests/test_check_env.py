@@ -29,7 +29,7 @@ TRUNCATION = "episodes cut at max_steps_per_episode are truncated"
 
 def test_builtin_env_passes(agentsgym_check_env) -> None:
     report = agentsgym_check_env("agentsgym/GuessTheNumber-v0")
-    assert report.passed and len(report.checks) == 12
+    assert report.passed and len(report.checks) == 13
     assert {c.name for c in report.checks} >= {
         DETERMINISM,
         "finish_episode runs once per episode",
@@ -425,7 +425,7 @@ def test_a_check_that_cannot_run_is_reported_as_skipped_not_ok() -> None:
     assert shown.code == 0, shown.output
     lines = {line.split(" ", 1)[0]: line for line in shown.stdout.splitlines() if TRUNCATION in line}
     assert list(lines) == ["skip"], shown.stdout
-    assert "(12 checks, 2 skipped)" in shown.stdout
+    assert "(13 checks, 2 skipped)" in shown.stdout
 
 
 class Closing(Countdown):
@@ -475,3 +475,24 @@ def test_failures_are_reported_under_python_dash_o() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert "episodes leave task_data unchanged" in done.stdout
+
+
+class InlineButWaits(Countdown):
+    """Promises hooks that never wait (run_hooks_inline), and waits in step_episode."""
+
+    run_hooks_inline = True
+
+
+INLINE = "an env with run_hooks_inline never waits in its hooks"
+
+
+def test_a_broken_run_hooks_inline_promise_is_reported_to_the_author(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from agentsgym.engine import hook_runtime
+
+    assert INLINE not in failures(InlineButWaits)  # its hooks return at once
+    monkeypatch.setattr(hook_runtime, "INLINE_TURN_LIMIT_SECONDS", -1.0)  # every call is slow
+    found = failures(InlineButWaits)[INLINE]
+    assert "sets run_hooks_inline = True" in found and "stalling every other episode" in found
+    assert INLINE not in failures(Countdown)  # worker threads: no promise to keep

@@ -336,3 +336,36 @@ def test_a_run_closes_the_envs_it_built(tmp_path: Path) -> None:
                          "--num-tasks", "1", "--out", str(tmp_path / "r.jsonl"))
     assert result.code == 0, result.output
     assert ClosingCountdownEnv.closed == 1
+
+
+KEYED_SOURCE_PLUGIN = '''
+from agentsgym import hookimpl, make
+
+
+def build(url, *, tokenizer=None, env_config=None, plugins=()):
+    return make("agentsgym/GuessTheNumber-v0", tokenizer=tokenizer, env_config=env_config,
+                plugins=plugins)
+
+
+@hookimpl
+def register_env_sources(register):
+    register("keyed+echo", "{module}:build", description="GuessTheNumber behind a URL")
+'''
+
+PLANTED_KEY = "sk-planted0123456789"
+
+
+def test_a_key_in_an_env_url_never_reaches_the_terminal(site: Path, tmp_path: Path) -> None:
+    from agentsgym_scaffold import install_plugin
+
+    install_plugin(site, "agentsgym-keyed", "agentsgym_keyed", KEYED_SOURCE_PLUGIN)
+    url = f"keyed+echo://user:{PLANTED_KEY}@host:9"
+    out = str(tmp_path / "r.jsonl")
+    played = run_cli("rollout", url, "--agent", "agentsgym/bisect", "--num-tasks", "2", "--out", out)
+    assert played.code == 0, played.output
+    assert "rollouts of keyed+echo://<redacted>@host:9" in played.stdout
+    checked = run_cli("check-env", url, "--agent", "agentsgym/bisect")
+    failing = run_cli("rollout", url.replace("keyed", "unknown"), "--out", str(tmp_path / "x.jsonl"))
+    assert failing.code == 2 and "<redacted>" in failing.stderr
+    for result in (played, checked, failing):
+        assert PLANTED_KEY not in result.output, result.output

@@ -14,6 +14,7 @@ from pathlib import Path
 import typer
 from typer.testing import CliRunner
 
+from agentsgym import MultistepEnv
 from agentsgym.cli import build_app
 from agentsgym.cli.options import CLI_TOKENIZER_DEFAULT
 
@@ -233,3 +234,18 @@ def test_describe_of_an_env_whose_class_does_not_import_says_so() -> None:
     result = runner.invoke(build_app(), ["describe", "broken/Broken-v0"], env={"COLUMNS": "200"})
     assert result.exit_code == 1
     assert "does not import: ModuleNotFoundError" in result.output
+
+
+class DocumentedCountdown(MultistepEnv):
+    """Count down; see :class:`~agentsgym.env.MultistepEnv`, :func:`agentsgym.make` and
+    the ``max_steps_per_episode`` key (:ref:`the guide <guide>`)."""
+
+
+def test_describe_shows_sphinx_roles_as_plain_names() -> None:
+    from agentsgym.testing import register_env
+
+    with register_env("test/Documented-v0", DocumentedCountdown):
+        text = invoke("describe", "test/Documented-v0")
+    assert "see MultistepEnv, agentsgym.make and" in text, text
+    assert "the max_steps_per_episode key (the guide)" in text
+    assert ":class:" not in text and "``" not in text

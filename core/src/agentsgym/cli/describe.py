@@ -17,10 +17,12 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from agentsgym.cli.docstrings import plain_docstring
 from agentsgym.cli.options import complete_env_id
 from agentsgym.cli.terminal import console, err_console
 from agentsgym.engine import EPISODE_HOOK_NAMES
 from agentsgym.factory import make
+from agentsgym.redaction import redact, redact_text
 from agentsgym.registry import EnvSpec, env_class, get_registry
 
 
@@ -110,7 +112,7 @@ def env_description(spec: EnvSpec) -> dict[str, Any]:
         "distribution": spec.distribution,
         "version": spec.version,
         "entry_point": spec.entry_point,
-        "docs": inspect.cleandoc(own_doc) if own_doc else "",
+        "docs": plain_docstring(inspect.cleandoc(own_doc)) if own_doc else "",
         "default_agent": spec.default_agent,
         "default_agent_description": agent.description if agent else None,
         "registered_env_config": _jsonable(spec.default_env_config),
@@ -165,13 +167,15 @@ def describe(
         env_class(spec)
     except Exception as exc:  # noqa: BLE001 - the plugin's code: show what broke, not a traceback
         err_console.print(
-            f"[bold red]error:[/] {escape(spec.id)}'s class {escape(spec.entry_point)} does not "
+            f"[bold red]error:[/] {escape(redact_text(spec.id))}'s class "
+            f"{escape(redact_text(spec.entry_point))} does not "
             f"import: {escape(f'{type(exc).__name__}: {exc}')} (from "
             f"{escape(str(spec.distribution))}; run with --strict-plugins -vv for details)",
             highlight=False,
         )
         raise typer.Exit(1) from None
-    item = env_description(spec)
+    # an env registered with a server URL may carry its key: shown, never printed
+    item = redact(env_description(spec))
     if as_json:
         typer.echo(json.dumps(item, indent=2))
         return

@@ -12,6 +12,7 @@ from rich.text import Text
 
 from agentsgym.cli.terminal import console
 from agentsgym.install_hint import README_TABLE
+from agentsgym.redaction import redact
 from agentsgym.registry import get_registry
 from agentsgym.specs import ComponentSpec
 
@@ -53,7 +54,7 @@ def list_envs(
     ),
 ) -> None:
     """List every registered env, and every plugin that failed to load."""
-    items = env_listing(verbose=verbose)
+    items = redact(env_listing(verbose=verbose))  # a registered server URL may carry a key
     if as_json:
         typer.echo(json.dumps(items, indent=2))
         return

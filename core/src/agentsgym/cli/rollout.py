@@ -47,6 +47,7 @@ from agentsgym.executors import build_envs
 from agentsgym.output import FinishResult, RunOutput, choose_mode, failure_report
 from agentsgym.output.files import check_output_path
 from agentsgym.output.records import rollout_rows
+from agentsgym.redaction import redact_text
 from agentsgym.registry import get_registry
 from agentsgym.rows import DatasetRow, load_rows
 
@@ -261,7 +262,7 @@ def print_env_summary(rows: list[dict[str, Any]]) -> None:
     for env_id, env_rows in sorted(by_env.items()):
         ok = [r for r in env_rows if r.get("error") is None]
         table.add_row(
-            env_id, str(len(env_rows)), str(len(env_rows) - len(ok)),
+            redact_text(env_id), str(len(env_rows)), str(len(env_rows) - len(ok)),
             _mean(ok, "final_reward", ".3f"), _mean(ok, "num_turns", ".2f"),
         )
     console.print(table)

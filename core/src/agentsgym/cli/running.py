@@ -34,6 +34,7 @@ from agentsgym.errors import AgentsGymError
 from agentsgym.factory import make
 from agentsgym.output import FailureReport, FinishResult, Mode, RunArguments, RunManifest, RunOutput
 from agentsgym.output.manifest import Command
+from agentsgym.redaction import redact_text
 from agentsgym.rows import DatasetRow
 from agentsgym.trajectory import Episode
 
@@ -109,7 +110,7 @@ def plan_split(
     ``env_id``'s splits. The agents are built here when the executor plays in this
     process, else checked and shipped as recipes."""
     env = make(env_id, tokenizer=tokenizer, env_config=env_config, allow_class_paths=True)
-    players = RunAgents.choose(agents, [env_id], agent_options, build=local)
+    players = RunAgents.choose(agents, [env_id], agent_options, build=local, envs={env_id: env})
     try:
         dataset = env.get_train_dataset() if split == "train" else env.get_eval_dataset()
     except NotImplementedError as exc:  # the env's own reason, then what to do instead
@@ -192,7 +193,8 @@ def _play(
             highlight=False,
         )
     with progress_bar() as progress:
-        bar = progress.add_task(plan.description, total=planned, completed=len(done))
+        description = redact_text(plan.description)  # an env URL may carry a key
+        bar = progress.add_task(description, total=planned, completed=len(done))
         if len(done) >= planned:
             return
 
@@ -236,7 +238,8 @@ def print_failures(report: FailureReport) -> None:
         highlight=False,
     )
     for group in report.common_errors:
-        console.print(f"  {group.count} x {group.example}", highlight=False, soft_wrap=True)
+        example = redact_text(group.example)
+        console.print(f"  {group.count} x {example}", highlight=False, soft_wrap=True)
 
 
 def exit_on_failures(report: FailureReport, max_failure_rate: float | None) -> None:

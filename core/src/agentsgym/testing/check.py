@@ -32,6 +32,7 @@ from agentsgym.testing.check_episodes import (
     episode_key,
     json_problem,
 )
+from agentsgym.testing.check_inline import HookTimer, check_inline_promise
 from agentsgym.testing.check_report import (
     CheckFailed,
     CheckReport,
@@ -121,6 +122,7 @@ class _Checker:
     def __post_init__(self) -> None:
         self.report = CheckReport(self.env_id)
         self.finish_probe = FinishProbe()
+        self.hook_timer = HookTimer()
 
     def run(self) -> CheckReport:
         try:
@@ -148,6 +150,7 @@ class _Checker:
             "episodes are deterministic for the same task_data, also concurrently",
             self.deterministic,
         )
+        self.check("an env with run_hooks_inline never waits in its hooks", self.inline)
 
     def check(self, name: str, fn: Callable[[], str | None]) -> None:
         try:
@@ -263,7 +266,7 @@ class _Checker:
 
     # ------------------------------------------------------------ playing
     def play(self, tokenizer: Any) -> tuple[MultistepEnv, TrajectoryBatch]:
-        env = self.make(tokenizer=tokenizer, plugins=(self.finish_probe,))
+        env = self.make(tokenizer=tokenizer, plugins=(self.finish_probe, self.hook_timer))
         batch = env.run_trial(self.task_list(), self.agent, self.num_rollouts)
         self.batches.append(batch)
         failed = batch.failed
@@ -409,3 +412,7 @@ class _Checker:
                     "on self"
                 )
         return f"{len(first)} episodes, up to {jobs} at once"
+
+    def inline(self) -> str:
+        self.played()
+        return check_inline_promise(self.make(), self.hook_timer)

@@ -12,6 +12,7 @@ from agentsgym.cli import (
     tokenizer_cli_option,
     tokenizer_option,
 )
+from agentsgym.redaction import redact_text
 from agentsgym.testing.check import check_env
 from agentsgym.testing.check_report import CheckResult
 
@@ -44,16 +45,17 @@ def check_env_command(
         raise typer.Exit(1)
     skipped = f", {len(report.skipped)} skipped" if report.skipped else ""
     console.print(
-        f"[bold green]{escape(env_id)} passes check_env[/] ({len(report.checks)} checks{skipped})"
+        f"[bold green]{escape(redact_text(env_id))} passes check_env[/] "
+        f"({len(report.checks)} checks{skipped})"
     )
 
 
 def _check_line(check: CheckResult) -> str:
     """``ok`` with what was found, ``skip`` with why, or ``FAIL`` with the failure."""
-    name = escape(check.name)
+    name, found = escape(check.name), escape(redact_text(check.detail))
     if check.status == "failed":
-        return f"[red]FAIL[/] {name}: {escape(check.detail)}"
+        return f"[red]FAIL[/] {name}: {found}"
     if check.status == "skipped":
-        return f"[yellow]skip[/] {name} [yellow]({escape(check.detail)})[/]"
-    detail = f" [dim]({escape(check.detail)})[/]" if check.detail else ""
+        return f"[yellow]skip[/] {name} [yellow]({found})[/]"
+    detail = f" [dim]({found})[/]" if check.detail else ""
     return f"[green]ok[/]   {name}{detail}"
