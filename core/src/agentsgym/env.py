@@ -75,6 +75,12 @@ class MultistepEnv:
         cls = type(self)
         return f"{cls.__module__}:{cls.__qualname__}"
 
+    @property
+    def default_agent(self) -> str | None:
+        """The agent this env suggests when none is chosen: its registration's (an env
+        on a server may report the server's)."""
+        return self.spec.default_agent if self.spec is not None else None
+
     def _check_hook_markers(self) -> None:
         for name in EPISODE_HOOK_NAMES:
             method = getattr(type(self), name, None)

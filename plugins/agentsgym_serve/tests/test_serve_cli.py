@@ -166,3 +166,21 @@ def test_rollout_plays_a_server_and_rows_naming_one_only_when_allowed(
         by_environment = run_cli(*args, "--overwrite")
         assert by_environment.code == 0, by_environment.output
     assert os.environ["AGENTSGYM_ALLOW_REMOTE_ENVS"] == server.url
+
+
+def test_rollout_of_a_server_without_agent_plays_with_the_served_default_agent(
+    tmp_path: Path,
+) -> None:
+    """Issue 28: ``rollout http://host:port`` refused for want of an agent while the
+    server reported its env's default agent (GuessTheNumber's: agentsgym/bisect)."""
+    with served(GUESS) as server:
+        env = agentsgym.make(server.url)
+        assert env.default_agent == "agentsgym/bisect"
+        env.close()
+        out = tmp_path / "rows.jsonl"
+        played = run_cli(
+            "rollout", server.url, "--num-tasks", "2", "--num-rollouts", "1", "--out", str(out)
+        )
+    assert played.code == 0, played.output
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(rows) == 2 and all(r["final_reward"] == 1.0 for r in rows)  # bisect wins

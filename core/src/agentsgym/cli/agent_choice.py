@@ -7,14 +7,17 @@ Agents are checked before any file is touched; a remote executor gets
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentsgym.cli.options import accepted_options, build_component, check_options, load_factory
 from agentsgym.errors import AgentError
 from agentsgym.executors import AgentSpec
 from agentsgym.registry import get_registry
+
+if TYPE_CHECKING:
+    from agentsgym.env import MultistepEnv
 
 
 @dataclass(frozen=True)
@@ -50,8 +53,11 @@ class AgentChoices:
             per_env[env_id] = name
         return cls(default, per_env)
 
-    def resolve(self, env_ids: Iterable[str]) -> dict[str, str]:
-        """The agent name of each env: its own, else the run's, else the env's default."""
+    def resolve(
+        self, env_ids: Iterable[str], envs: Mapping[str, MultistepEnv] | None = None
+    ) -> dict[str, str]:
+        """The agent name of each env: its own, else the run's, else the env's default
+        (its registration's, else what the built env in ``envs`` reports: a server's)."""
         env_ids = list(dict.fromkeys(env_ids))
         unknown = sorted(set(self.per_env) - set(env_ids))
         if unknown:
@@ -64,6 +70,8 @@ class AgentChoices:
         for env_id in env_ids:  # typed by the user, or rows whose envs were already allowed
             spec = registry.resolve(env_id, allow_class_paths=True, allow_remote=True)
             name = self.per_env.get(env_id) or self.default or spec.default_agent
+            if name is None and envs is not None and env_id in envs:
+                name = envs[env_id].default_agent
             if name is None:
                 raise AgentError(
                     f"{env_id} registers no default agent; choose one with --agent AGENT, or "
@@ -107,9 +115,15 @@ class RunAgents:
 
     @classmethod
     def choose(
-        cls, choices: AgentChoices, env_ids: Iterable[str], options: dict[str, Any], *, build: bool
+        cls,
+        choices: AgentChoices,
+        env_ids: Iterable[str],
+        options: dict[str, Any],
+        *,
+        build: bool,
+        envs: Mapping[str, MultistepEnv] | None = None,
     ) -> RunAgents:
-        by_env = choices.resolve(env_ids)
+        by_env = choices.resolve(env_ids, envs)
         shares = options_per_agent(by_env.values(), options)
         agents = cls(by_env, shares)
         if build:

@@ -150,6 +150,15 @@ class RemoteEnv(RemoteClientEnv):
         return str(self.server_info["env_id"])
 
     @property
+    def default_agent(self) -> str | None:
+        """The served env's default agent, as the server reports it (unless this env was
+        made from a registered id that names one): ``rollout URL`` plays with it."""
+        if self.spec is not None and self.spec.default_agent is not None:
+            return self.spec.default_agent
+        agent = self.server_info.get("default_agent")
+        return str(agent) if agent else None
+
+    @property
     def location(self) -> str:
         """What dataset rows name to play on this server: the registered id or the URL."""
         if self.spec is not None:
