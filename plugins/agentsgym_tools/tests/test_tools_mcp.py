@@ -150,3 +150,14 @@ def test_a_secret_in_the_server_command_stays_out_of_the_error() -> None:
     with pytest.raises(ToolDeclarationError) as failed:
         broken.tools()
     assert "sk-planted-123" not in str(failed.value) and "--api-key" in str(failed.value)
+
+
+def test_injected_values_are_cut_out_of_any_error_text() -> None:
+    from agentsgym_tools.mcp_tools import without_injected
+
+    quoted = "input_value={'acount': 'ACC-657', 'seed': 3}, input_type=dict"
+    assert (
+        without_injected(quoted, {"seed": 3})
+        == "input_value={'acount': 'ACC-657'}, input_type=dict"
+    )
+    assert without_injected('{"seed": "s-1", "x": 1} (seed=s-1)', {"seed": "s-1"}) == '{"x": 1} ()'

@@ -29,7 +29,7 @@ from typing import IO, Any
 
 from agentsgym.redaction import redact_argv, redact_text
 from agentsgym_tools.context import ToolContext
-from agentsgym_tools.errors import ToolDeclarationError, ToolError
+from agentsgym_tools.errors import ToolDeclarationError, ToolError, ToolUnavailableError
 from agentsgym_tools.mcp_host import MCPHost
 from agentsgym_tools.tool import Tool
 
@@ -120,7 +120,13 @@ class MCPTools:
         async def call_tool(session: Any) -> Any:
             return await session.call_tool(name, {**arguments, **injected})
 
-        result = await self.host.call(call_tool)
+        try:
+            result = await self.host.call(call_tool)
+        except ToolUnavailableError:
+            raise
+        except Exception as exc:  # a protocol error may quote the arguments back too
+            reason = without_injected(f"{type(exc).__name__}: {exc}", injected)
+            raise MCPToolError(reason) from exc
         texts = [c.text for c in result.content or [] if getattr(c, "text", None) is not None]
         text = "\n".join(texts)
         if not texts and getattr(result, "structured_content", None) is not None:
@@ -194,7 +200,8 @@ def without_injected(text: str, injected: Mapping[str, Any]) -> str:
     """``text`` with every ``key: value`` / ``key=value`` of the injected arguments cut
     out (a validation error quotes the whole input back)."""
     for key, value in injected.items():
-        forms = {re.escape(repr(value)), re.escape(json.dumps(value, default=str))}
+        written = (repr(value), json.dumps(value, default=str), str(value))
+        forms = {re.escape(form) for form in written if form}
         value_pattern = "|".join(sorted(forms, key=len, reverse=True))
         quoted_key = rf"""['"]{re.escape(key)}['"]\s*:\s*(?:{value_pattern})"""
         text = re.sub(rf",\s*{quoted_key}", "", text)
