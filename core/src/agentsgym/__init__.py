@@ -61,9 +61,11 @@ __all__ = [
     "check_env",
     "describe_validation_error",
     "discounted_returns",
+    "episode_numpy_rng",
     "episode_random",
     "errors",
     "get_registry",
+    "global_random",
     "hookimpl",
     "hookspec",
     "is_secret",
@@ -84,6 +86,7 @@ __all__ = [
     "rows_to_dataset",
     "run_dataset",
     "run_sync",
+    "task_seed",
     "validate_env_id",
 ]
 
@@ -121,7 +124,7 @@ _LAZY_MODULES = {
         "resolve",
         "validate_env_id",
     ),
-    "agentsgym.randomness": ("episode_random",),
+    "agentsgym.randomness": ("episode_numpy_rng", "episode_random", "global_random", "task_seed"),
     "agentsgym.retry": ("Attempts", "RetryPolicy", "retry_async", "retry_sync"),
     "agentsgym.rewards": ("discounted_returns",),
     "agentsgym.rows": ("DatasetRow", "parse_rows", "rows_to_dataset"),
@@ -189,7 +192,7 @@ if TYPE_CHECKING:
         RegisterTrainer,
     )
     from agentsgym.loop_pools import PerLoop
-    from agentsgym.randomness import episode_random
+    from agentsgym.randomness import episode_numpy_rng, episode_random, global_random, task_seed
     from agentsgym.redaction import is_secret, redact, redact_argv, redact_text
     from agentsgym.registry import (
         ENV_ID_PATTERN,
