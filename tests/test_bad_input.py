@@ -140,7 +140,7 @@ def test_env_config_bounds_of_every_env(tmp_path: Path, env_id: str, option: str
         (["--max-failure-rate", "2"], "--max-failure-rate"),
         (["--num-rollouts", "1000000000"], "--num-rollouts"),
         (["--resume", "--overwrite"], "contradict"),
-        (["--tokenizer", "/no/such/tokenizer"], "could not load tokenizer"),
+        (["--tokenizer", "/no/such/tokenizer"], "tokenizer '/no/such/tokenizer': no such folder"),
     ],
 )
 def test_bad_run_options(tmp_path: Path, args: list[str], message: str) -> None:

@@ -6,11 +6,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from functools import partial
 from typing import Any
 
+from agentsgym.default_tokenizer import DEFAULT_TOKENIZER, tokenizer_source
 from agentsgym.env import MultistepEnv
 from agentsgym.errors import AgentsGymError, EnvConfigError
 from agentsgym.registry import get_registry, import_env_class, model_folder
-
-DEFAULT_TOKENIZER = "agentsgym/tiny-chatml"
 
 
 def make(
@@ -75,8 +74,9 @@ def load_tokenizer(tokenizer: Any) -> Any:
         raise AgentsGymError(
             "loading a tokenizer by name needs transformers: pip install transformers"
         ) from exc
+    source, options = tokenizer_source(tokenizer)  # fails at once where loading would fail
     try:
-        return AutoTokenizer.from_pretrained(tokenizer)
+        return AutoTokenizer.from_pretrained(source, **options)
     except Exception as exc:
         raise AgentsGymError(
             f"could not load tokenizer {tokenizer!r}: {exc}. Give a local folder with "
