@@ -23,7 +23,10 @@ runner = CliRunner()
 
 def cli(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "agentsgym", *args], check=False, capture_output=True, text=True,
+        [sys.executable, "-m", "agentsgym", *args],
+        check=False,
+        capture_output=True,
+        text=True,
         env={**os.environ, "COLUMNS": "200", **env},
     )
 
@@ -61,12 +64,19 @@ def test_version_names_agentsgym_and_every_installed_plugin() -> None:
 def test_version_reports_a_broken_plugin(tmp_path: Path) -> None:
     from agentsgym_scaffold import install_plugin
 
-    install_plugin(tmp_path, "agentsgym-broken", "agentsgym_broken", "raise ImportError('no numpy')",
-                      version="2.5")
+    install_plugin(
+        tmp_path,
+        "agentsgym-broken",
+        "agentsgym_broken",
+        "raise ImportError('no numpy')",
+        version="2.5",
+    )
     result = cli("--version", PYTHONPATH=str(tmp_path))
     assert result.returncode == 0, result.stderr
-    assert "agentsgym-broken 2.5 (plugin agentsgym_broken): failed to load: ImportError: no numpy" \
+    assert (
+        "agentsgym-broken 2.5 (plugin agentsgym_broken): failed to load: ImportError: no numpy"
         in result.stdout
+    )
 
 
 # ------------------------------------------------------------------ help shows flags as flags
@@ -93,22 +103,32 @@ def test_completion_script_and_env_id_completion() -> None:
     assert script.returncode == 0, script.stderr
     assert "_AGENTSGYM_COMPLETE=complete_bash" in script.stdout
     assert "complete -o default -F _agentsgym_completion agentsgym" in script.stdout
-    ids = cli(COMP_WORDS="agentsgym describe twentyq/Tw", COMP_CWORD="2",
-              _AGENTSGYM_COMPLETE="complete_bash")
-    assert ids.stdout.split() == ["twentyq/TwentyQuestions-v0", "twentyq/TwentyQuestions-v0-hardcore"]
+    ids = cli(
+        COMP_WORDS="agentsgym describe twentyq/Tw",
+        COMP_CWORD="2",
+        _AGENTSGYM_COMPLETE="complete_bash",
+    )
+    assert ids.stdout.split() == [
+        "twentyq/TwentyQuestions-v0",
+        "twentyq/TwentyQuestions-v0-hardcore",
+    ]
     names = cli(COMP_WORDS="agentsgym check", COMP_CWORD="1", _AGENTSGYM_COMPLETE="complete_bash")
     assert names.stdout.split() == ["check-env"]
 
 
 def test_every_command_that_takes_an_env_id_completes_it() -> None:
     takers = sorted(
-        name for name, command in commands().items()
+        name
+        for name, command in commands().items()
         if any(p.name == "env_id" for p in command.params)
     )
     assert {"rollout", "eval", "train", "describe", "check-env", "atropos"} <= set(takers)
     for name in takers:
-        ids = cli(COMP_WORDS=f"agentsgym {name} agentsgym/G", COMP_CWORD="2",
-                  _AGENTSGYM_COMPLETE="complete_bash")
+        ids = cli(
+            COMP_WORDS=f"agentsgym {name} agentsgym/G",
+            COMP_CWORD="2",
+            _AGENTSGYM_COMPLETE="complete_bash",
+        )
         assert ids.stdout.split() == ["agentsgym/GuessTheNumber-v0"], name
 
 
@@ -134,16 +154,29 @@ def test_eval_plays_with_the_bundled_tokenizer_by_default(tmp_path: Path, monkey
     import agentsgym.cli.running as running_module
 
     monkeypatch.setattr(running_module, "make", spying_make)
-    invoke("eval", "agentsgym/GuessTheNumber-v0", "--num-tasks", "1", "--out", str(tmp_path / "e.jsonl"))
+    invoke(
+        "eval",
+        "agentsgym/GuessTheNumber-v0",
+        "--num-tasks",
+        "1",
+        "--out",
+        str(tmp_path / "e.jsonl"),
+    )
     assert seen == [CLI_TOKENIZER_DEFAULT]
 
 
 # ------------------------------------------------------------------ config keys
 def test_list_envs_json_verbose_shows_config_keys_from_the_config_class() -> None:
-    items = {i["id"]: i for i in json.loads(invoke("list-envs", "--json", "--verbose")) if "id" in i}
+    items = {
+        i["id"]: i for i in json.loads(invoke("list-envs", "--json", "--verbose")) if "id" in i
+    }
     guess = {k["key"]: k for k in items["agentsgym/GuessTheNumber-v0"]["config"]}
     assert guess["low"] == {
-        "key": "low", "type": "int", "default": 1, "required": False, "registered": False,
+        "key": "low",
+        "type": "int",
+        "default": 1,
+        "required": False,
+        "registered": False,
         "constraints": [">= -1000000000000", "<= 1000000000000"],
         "description": "smallest possible number",
     }
@@ -190,9 +223,11 @@ def test_describe_and_list_envs_verbose_show_the_tools_of_a_sample_task() -> Non
 
     from agentsgym.testing import register_env
 
-    with register_env("test/ToolCount-v0", PerTaskToolsCountdownEnv), register_env(
-        "test/BrokenTools-v0", BrokenToolsCountdownEnv
-    ), register_env("test/Count-v0", CountdownEnv):
+    with (
+        register_env("test/ToolCount-v0", PerTaskToolsCountdownEnv),
+        register_env("test/BrokenTools-v0", BrokenToolsCountdownEnv),
+        register_env("test/Count-v0", CountdownEnv),
+    ):
         item = json.loads(invoke("describe", "test/ToolCount-v0", "--json"))
         no_arguments = {"type": "object", "properties": {}}
         assert item["tools"] == [
@@ -209,8 +244,9 @@ def test_describe_and_list_envs_verbose_show_the_tools_of_a_sample_task() -> Non
         assert broken == {"error": "ConnectionError: the tool server is down"}
         text = invoke("describe", "test/BrokenTools-v0")
         assert "tools: not shown: ConnectionError: the tool server is down" in text
-        listed = {i["id"]: i for i in json.loads(invoke("list-envs", "--json", "--verbose"))
-                  if "id" in i}  # fmt: skip
+        listed = {
+            i["id"]: i for i in json.loads(invoke("list-envs", "--json", "--verbose")) if "id" in i
+        }
         assert [t["name"] for t in listed["test/ToolCount-v0"]["tools"]] == ["peek", "poke"]
         assert listed["test/Count-v0"]["tools"] == []
         assert listed["test/BrokenTools-v0"]["tools"] == broken

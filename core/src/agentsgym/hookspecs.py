@@ -33,12 +33,29 @@ if TYPE_CHECKING:
     from agentsgym.types import AgentAction, Messages, RewardTerm, StepResult
 
 __all__ = [
-    "PROJECT_NAME", "RegisterAgent", "RegisterComponent", "RegisterEnv", "RegisterEnvSource",
-    "RegisterExecutor", "RegisterModel", "RegisterTrainer", "finish_episode", "format_prompt",
-    "hookimpl", "hookspec", "initialize_episode", "register_agents", "register_commands",
-    "register_env_sources", "register_envs", "register_executors", "register_models",
-    "register_trainers", "reward_shaping", "step_episode",
-]  # fmt: skip
+    "PROJECT_NAME",
+    "RegisterAgent",
+    "RegisterComponent",
+    "RegisterEnv",
+    "RegisterEnvSource",
+    "RegisterExecutor",
+    "RegisterModel",
+    "RegisterTrainer",
+    "finish_episode",
+    "format_prompt",
+    "hookimpl",
+    "hookspec",
+    "initialize_episode",
+    "register_agents",
+    "register_commands",
+    "register_env_sources",
+    "register_envs",
+    "register_executors",
+    "register_models",
+    "register_trainers",
+    "reward_shaping",
+    "step_episode",
+]
 
 PROJECT_NAME = "agentsgym"
 
@@ -51,9 +68,14 @@ class RegisterEnv(Protocol):
     """The ``register`` of :func:`register_envs`."""
 
     def __call__(
-        self, env_id: str, entry_point: str, *, description: str = "",
-        default_agent: str | None = None, **default_env_config: Any,
-    ) -> None: ...  # fmt: skip
+        self,
+        env_id: str,
+        entry_point: str,
+        *,
+        description: str = "",
+        default_agent: str | None = None,
+        **default_env_config: Any,
+    ) -> None: ...
 
 
 class RegisterComponent(Protocol):

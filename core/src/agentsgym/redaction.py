@@ -13,15 +13,23 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 __all__ = [
-    "REDACTED", "SECRET_KEY", "RedactingFilter", "is_secret", "redact", "redact_argv", "redact_text",
-]  # fmt: skip
+    "REDACTED",
+    "SECRET_KEY",
+    "RedactingFilter",
+    "is_secret",
+    "redact",
+    "redact_argv",
+    "redact_text",
+]
 
 _SECRET_WORDS = r"api[_-]?key|secret|passw(?:or)?d|credential|auth(?:orization)?(?![a-z])"
 SECRET_KEY = re.compile(rf"{_SECRET_WORDS}|(?:^|[_-])token$", re.IGNORECASE)
 REDACTED = "<redacted>"
 # A scheme is looked for only where a run of scheme characters starts: from every word
 # boundary inside one ("a-b-c-..."), the scan to its end would take quadratic time.
-_URL_USERINFO = re.compile(r"(?P<scheme>(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]*+://)[^/\s@'\"]+@")
+_URL_USERINFO = re.compile(
+    r"(?P<scheme>(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]*+://)[^/\s@'\"]+@"
+)
 # The lookahead first checks, in one pass, that the word is a key (a separator follows
 # it): else a long word full of secret words would be searched for a name in quadratic
 # time. Errors can quote a model's degenerate reply, so both patterns stay linear.
@@ -68,9 +76,12 @@ def redact_argv(argv: Sequence[str]) -> list[str]:
     option values, URL userinfo, and the value after a ``--secret-looking`` flag."""
     redacted: list[str] = []
     for arg in argv:
-        after_secret_flag = bool(redacted) and redacted[-1].startswith("--") and "=" not in (
-            redacted[-1]
-        ) and is_secret(redacted[-1])
+        after_secret_flag = (
+            bool(redacted)
+            and redacted[-1].startswith("--")
+            and "=" not in (redacted[-1])
+            and is_secret(redacted[-1])
+        )
         redacted.append(REDACTED if after_secret_flag else redact_text(arg))
     return redacted
 

@@ -47,11 +47,28 @@ if TYPE_CHECKING:
     from agentsgym.env import MultistepEnv
 
 __all__ = [
-    "CLASS_PATH_PATTERN", "ENV_ID_PATTERN", "ComponentSpec", "EnvSourceSpec", "EnvSpec",
-    "RegisterAgent", "RegisterEnv", "RegisterEnvSource", "RegisterExecutor", "RegisterTrainer",
-    "Registry", "env_class", "get_registry", "import_env_class", "import_object", "make_agent",
-    "make_trainer", "model_folder", "reset_registry", "resolve", "validate_env_id",
-]  # fmt: skip
+    "CLASS_PATH_PATTERN",
+    "ENV_ID_PATTERN",
+    "ComponentSpec",
+    "EnvSourceSpec",
+    "EnvSpec",
+    "RegisterAgent",
+    "RegisterEnv",
+    "RegisterEnvSource",
+    "RegisterExecutor",
+    "RegisterTrainer",
+    "Registry",
+    "env_class",
+    "get_registry",
+    "import_env_class",
+    "import_object",
+    "make_agent",
+    "make_trainer",
+    "model_folder",
+    "reset_registry",
+    "resolve",
+    "validate_env_id",
+]
 
 ENV_ID_PATTERN = re.compile(
     r"^(?P<namespace>[A-Za-z0-9_.-]+)/(?P<name>[A-Za-z0-9_.-]+?)-v(?P<version>\d+)"
@@ -141,9 +158,16 @@ class Registry:
 
     # The ``register`` callbacks (hookspecs.RegisterEnv...), bound to the plugin.
     def _add_env(
-        self, info: PluginInfo, /, env_id: str, entry_point: str, *, description: str = "",
-        default_agent: str | None = None, **default_env_config: Any,
-    ) -> None:  # fmt: skip
+        self,
+        info: PluginInfo,
+        /,
+        env_id: str,
+        entry_point: str,
+        *,
+        description: str = "",
+        default_agent: str | None = None,
+        **default_env_config: Any,
+    ) -> None:
         validate_env_id(env_id)
         if url_scheme(entry_point) is None and not CLASS_PATH_PATTERN.match(entry_point):
             raise RegistrationError(
@@ -152,10 +176,15 @@ class Registry:
             )
         self._refuse_clash("env id", env_id, self.envs.get(env_id), info)
         self.envs[env_id] = EnvSpec(
-            id=env_id, entry_point=entry_point, description=description,
-            default_env_config=default_env_config, default_agent=default_agent,
-            distribution=info.distribution, version=info.version, plugin=info.name,
-        )  # fmt: skip
+            id=env_id,
+            entry_point=entry_point,
+            description=description,
+            default_env_config=default_env_config,
+            default_agent=default_agent,
+            distribution=info.distribution,
+            version=info.version,
+            plugin=info.name,
+        )
 
     def _add_component(
         self,
@@ -194,9 +223,15 @@ class Registry:
         )
 
     def _add_env_source(
-        self, info: PluginInfo, /, scheme: str, factory: Any, *, description: str = "",
+        self,
+        info: PluginInfo,
+        /,
+        scheme: str,
+        factory: Any,
+        *,
+        description: str = "",
         normalize: Any = None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         scheme = scheme.lower().removesuffix("://")
         if url_scheme(f"{scheme}://") != scheme:
             raise RegistrationError(
@@ -205,9 +240,13 @@ class Registry:
             )
         self._refuse_clash("env source", scheme, self.env_sources.get(scheme), info)
         self.env_sources[scheme] = EnvSourceSpec(
-            name=scheme, factory=factory, description=description, normalize=normalize,
-            distribution=info.distribution, plugin=info.name,
-        )  # fmt: skip
+            name=scheme,
+            factory=factory,
+            description=description,
+            normalize=normalize,
+            distribution=info.distribution,
+            plugin=info.name,
+        )
 
     # ---------------------------------------------------------------- envs
     def resolve(

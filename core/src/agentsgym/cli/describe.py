@@ -41,8 +41,12 @@ def config_keys(spec: EnvSpec) -> list[dict[str, Any]]:
             default, required = info.get_default(call_default_factory=True), False
         keys.append(
             {
-                "key": name, "type": type_name(info.annotation), "default": _jsonable(default),
-                "required": required, "registered": registered, "constraints": _constraints(info),
+                "key": name,
+                "type": type_name(info.annotation),
+                "default": _jsonable(default),
+                "required": required,
+                "registered": registered,
+                "constraints": _constraints(info),
                 "description": info.description or _inherited_description(config_class, name),
             }
         )
@@ -77,8 +81,15 @@ def type_name(annotation: Any) -> str:
     return str(annotation).replace("typing.", "")
 
 
-_CONSTRAINT_SYMBOLS = {"ge": ">=", "gt": ">", "le": "<=", "lt": "<", "min_length": "min length",
-                       "max_length": "max length", "multiple_of": "multiple of"}
+_CONSTRAINT_SYMBOLS = {
+    "ge": ">=",
+    "gt": ">",
+    "le": "<=",
+    "lt": "<",
+    "min_length": "min length",
+    "max_length": "max length",
+    "multiple_of": "multiple of",
+}
 
 
 def _constraints(info: FieldInfo) -> list[str]:
@@ -148,8 +159,14 @@ def datasets_and_tools(spec: EnvSpec) -> dict[str, Any]:
     try:
         toolbox = env.episode_tools(sample)
         functions = [s.get("function", s) for s in (toolbox.schemas if toolbox else [])]
-        tools = [{"name": f.get("name"), "description": f.get("description", ""),
-                  "parameters": f.get("parameters")} for f in functions]  # fmt: skip
+        tools = [
+            {
+                "name": f.get("name"),
+                "description": f.get("description", ""),
+                "parameters": f.get("parameters"),
+            }
+            for f in functions
+        ]
     except Exception as exc:  # noqa: BLE001 - as above (a malformed schema included)
         return {"datasets": found, "tools": {"error": f"{type(exc).__name__}: {exc}"}}
     return {"datasets": found, "tools": tools}
@@ -192,7 +209,9 @@ def describe(
     console.print()
     console.print(config_table(item["config"], title="env_config (--env-config key=value)"))
     if item["registered_env_config"]:
-        registered = ", ".join(f"{k}={json.dumps(v)}" for k, v in item["registered_env_config"].items())
+        registered = ", ".join(
+            f"{k}={json.dumps(v)}" for k, v in item["registered_env_config"].items()
+        )
         console.print(f"registered for this id: {escape(registered)}", highlight=False)
     console.print(datasets_table(item["datasets"]))
     console.print(tools_text(item["tools"]), highlight=False)
@@ -229,8 +248,10 @@ def tools_text(tools: list[dict[str, Any]] | dict[str, str]) -> str:
     lines = ["tools:" + ("" if tools else " none")]
     for tool in tools:
         arguments = ", ".join((tool["parameters"] or {}).get("properties") or {})
-        lines.append(f"  [bold]{escape(str(tool['name']))}[/]({escape(arguments)}): "
-                     f"{escape(tool['description'])}")  # fmt: skip
+        lines.append(
+            f"  [bold]{escape(str(tool['name']))}[/]({escape(arguments)}): "
+            f"{escape(tool['description'])}"
+        )
     return "\n".join(lines)
 
 

@@ -108,9 +108,12 @@ def build_envs(
     for row in missing:
         if row.env_key() not in envs:  # rows may share an env
             envs[row.env_key()] = make(
-                row.env_class_path, tokenizer=loaded, env_config=row.env_config,
-                allow_class_paths=allow_class_paths, allow_remote=allow_remote,
-            )  # fmt: skip
+                row.env_class_path,
+                tokenizer=loaded,
+                env_config=row.env_config,
+                allow_class_paths=allow_class_paths,
+                allow_remote=allow_remote,
+            )
     return envs
 
 
@@ -207,6 +210,10 @@ class LocalExecutor:
             for i, r in request.keys
         ]
         return await arun_jobs(
-            jobs, None, max_concurrency=request.max_concurrency, seed=request.seed,
-            on_episode=on_episode, on_trial=on_trial,
-        )  # fmt: skip
+            jobs,
+            None,
+            max_concurrency=request.max_concurrency,
+            seed=request.seed,
+            on_episode=on_episode,
+            on_trial=on_trial,
+        )

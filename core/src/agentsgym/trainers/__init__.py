@@ -221,10 +221,15 @@ class RolloutSource:
         """Play ``num_rollouts`` trials of every row; group ``i`` of the batch is row ``i``."""
         rollouts = self.num_rollouts if num_rollouts is None else num_rollouts
         return run_dataset(
-            rows, agent, rollouts, tokenizer=self.tokenizer, envs=self._envs,
-            allow_class_paths=self.allow_class_paths, max_concurrency=self.max_concurrency,
+            rows,
+            agent,
+            rollouts,
+            tokenizer=self.tokenizer,
+            envs=self._envs,
+            allow_class_paths=self.allow_class_paths,
+            max_concurrency=self.max_concurrency,
             on_episode=self.on_episode,
-        )  # fmt: skip
+        )
 
     def is_multi_turn(self, episode: Episode) -> bool:
         """Whether the episode's env allows more than one agent action per episode

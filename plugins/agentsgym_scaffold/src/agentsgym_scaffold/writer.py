@@ -29,8 +29,16 @@ from agentsgym_scaffold.errors import ScaffoldError
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["FILES", "KINDS", "TOOL_FILES", "Kind", "PackageNames", "package_names",
-           "render_package", "write_package"]
+__all__ = [
+    "FILES",
+    "KINDS",
+    "TOOL_FILES",
+    "Kind",
+    "PackageNames",
+    "package_names",
+    "render_package",
+    "write_package",
+]
 
 RESERVED_NAMESPACES = frozenset({"agentsgym"})
 
@@ -69,30 +77,36 @@ class Kind(NamedTuple):
 
 
 KINDS: dict[str, Kind] = {
-    "plain": Kind(FILES, {
-        "new_env_options": "",
-        "dependencies": '"${agentsgym_requirement}"',
-        "game": "guess the secret word among a few candidates",
-        "summary": "Guess the secret word among a few candidates",
-        "task_draws": "candidates and the secret",
-        "env_module": "`${config_class}` (env_config keys) and `${env_class}` (every episode hook)",
-        "agent_module": "`${agent_class}`, a scripted agent seeded per rollout",
-        "agent_description": "guesses the candidates in a seeded order (option: seed=N)",
-        "hard_variant": "num_candidates=12",
-    }),
-    "tools": Kind(TOOL_FILES, {
-        "new_env_options": " --tools",
-        "dependencies": '"${agentsgym_requirement}", "${tools_requirement}"',
-        "game": "find the candidate word with the highest Scrabble score, with a tool",
-        "summary": "Find the highest-scoring word with a Scrabble tool",
-        "task_draws": "candidates",
-        "env_module": "the tool `scrabble_score`, `${config_class}` (env_config keys) and "
-        "`${env_class}` (an agentsgym-tools `ToolEnv`: its tools and episode hooks)",
-        "agent_module": "`${agent_class}`, a `ScriptedToolAgent`: calls the tool, then answers",
-        "agent_description": "calls the tool, then answers (options: tokenizer, token_out)",
-        "hard_variant": "num_candidates=8",
-    }),
-}  # fmt: skip
+    "plain": Kind(
+        FILES,
+        {
+            "new_env_options": "",
+            "dependencies": '"${agentsgym_requirement}"',
+            "game": "guess the secret word among a few candidates",
+            "summary": "Guess the secret word among a few candidates",
+            "task_draws": "candidates and the secret",
+            "env_module": "`${config_class}` (env_config keys) and `${env_class}` (every episode hook)",
+            "agent_module": "`${agent_class}`, a scripted agent seeded per rollout",
+            "agent_description": "guesses the candidates in a seeded order (option: seed=N)",
+            "hard_variant": "num_candidates=12",
+        },
+    ),
+    "tools": Kind(
+        TOOL_FILES,
+        {
+            "new_env_options": " --tools",
+            "dependencies": '"${agentsgym_requirement}", "${tools_requirement}"',
+            "game": "find the candidate word with the highest Scrabble score, with a tool",
+            "summary": "Find the highest-scoring word with a Scrabble tool",
+            "task_draws": "candidates",
+            "env_module": "the tool `scrabble_score`, `${config_class}` (env_config keys) and "
+            "`${env_class}` (an agentsgym-tools `ToolEnv`: its tools and episode hooks)",
+            "agent_module": "`${agent_class}`, a `ScriptedToolAgent`: calls the tool, then answers",
+            "agent_description": "calls the tool, then answers (options: tokenizer, token_out)",
+            "hard_variant": "num_candidates=8",
+        },
+    ),
+}
 
 
 class PackageNames(BaseModel):
@@ -156,12 +170,19 @@ def package_names(env_name: str) -> PackageNames:
     slug = re.sub(r"[^a-z0-9]+", "_", namespace.lower()).strip("_") or "env"
     snake = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", prefix).lower()
     return PackageNames(
-        env_id=env_id, namespace=namespace, name=name, snake_name=snake,
-        distribution=f"agentsgym-{slug.replace('_', '-')}", package=f"agentsgym_{slug}",
-        entry_point_name=slug, agentsgym_requirement=_requirement("agentsgym"),
+        env_id=env_id,
+        namespace=namespace,
+        name=name,
+        snake_name=snake,
+        distribution=f"agentsgym-{slug.replace('_', '-')}",
+        package=f"agentsgym_{slug}",
+        entry_point_name=slug,
+        agentsgym_requirement=_requirement("agentsgym"),
         tools_requirement=_requirement("agentsgym-tools"),
-        env_class=f"{prefix}Env", config_class=f"{prefix}Config",
-        state_class=f"{prefix}State", agent_class=f"{prefix}Agent",
+        env_class=f"{prefix}Env",
+        config_class=f"{prefix}Config",
+        state_class=f"{prefix}State",
+        agent_class=f"{prefix}Agent",
         agent_name=f"{namespace}/{snake.replace('_', '-')}-scripted",
     )
 
