@@ -59,6 +59,7 @@ def test_an_env_plays_the_tools_of_an_mcp_server(capfd: Any) -> None:
     env = MCPCalcEnv(tokenizer=agentsgym.load_tokenizer(agentsgym.DEFAULT_TOKENIZER))
     try:
         tools = env.mcp.tools()
+        started = env.mcp.host.starts
         assert [t.name for t in tools][:3] == ["add", "refuse", "fail"]
         assert tools[0].parameters["required"] == ["a", "b"]
         calls = [
@@ -68,7 +69,7 @@ def test_an_env_plays_the_tools_of_an_mcp_server(capfd: Any) -> None:
             ("add", {"a": "x"}),
         ]
         batch = env.run_trial([{}, {}], ScriptedToolAgent([calls, "5"]), num_rollouts=2)
-        assert env.mcp.host.starts == 1  # one server for the env's life, every episode
+        assert env.mcp.host.starts == started  # one server for the env's life, every episode
     finally:
         env.close()
     for episode in batch.episodes:
@@ -111,7 +112,7 @@ def test_injected_arguments_are_hidden_from_the_model() -> None:
 
 
 def test_one_server_for_every_event_loop_and_close_stops_it() -> None:
-    mcp = MCPTools(sys.executable, SERVER)
+    mcp = MCPTools(sys.executable, SERVER, env={"FOR": "one-server"}, linger_seconds=0)
 
     async def twice() -> list[str]:
         return list(await asyncio.gather(mcp.call("pid", {}), mcp.call("add", {"a": 3, "b": 4})))
@@ -121,20 +122,42 @@ def test_one_server_for_every_event_loop_and_close_stops_it() -> None:
     assert asyncio.run(mcp.call("pid", {})) == first_pid  # another loop, the same server
     assert mcp.host.starts == 1
     mcp.close()
+    assert mcp.host.closed  # linger_seconds=0, and nobody else used it: stopped at once
     with pytest.raises(ToolUnavailableError, match="was closed"):
         asyncio.run(mcp.call("pid", {}))
+
+
+def test_envs_built_again_reuse_the_lingering_server() -> None:
+    def pid_of(mcp: MCPTools) -> str:
+        return asyncio.run(mcp.call("pid", {}))
+
+    first = MCPTools(sys.executable, SERVER, env={"FOR": "reuse"})
+    second = MCPTools(sys.executable, SERVER, env={"FOR": "reuse"})
+    other = MCPTools(sys.executable, SERVER, env={"FOR": "another server"}, linger_seconds=0)
+    try:
+        assert pid_of(first) == pid_of(second) != pid_of(other)
+        pid = pid_of(first)
+        first.close()
+        second.close()  # the last user: the server lingers
+        third = MCPTools(sys.executable, SERVER, env={"FOR": "reuse"}, linger_seconds=0)
+        assert pid_of(third) == pid and third.host.starts == 1  # no second start
+        third.close()
+        assert third.host.closed
+    finally:
+        other.close()
 
 
 def test_a_server_that_dies_fails_that_episode_and_is_started_again() -> None:
     env = MCPCalcEnv(tokenizer=agentsgym.load_tokenizer(agentsgym.DEFAULT_TOKENIZER))
     try:
         before = asyncio.run(env.mcp.call("pid", {}))
+        started = env.mcp.host.starts
         dying = env.run_trial([{}], ScriptedToolAgent([[("die", {})], "5"])).all_episodes[0]
         assert not dying.ok and "ServerLost" in dying.error and "exited" in dying.error
         later = env.run_trial([{}], ScriptedToolAgent([[("pid", {})], "5"])).episodes[0]
         assert later.ok, later.error
         assert _answers(later)[0] != before  # a new process answered
-        assert env.mcp.host.starts == 2
+        assert env.mcp.host.starts == started + 1
     finally:
         env.close()
 

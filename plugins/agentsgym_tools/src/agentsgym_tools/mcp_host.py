@@ -136,6 +136,10 @@ class MCPHost:
                 return redact_text(log.read().strip())
         return ""
 
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
     def close(self) -> None:
         """Stop the server and the host's thread (idempotent, callable from any thread)."""
         with self._lock:

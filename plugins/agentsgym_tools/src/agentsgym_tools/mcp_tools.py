@@ -3,8 +3,10 @@
 The server is started as a subprocess (``command`` and ``args``) once, the first time it
 is needed, and kept for as long as the ``MCPTools`` (until :meth:`MCPTools.close`): one
 client session, on a thread of its own, serves every episode and every event loop
-(:class:`~agentsgym_tools.mcp_host.MCPHost`). Its tool list is read once, with the
-schemas it declares (``input_schema``).
+(:class:`~agentsgym_tools.mcp_host.MCPHost`). The ``MCPTools`` of the same server share
+it, and it lingers a few seconds after the last is closed, for an env built again to
+reuse (:mod:`~agentsgym_tools.mcp_pool`). Its tool list is read once per ``MCPTools``,
+with the schemas it declares (``input_schema``).
 
 * A call the server answers with ``is_error`` raises :class:`MCPToolError` (a
   :class:`~agentsgym_tools.ToolError`): the model reads the server's reason.
@@ -28,6 +30,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import IO, Any
 
 from agentsgym.redaction import redact_argv, redact_text
+from agentsgym_tools import mcp_pool
 from agentsgym_tools.context import ToolContext
 from agentsgym_tools.errors import ToolDeclarationError, ToolError, ToolUnavailableError
 from agentsgym_tools.mcp_host import MCPHost
@@ -56,7 +59,9 @@ class MCPTools:
     :param inject: hidden arguments, ``{name: function of the ToolContext}``, e.g.
         ``{"seed": lambda context: context.task_data["seed"]}``.
     :param server_log: where the server's stderr goes (``None``: a temporary file whose
-        last lines errors quote; ``sys.stderr`` to watch it).
+        last lines errors quote; ``sys.stderr`` to watch it, the server then not shared).
+    :param linger_seconds: how long the server outlives its last ``MCPTools``, for the
+        next one of the same server to reuse (``0``: it stops at once).
     """
 
     def __init__(
@@ -69,6 +74,7 @@ class MCPTools:
         start_timeout_seconds: float = 60.0,
         inject: Mapping[str, Injector] | None = None,
         server_log: IO[str] | None = None,
+        linger_seconds: float = 10.0,
     ) -> None:
         try:
             from mcp import StdioServerParameters
@@ -82,17 +88,26 @@ class MCPTools:
         self.start_timeout_seconds = start_timeout_seconds
         self.inject = dict(inject or {})
         self.described = " ".join(redact_argv([command, *args]))
-        self.host = MCPHost(
-            self.params,
-            describe=self.described,
-            start_timeout_seconds=start_timeout_seconds,
-            server_log=server_log,
-        )
+
+        def make_host() -> MCPHost:
+            return MCPHost(
+                self.params,
+                describe=self.described,
+                start_timeout_seconds=start_timeout_seconds,
+                server_log=server_log,
+            )
+
+        if server_log is None:  # shared by the MCPTools of the same server
+            key = (command, tuple(args), tuple(sorted((env or {}).items())), cwd)
+            self.host = mcp_pool.acquire(key, make_host)
+            self._release = weakref.finalize(self, mcp_pool.release, key, self.host, linger_seconds)
+        else:
+            self.host = make_host()
+            self._release = weakref.finalize(self, self.host.close)
         self._tools: list[Tool] | None = None
         self._injects: dict[str, tuple[str, ...]] = {}  # per tool: the injected it takes
         self._lock = threading.Lock()
         self._warned_crashes: set[str] = set()
-        weakref.finalize(self, self.host.close)
 
     def tools(self) -> list[Tool]:
         """The server's tools (listed once; a plain call, fine from inside a loop)."""
@@ -113,6 +128,10 @@ class MCPTools:
     ) -> str:
         """Call tool ``name`` with ``arguments`` and the injected ones; its text content
         (JSON for structured content only)."""
+        if not self._release.alive:
+            raise ToolUnavailableError(
+                f"the MCPTools of {self.described} was closed; make a new one to use it"
+            )
         context = context if context is not None else ToolContext(task_data={})
         keys = self._injects.get(name, tuple(self.inject))
         injected = {key: self.inject[key](context) for key in keys}
@@ -136,9 +155,10 @@ class MCPTools:
         return text
 
     def close(self) -> None:
-        """Stop the server (a later call raises
-        :class:`~agentsgym_tools.ToolUnavailableError`)."""
-        self.host.close()
+        """Done with the server: it stops when no other ``MCPTools`` of it is open, after
+        ``linger_seconds``. A later call raises
+        :class:`~agentsgym_tools.ToolUnavailableError`."""
+        self._release()
 
     def _reason(self, name: str, text: str) -> str:
         """The server's error, less the SDK's ``Error executing tool <name>`` prefix; a
