@@ -131,8 +131,8 @@ def rollout(
         raise typer.BadParameter(
             "--env-config applies to ENV_ID; the rows of --dataset carry their own env_config"
         )
-    mode = choose_mode(resume=resume, overwrite=overwrite)
-    out = check_output_path(out)
+    mode = choose_mode(resume=resume, overwrite=overwrite, retry_failed=retry_failed)
+    out = check_output_path(out, mode=mode)  # an existing --out refused before a model loads
     budgets = time_budgets(hook_timeout, episode_timeout)
     where = ExecutorChoice.parse(executor, num_workers, executor_option)
     choices = AgentChoices.parse(agent)

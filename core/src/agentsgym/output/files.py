@@ -6,7 +6,8 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentsgym.errors import OutputError
+from agentsgym.errors import OutputError, OutputExistsError
+from agentsgym.output.paths import OutputPaths
 from agentsgym.trajectory import records_to_dataset
 
 if TYPE_CHECKING:
@@ -15,9 +16,13 @@ if TYPE_CHECKING:
 SUFFIXES = (".parquet", ".jsonl")
 
 
-def check_output_path(path: str | Path) -> Path:
+def check_output_path(
+    path: str | Path, *, mode: str | None = None, with_summary: bool = False
+) -> Path:
     """Fail before any episode is played if the output cannot be written (wrong suffix,
-    a folder, a folder that cannot be created or written); create its folder."""
+    a folder, a folder that cannot be created or written); create its folder. With
+    ``mode="new"`` an output that exists is refused here too, before a command loads a
+    model (see :func:`refuse_existing_output`)."""
     out = Path(path)
     if out.suffix not in SUFFIXES:
         raise OutputError(
@@ -46,7 +51,21 @@ def check_output_path(path: str | Path) -> Path:
             f"cannot write {str(out)!r}: the folder {str(parent)!r} is not writable by this "
             "user; choose another --out or fix the folder's permissions"
         )
+    if mode == "new":
+        refuse_existing_output(out, with_summary=with_summary)
     return out
+
+
+def refuse_existing_output(out: Path, *, with_summary: bool = False) -> None:
+    """Raise :class:`OutputExistsError` if any file of the run writing ``out`` exists
+    (eval's summary too, ``with_summary``): a new run never overwrites one silently."""
+    existing = OutputPaths(out).existing(with_summary=with_summary)
+    if existing:
+        names = ", ".join(p.name for p in existing)
+        raise OutputExistsError(
+            f"{str(out)!r} already exists ({names}). Give --resume to continue the run that "
+            "wrote it, --overwrite to replace it, or choose another --out"
+        )
 
 
 def write_records(records: list[dict[str, Any]], path: str | Path) -> Path:

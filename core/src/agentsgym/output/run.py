@@ -13,8 +13,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from agentsgym.errors import OutputError, OutputExistsError, ResumeMismatchError
-from agentsgym.output.files import check_output_path
+from agentsgym.errors import OutputError, ResumeMismatchError
+from agentsgym.output.files import check_output_path, refuse_existing_output
 from agentsgym.output.finish import FinishResult, finish_locked, read_output, seed_journal
 from agentsgym.output.journal import DEFAULT_FSYNC_INTERVAL, JournalScan, JournalWriter, repair_tail
 from agentsgym.output.lock import OutputLock
@@ -30,13 +30,16 @@ logger = logging.getLogger(__name__)
 Mode = Literal["new", "resume", "overwrite"]
 
 
-def choose_mode(*, resume: bool, overwrite: bool) -> Mode:
-    """The mode of ``--resume`` / ``--overwrite`` (both at once is an error)."""
+def choose_mode(*, resume: bool, overwrite: bool, retry_failed: bool = False) -> Mode:
+    """The mode of ``--resume`` / ``--overwrite`` (both at once is an error;
+    ``--retry-failed`` goes with ``--resume`` only)."""
     if resume and overwrite:
         raise OutputError(
             "--resume and --overwrite contradict each other: --resume continues the run in "
             "--out, --overwrite deletes it; give one"
         )
+    if retry_failed and not resume:
+        raise OutputError("--retry-failed replays the failed trials of a run: give --resume too")
     return "resume" if resume else "overwrite" if overwrite else "new"
 
 
@@ -90,13 +93,10 @@ class RunOutput:
         self.close(interrupted=exc_type is not None)
 
     def _prepare(self) -> None:
-        existing = self.paths.existing(with_summary=self.manifest.command == "eval")
-        if self.mode == "new" and existing:
-            names = ", ".join(p.name for p in existing)
-            raise OutputExistsError(
-                f"{str(self.paths.out)!r} already exists ({names}). Give --resume to continue the "
-                "run that wrote it, --overwrite to replace it, or choose another --out"
-            )
+        with_summary = self.manifest.command == "eval"
+        if self.mode == "new":  # checked again under the lock: another run may have begun
+            refuse_existing_output(self.paths.out, with_summary=with_summary)
+        existing = self.paths.existing(with_summary=with_summary)
         if self.mode == "overwrite":
             for path in existing:
                 path.unlink()

@@ -91,8 +91,8 @@ def eval_command(
     """
     if split not in ("train", "eval"):
         raise typer.BadParameter("--split must be train or eval")
-    mode = choose_mode(resume=resume, overwrite=overwrite)
-    out = check_output_path(out)
+    mode = choose_mode(resume=resume, overwrite=overwrite, retry_failed=retry_failed)
+    out = check_output_path(out, mode=mode, with_summary=True)  # refused before a model loads
     budgets = time_budgets(hook_timeout, episode_timeout)
     where = ExecutorChoice.parse(executor, num_workers, executor_option)
     plan = plan_split(
