@@ -135,6 +135,7 @@ def print_summary(stats: ProducerStats, title: str) -> None:
         ("groups unfinished when it stopped", stats.groups_unfinished),
         ("retries (API server unreachable or failing)", stats.retries),
         ("pauses (trainer's queue full)", stats.pauses),
+        ("registrations (again after an API restart)", stats.registrations),
     ):
         table.add_row(name, str(value))
     console.print(table)
