@@ -277,11 +277,11 @@ class DocumentedCountdown(MultistepEnv):
     the ``max_steps_per_episode`` key (:ref:`the guide <guide>`)."""
 
 
-def test_describe_shows_sphinx_roles_as_plain_names() -> None:
+def test_describe_shows_sphinx_roles_as_plain_names_and_reflows_paragraphs() -> None:
     from agentsgym.testing import register_env
 
     with register_env("test/Documented-v0", DocumentedCountdown):
         text = invoke("describe", "test/Documented-v0")
-    assert "see MultistepEnv, agentsgym.make and" in text, text
-    assert "the max_steps_per_episode key (the guide)" in text
+    # one line: the paragraph's lines join, and the terminal wraps it at its own width
+    assert "see MultistepEnv, agentsgym.make and the max_steps_per_episode key (the guide)" in text
     assert ":class:" not in text and "``" not in text
