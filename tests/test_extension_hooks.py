@@ -288,3 +288,17 @@ def test_a_url_whose_source_is_not_installed_says_where_sources_come_from(
         agentsgym.make("http://127.0.0.1:9")
     with pytest.raises(UnknownEnvError, match="no installed plugin plays ftp:// env URLs"):
         agentsgym.make("ftp://example.com/env")
+
+
+@pytest.mark.parametrize(("kind", "name"), [("agent", "transformers"), ("trainer", "trl-grpo")])
+def test_an_agent_or_trainer_no_plugin_provides_says_where_they_come_from(
+    monkeypatch: pytest.MonkeyPatch, kind: str, name: str
+) -> None:
+    monkeypatch.setenv("AGENTSGYM_BLOCK_PLUGINS", "trl")
+    build = agentsgym.make_agent if kind == "agent" else agentsgym.make_trainer
+    with pytest.raises(agentsgym.errors.AgentsGymError) as raised:
+        build(name)
+    message = str(raised.value)
+    assert f"{kind.capitalize()}s come from plugin distributions" in message
+    assert "AGENTSGYM_BLOCK_PLUGINS=trl" in message and "\n" not in message
+    assert "agentsgym-trl" not in message  # the core names no plugin
