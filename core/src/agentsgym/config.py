@@ -13,9 +13,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from agentsgym.errors import EnvConfigError
 
 __all__ = [
-    "MAX_EPISODES_PER_TRIAL", "MAX_STEPS_PER_EPISODE", "MAX_TIMEOUT_SECONDS", "EnvConfig",
-    "RewardStrategyName", "TemplateMismatchPolicy", "describe_validation_error",
-]  # fmt: skip
+    "MAX_EPISODES_PER_TRIAL",
+    "MAX_STEPS_PER_EPISODE",
+    "MAX_TIMEOUT_SECONDS",
+    "EnvConfig",
+    "RewardStrategyName",
+    "TemplateMismatchPolicy",
+    "describe_validation_error",
+]
 
 RewardStrategyName = Literal["spread", "last_token", "terminal"]
 TemplateMismatchPolicy = Literal["split", "error"]
@@ -36,27 +41,37 @@ class EnvConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     max_steps_per_episode: int = Field(
-        default=10, ge=1, le=MAX_STEPS_PER_EPISODE,
+        default=10,
+        ge=1,
+        le=MAX_STEPS_PER_EPISODE,
         description="agent actions after which an episode is truncated",
-    )  # fmt: skip
+    )
     episodes_per_trial: int = Field(
-        default=1, ge=1, le=MAX_EPISODES_PER_TRIAL,
+        default=1,
+        ge=1,
+        le=MAX_EPISODES_PER_TRIAL,
         description="episodes the agent plays in sequence per trial",
-    )  # fmt: skip
+    )
     free_shots: int = Field(
-        default=0, ge=0, le=MAX_EPISODES_PER_TRIAL - 1,
+        default=0,
+        ge=0,
+        le=MAX_EPISODES_PER_TRIAL - 1,
         description="leading episodes of a trial that earn no reward",
-    )  # fmt: skip
+    )
     hook_timeout_seconds: float = Field(
-        default=300.0, gt=0.0, le=MAX_TIMEOUT_SECONDS,
+        default=300.0,
+        gt=0.0,
+        le=MAX_TIMEOUT_SECONDS,
         description="wall-clock budget of one env turn: the hook calls between two agent "
         "actions (step_episode, reward_shaping, format_prompt). An episode over it fails "
         "with a timeout error",
-    )  # fmt: skip
+    )
     episode_timeout_seconds: float = Field(
-        default=3600.0, gt=0.0, le=MAX_TIMEOUT_SECONDS,
+        default=3600.0,
+        gt=0.0,
+        le=MAX_TIMEOUT_SECONDS,
         description="wall-clock budget of one whole episode, agent calls included",
-    )  # fmt: skip
+    )
     reward_strategy: RewardStrategyName = Field(
         default="spread",
         description="how step rewards become per-token rewards: spread over the action's "

@@ -79,9 +79,12 @@ async def arun_dataset(
         raise RunSettingsError("executor options go with an executor name, not an executor")
     parsed = parse_rows(rows)
     envs = build_envs(
-        parsed, tokenizer=tokenizer, allow_class_paths=allow_class_paths, envs=envs,
+        parsed,
+        tokenizer=tokenizer,
+        allow_class_paths=allow_class_paths,
+        envs=envs,
         allow_remote=allow_remote,
-    )  # fmt: skip
+    )
     agents = dict(agents or {})
     missing = sorted({r.env_class_path for r in parsed if r.env_class_path not in agents})
     if agent is None and missing:
@@ -93,11 +96,19 @@ async def arun_dataset(
     trials = itertools.product(range(len(parsed)), range(num_rollouts))
     keys = [key for key in trials if key not in skipped]
     request = ExecutionRequest(
-        rows=parsed, keys=keys, envs=envs, agent=agent, agents=agents, num_rollouts=num_rollouts,
+        rows=parsed,
+        keys=keys,
+        envs=envs,
+        agent=agent,
+        agents=agents,
+        num_rollouts=num_rollouts,
         # a tokenizer name or path is loaded in each remote worker; an object is shipped
-        tokenizer=tokenizer, allow_class_paths=allow_class_paths, allow_remote=allow_remote,
-        max_concurrency=max_concurrency, seed=seed,
-    )  # fmt: skip
+        tokenizer=tokenizer,
+        allow_class_paths=allow_class_paths,
+        allow_remote=allow_remote,
+        max_concurrency=max_concurrency,
+        seed=seed,
+    )
     results = await executor.arun(request, on_episode=on_episode, on_trial=on_trial)
     groups = []
     for index, row in enumerate(parsed):

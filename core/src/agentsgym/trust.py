@@ -16,9 +16,14 @@ from collections.abc import Sequence
 from urllib.parse import urlsplit
 
 __all__ = [
-    "CLASS_PATHS_ENVIRON", "REMOTE_ENVS_ENVIRON", "Allowance", "class_paths_allowed_from_environ",
-    "module_allowed", "remote_envs_allowed_from_environ", "url_allowed",
-]  # fmt: skip
+    "CLASS_PATHS_ENVIRON",
+    "REMOTE_ENVS_ENVIRON",
+    "Allowance",
+    "class_paths_allowed_from_environ",
+    "module_allowed",
+    "remote_envs_allowed_from_environ",
+    "url_allowed",
+]
 
 CLASS_PATHS_ENVIRON = "AGENTSGYM_ALLOW_CLASS_PATHS"
 REMOTE_ENVS_ENVIRON = "AGENTSGYM_ALLOW_REMOTE_ENVS"

@@ -8,6 +8,13 @@ from agentsgym.trajectory.records import records_to_dataset, rollout_features
 from agentsgym.trajectory.segment import TokenSegment, rewards_array
 
 __all__ = [
-    "Episode", "StepRecord", "TokenSegment", "TrajectoryBatch", "TrajectoryGroup",
-    "records_to_dataset", "rewards_array", "rollout_features", "zero_rewards",
-]  # fmt: skip
+    "Episode",
+    "StepRecord",
+    "TokenSegment",
+    "TrajectoryBatch",
+    "TrajectoryGroup",
+    "records_to_dataset",
+    "rewards_array",
+    "rollout_features",
+    "zero_rewards",
+]

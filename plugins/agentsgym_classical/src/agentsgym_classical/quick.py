@@ -56,18 +56,25 @@ class QuickArithmeticEnv(ClassicalEnv):
     def load_problems(self, role: Role) -> list[Problem]:
         config = self.config
         operands = range(config.low, config.high + 1)
-        triples = [(a, op, b) for op in dict.fromkeys(config.operations) for a in operands
-                   for b in operands]  # fmt: skip
+        triples = [
+            (a, op, b)
+            for op in dict.fromkeys(config.operations)
+            for a in operands
+            for b in operands
+        ]
         random.Random(config.seed).shuffle(triples)
         held_out = max(1, round(len(triples) * config.eval_fraction))
         chosen = triples[:held_out] if role == "eval" else triples[held_out:]
         if config.num_tasks is not None:
             chosen = chosen[: config.num_tasks]
         return [
-            Problem(id=f"{role}/{index}", problem=f"What is {a} {SYMBOLS[op]} {b}?",
-                    answer=str(_apply(a, op, b)))
+            Problem(
+                id=f"{role}/{index}",
+                problem=f"What is {a} {SYMBOLS[op]} {b}?",
+                answer=str(_apply(a, op, b)),
+            )
             for index, (a, op, b) in enumerate(chosen)
-        ]  # fmt: skip
+        ]
 
 
 def _apply(a: int, op: str, b: int) -> int:

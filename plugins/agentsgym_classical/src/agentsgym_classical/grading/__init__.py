@@ -39,9 +39,15 @@ from agentsgym_classical.grading.pool import get_pool
 from agentsgym_classical.grading.verdict import AnswerKind, GradeRequest, Status, Verdict
 
 __all__ = [
-    "DEFAULT_BUDGET_SECONDS", "RETRY_FACTOR", "AnswerKind", "GradeRequest", "Status", "Verdict",
-    "grade", "try_deadlines",
-]  # fmt: skip
+    "DEFAULT_BUDGET_SECONDS",
+    "RETRY_FACTOR",
+    "AnswerKind",
+    "GradeRequest",
+    "Status",
+    "Verdict",
+    "grade",
+    "try_deadlines",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -112,9 +118,12 @@ def grade(
                 deadline,
             )
         request = GradeRequest(
-            gold=gold, reply=reply, kind=kind, choices=choices,
+            gold=gold,
+            reply=reply,
+            kind=kind,
+            choices=choices,
             timeout_seconds=per_call * RETRY_FACTOR**attempts,
-        )  # fmt: skip
+        )
         verdict = pool.grade(request, deadline)
         attempts, seconds = attempts + 1, seconds + verdict.seconds
         if verdict.graded:
