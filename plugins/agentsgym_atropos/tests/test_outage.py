@@ -167,9 +167,13 @@ def test_a_blip_of_the_api_server_loses_no_group_and_pushes_none_twice(
     fake = FakeTime()
     pushed: list[dict[str, Any]] = []
     proxy, blipped, error = produce_through(
-        api, plan, fake, max_groups=2, max_concurrency=8,  # two groups at once
+        api,
+        plan,
+        fake,
+        max_groups=2,
+        max_concurrency=8,  # two groups at once
         on_group=lambda group, data: pushed.append(data),
-    )  # fmt: skip
+    )
     assert error is None
     stats = blipped.stats
     assert proxy.failed == Counter({"/scored_data": 3, "/status-env": 2})
@@ -292,12 +296,27 @@ def test_the_cli_exits_1_with_a_summary_when_the_server_stays_away(unreachable_u
     url = unreachable_url.replace("http://", f"http://{secret}@")
     result = subprocess.run(
         [
-            sys.executable, "-m", "agentsgym", "atropos", GUESS, "--api-url", url,
-            "--group-size", "2", "--max-groups", "1", "--env-config", "high=10",
-            "--outage-window", "0",
+            sys.executable,
+            "-m",
+            "agentsgym",
+            "atropos",
+            GUESS,
+            "--api-url",
+            url,
+            "--group-size",
+            "2",
+            "--max-groups",
+            "1",
+            "--env-config",
+            "high=10",
+            "--outage-window",
+            "0",
         ],
-        capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert result.returncode == 1, result.stderr
     summary = " ".join(result.stdout.split())
     assert (
@@ -313,8 +332,11 @@ def test_the_cli_exits_1_with_a_summary_when_the_server_stays_away(unreachable_u
 def test_the_cli_refuses_a_negative_outage_window_as_bad_input() -> None:
     result = subprocess.run(
         [sys.executable, "-m", "agentsgym", "atropos", GUESS, "--outage-window", "-1"],
-        capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert result.returncode == 2 and "--outage-window" in result.stderr
 
 

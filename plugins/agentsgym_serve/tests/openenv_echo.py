@@ -51,6 +51,9 @@ class EchoEnvironment(Environment):
 
 def echo_app(max_concurrent_envs: int = 64) -> Any:
     return create_app(
-        EchoEnvironment, EchoAction, EchoObservation, env_name="echo",
+        EchoEnvironment,
+        EchoAction,
+        EchoObservation,
+        env_name="echo",
         max_concurrent_envs=max_concurrent_envs,
-    )  # fmt: skip
+    )

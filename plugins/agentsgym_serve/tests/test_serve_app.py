@@ -52,9 +52,12 @@ def test_agentgym_protocol_round_trip(http: httpx.Client) -> None:
     # the instance starts on task 0 ({"seed": 0}), whose observation comes with the id
     first = local_turns(0, [])[0][0]
     assert created.status_code == 200 and created.json() == {
-        "id": created.json()["id"], "observation": first, "reward": 0.0, "score": 0.0,
+        "id": created.json()["id"],
+        "observation": first,
+        "reward": 0.0,
+        "score": 0.0,
         "done": False,
-    }  # fmt: skip
+    }
     env_id = created.json()["id"]
     # data_idx 3 of the served train split is the task {"seed": 6}
     expected = local_turns(6, ["[50]", "hello", "[25]"])

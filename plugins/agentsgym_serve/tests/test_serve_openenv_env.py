@@ -35,9 +35,12 @@ def test_an_openenv_create_app_server_plays_as_an_env() -> None:
         env = agentsgym.make(
             openenv_url(server.url),
             tokenizer=TINY,
-            env_config={"system_prompt": "Echo.", "observation_field": "echoed_message",
-                        "max_steps_per_episode": 10},
-        )  # fmt: skip
+            env_config={
+                "system_prompt": "Echo.",
+                "observation_field": "echoed_message",
+                "max_steps_per_episode": 10,
+            },
+        )
         assert isinstance(env, OpenEnvEnv)
         assert env.env_id == openenv_url(server.url)  # the URL as given: ws, not http
         batch = env.run_trial([{"seed": 1}, {"seed": 2}], Shout(), num_rollouts=2)
@@ -66,8 +69,13 @@ def test_rows_played_over_a_websocket_url_record_that_url() -> None:
     assert canonical_openenv_url("openenv+https://h") == "openenv+https://h"
     with BackgroundServer(echo_app()) as server:
         url = openenv_url(server.url)
-        rows = [{"env_class_path": url, "env_config": {"max_steps_per_episode": 2},
-                 "task_data": {"seed": 1}}]  # fmt: skip
+        rows = [
+            {
+                "env_class_path": url,
+                "env_config": {"max_steps_per_episode": 2},
+                "task_data": {"seed": 1},
+            }
+        ]
         batch = run_dataset(rows, Shout(), tokenizer=TINY, allow_remote=[server.url])
     [episode] = [e for g in batch.groups for e in g.episodes]
     assert episode.ok and episode.env_id == url == batch.groups[0].env_id
