@@ -139,7 +139,8 @@ class EnvConfig(BaseModel):
         try:
             return cls.model_validate(dict(env_config or {}))
         except ValidationError as exc:
-            what, known = f"env_config of {env_name}", list(cls.model_fields)
+            what = f"env_config of {env_name}"
+            known = list(cls.model_fields)
             raise EnvConfigError(describe_validation_error(exc, what, known=known)) from None
 
 
@@ -151,11 +152,7 @@ def describe_validation_error(
     for err in exc.errors():
         field = ".".join(str(p) for p in err["loc"]) or "(root)"
         if err["type"] == "extra_forbidden":
-            close = difflib.get_close_matches(field, known or [], cutoff=0.6) or [
-                k for k in known or [] if len(field) > 3 and field in k
-            ]
-            hint = f"; known keys: {', '.join(known)}" if known else ""
-            hint = f"; did you mean {' or '.join(map(repr, close[:3]))}?" if close else hint
+            hint = _unknown_key_hint(field, known or [])
             lines.append(f"  - unknown key {field!r} (value {err['input']!r}){hint}")
         elif not err["loc"]:  # a model-level check: its message names the key itself
             lines.append(f"  - {err['msg'].removeprefix('Value error, ')}")
@@ -164,6 +161,18 @@ def describe_validation_error(
             got = f"{given!r:.200} of type {type(given).__name__}"
             lines.append(f"  - {field}: {err['msg']} (got {got})")
     return "\n".join(lines)
+
+
+def _unknown_key_hint(field: str, known: list[str]) -> str:
+    """The keys an unknown key was probably meant to be, or else all the known keys."""
+    close = difflib.get_close_matches(field, known, cutoff=0.6)
+    if not close and len(field) > 3:
+        close = [key for key in known if field in key]
+    if close:
+        return f"; did you mean {' or '.join(map(repr, close[:3]))}?"
+    if known:
+        return f"; known keys: {', '.join(known)}"
+    return ""
 
 
 def _is_int_field(annotation: Any) -> bool:

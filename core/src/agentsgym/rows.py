@@ -39,14 +39,13 @@ def rows_to_dataset(rows: Iterable[Mapping[str, Any] | DatasetRow]) -> datasets.
     """A ``datasets.Dataset`` in the row schema (validating every row)."""
     import datasets
 
-    features = datasets.Features(
-        {
-            "env_class_path": datasets.Value("string"),
-            "env_config": datasets.Json(),
-            "task_data": datasets.Json(),
-        }
-    )
-    return datasets.Dataset.from_list([r.model_dump() for r in parse_rows(rows)], features=features)
+    columns = {
+        "env_class_path": datasets.Value("string"),
+        "env_config": datasets.Json(),
+        "task_data": datasets.Json(),
+    }
+    records = [row.model_dump() for row in parse_rows(rows)]
+    return datasets.Dataset.from_list(records, features=datasets.Features(columns))
 
 
 def parse_rows(rows: Iterable[Mapping[str, Any] | DatasetRow]) -> list[DatasetRow]:

@@ -41,7 +41,10 @@ class _Job:
     def __init__(
         self, fn: Callable[..., Any], args: tuple[Any, ...], loop: Any, future: Any
     ) -> None:
-        self.fn, self.args, self.loop, self.future = fn, args, loop, future
+        self.fn = fn
+        self.args = args
+        self.loop = loop
+        self.future = future
         self.state = "queued"  # -> running -> done, or abandoned by its caller
 
 
@@ -109,10 +112,12 @@ class WorkerPool:
                     self._abandoned -= 1
                     continue
                 job.state = "running"
+            result = None
+            error = None
             try:
-                result, error = job.fn(*job.args), None
+                result = job.fn(*job.args)
             except BaseException as exc:  # noqa: BLE001 - handed to the awaiting coroutine
-                result, error = None, exc
+                error = exc
             with self._lock:
                 if job.state == "abandoned":
                     self._abandoned -= 1

@@ -78,4 +78,8 @@ class QuickArithmeticEnv(ClassicalEnv):
 
 
 def _apply(a: int, op: str, b: int) -> int:
-    return a + b if op == "+" else a - b if op == "-" else a * b
+    if op == "+":
+        return a + b
+    if op == "-":
+        return a - b
+    return a * b

@@ -63,7 +63,8 @@ correct replies came back ``timeout`` and were scored as unparsed."""
 def try_deadlines(first: float, budget: float) -> Iterator[float]:
     """The deadline of each try: ``first``, then :data:`RETRY_FACTOR` times the last, as
     long as they add up to at most ``budget``. The first try is always made."""
-    deadline, spent = first, 0.0
+    deadline = first
+    spent = 0.0
     while spent == 0.0 or spent + deadline <= budget * (1 + 1e-9):  # 0.3 + 1.2 fits 1.5
         yield deadline
         spent += deadline
@@ -106,7 +107,8 @@ def grade(
         return rejected
     pool = get_pool()
     verdict: Verdict | None = None
-    attempts, seconds = 0, 0.0
+    attempts = 0
+    seconds = 0.0
     per_call = first_call_seconds(timeout_seconds)
     for deadline in try_deadlines(timeout_seconds, budget_seconds):
         if verdict is not None:
@@ -125,9 +127,11 @@ def grade(
             timeout_seconds=per_call * RETRY_FACTOR**attempts,
         )
         verdict = pool.grade(request, deadline)
-        attempts, seconds = attempts + 1, seconds + verdict.seconds
+        attempts += 1
+        seconds += verdict.seconds
         if verdict.graded:
             break
     assert verdict is not None  # try_deadlines always yields the first try
-    verdict.attempts, verdict.seconds = attempts, seconds
+    verdict.attempts = attempts
+    verdict.seconds = seconds
     return verdict
