@@ -13,19 +13,17 @@ import copy
 import json
 import logging
 import math
-import tempfile
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentsgym.agents import ScriptedAgent
 from agentsgym.errors import EnvConfigError
 from agentsgym.factory import DEFAULT_TOKENIZER, load_tokenizer, make
 from agentsgym.registry import EnvSpec, env_class, get_registry
-from agentsgym.rows import parse_rows
 from agentsgym.testing.agents import slow_agent
+from agentsgym.testing.check_datasets import check_disjoint, check_splits
 from agentsgym.testing.check_episodes import (
     FinishProbe,
     episode_difference,
@@ -223,40 +221,9 @@ class _Checker:
         raise CheckFailed("an unknown env_config key was accepted; configs must forbid extras")
 
     def datasets(self) -> str:
-        env = self.make()
-        for split, getter in (("train", env.get_train_dataset), ("eval", env.get_eval_dataset)):
-            try:
-                dataset = getter()
-            except NotImplementedError:
-                continue
-            self.tasks[split] = self._check_split(split, dataset, env.env_id)
-        if "train" in self.tasks and "eval" in self.tasks:
-            train = {json.dumps(t, sort_keys=True) for t in self.tasks["train"]}
-            overlap = [t for t in self.tasks["eval"] if json.dumps(t, sort_keys=True) in train]
-            if overlap:
-                raise CheckFailed(f"{len(overlap)} eval tasks also in train, e.g. {overlap[0]}")
+        self.tasks = check_splits(self.make(), self._spec().id, self.build)
+        check_disjoint(self.tasks)  # the tasks stay, for the checks that play them
         return ", ".join(f"{k}: {len(v)} rows" for k, v in self.tasks.items()) or "no datasets"
-
-    def _check_split(self, split: str, dataset: Any, env_id: str) -> list[dict[str, Any]]:
-        import datasets
-
-        rows = parse_rows(dataset)
-        require(rows, f"{split} dataset is empty")
-        built: set[Any] = set()
-        for row in rows[:50]:
-            named = row.env_class_path
-            same_env = get_registry().resolve(named, allow_remote=True).id == self._spec().id
-            require(same_env or named == env_id, f"{split} row names {named!r}")
-            key = row.env_key()
-            if key not in built:  # one env per distinct (env, env_config) of the rows
-                built.add(key)
-                self.build(named, row.env_config)
-        with tempfile.TemporaryDirectory() as tmp:
-            path = str(Path(tmp) / "rows.parquet")
-            dataset.to_parquet(path)
-            again = datasets.Dataset.from_parquet(path)
-            require(again.to_list() == dataset.to_list(), "parquet round trip changed rows")
-        return [row.task_data for row in rows]
 
     def task_list(self, count: int | None = None) -> list[dict[str, Any]]:
         found = self.tasks.get("train") or self.tasks.get("eval")
