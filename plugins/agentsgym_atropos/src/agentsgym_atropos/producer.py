@@ -40,8 +40,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from agentsgym.engine import DEFAULT_MAX_CONCURRENCY, arun_trial
-from agentsgym.output import redact_text
+from agentsgym import DEFAULT_MAX_CONCURRENCY, arun_trial, redact_text
 from agentsgym_atropos.api_client import (
     DEFAULT_OUTAGE_WINDOW,
     AtroposAPI,
@@ -52,8 +51,7 @@ from agentsgym_atropos.scored_data import Advantages, to_scored_data_group
 from agentsgym_atropos.stats import ProducerStats
 
 if TYPE_CHECKING:
-    from agentsgym import MultistepEnv
-    from agentsgym.trajectory import TrajectoryGroup
+    from agentsgym import MultistepEnv, TrajectoryGroup
 
 logger = logging.getLogger(__name__)
 
@@ -406,6 +404,6 @@ class AtroposProducer:
 
 def produce(env: MultistepEnv, agent: Any, api_url: str, **options: Any) -> ProducerStats:
     """:class:`AtroposProducer` as a plain call (see its options)."""
-    from agentsgym.aio import run_sync
+    from agentsgym import run_sync
 
     return run_sync(AtroposProducer(env, agent, api_url, **options).run())

@@ -34,10 +34,10 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from agentsgym.output import redact
+from agentsgym import redact
 
 if TYPE_CHECKING:
-    from agentsgym.trajectory import TrajectoryGroup
+    from agentsgym import TrajectoryGroup
 
 IGNORE_INDEX = -100
 MASKED_LOGPROB = 1.0

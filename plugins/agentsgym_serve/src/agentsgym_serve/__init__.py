@@ -71,6 +71,6 @@ if TYPE_CHECKING:
     from agentsgym_serve.model_server import OpenAICompatServer, ScriptedPolicy
     from agentsgym_serve.openenv_env import OpenEnvConfig, OpenEnvEnv
     from agentsgym_serve.remote_env import RemoteEnv
+    from agentsgym_serve.retry_policy import RetryPolicy
     from agentsgym_serve.server import BackgroundServer
     from agentsgym_serve.sessions import SessionTable
-    from agentsgym_serve.retry_policy import RetryPolicy

@@ -37,10 +37,8 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import Field, field_validator
 
-from agentsgym import hookimpl
+from agentsgym import StepResult, hookimpl, redact_text
 from agentsgym.errors import RemoteEnvError
-from agentsgym.redaction import redact_text
-from agentsgym.types import StepResult
 from agentsgym_serve.call_failures import RemoteCallError
 from agentsgym_serve.remote_client import ConversationConfig, RemoteClientEnv, RemoteEpisodeState
 from agentsgym_serve.retry_policy import Retry, RetryPolicy, client_policy

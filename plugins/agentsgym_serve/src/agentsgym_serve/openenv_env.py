@@ -44,11 +44,8 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
-from agentsgym import hookimpl
+from agentsgym import Attempts, Messages, StepResult, hookimpl, redact_text, retry_async
 from agentsgym.errors import RemoteEnvError
-from agentsgym.redaction import redact_text
-from agentsgym.retry import Attempts, retry_async
-from agentsgym.types import Messages, StepResult
 from agentsgym_serve.remote_client import ConversationConfig, RemoteClientEnv, RemoteEpisodeState
 from agentsgym_serve.retry_policy import RetryPolicy, client_policy
 from agentsgym_serve.urls import normalise_url

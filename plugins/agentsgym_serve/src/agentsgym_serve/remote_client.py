@@ -25,9 +25,8 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
-from agentsgym import EnvConfig, MultistepEnv, hookimpl
+from agentsgym import EnvConfig, Messages, MultistepEnv, hookimpl
 from agentsgym.errors import RemoteEnvError
-from agentsgym.types import Messages
 from agentsgym_serve.schemas import ChatMessage
 from agentsgym_serve.transport import Transport
 

@@ -33,10 +33,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import ConfigDict
 
-from agentsgym import EnvConfig, hookimpl
+from agentsgym import AgentAction, EnvConfig, RewardTerm, StepResult, hookimpl, redact_text
 from agentsgym.errors import EnvConfigError, RemoteEnvError
-from agentsgym.redaction import redact_text
-from agentsgym.types import AgentAction, RewardTerm, StepResult
 from agentsgym_serve.call_failures import RemoteCallError
 from agentsgym_serve.remote_client import RemoteClientEnv, RemoteEpisodeState
 from agentsgym_serve.retry_policy import RETRY_WINDOW_KEY, Retry, RetryPolicy, client_policy

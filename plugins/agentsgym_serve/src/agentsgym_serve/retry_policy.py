@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
+from agentsgym import RetryPolicy as CoreRetryPolicy
 from agentsgym.errors import EnvConfigError
-from agentsgym.retry import RetryPolicy as CoreRetryPolicy
 
 RETRY_WINDOW_KEY = "retry_window_seconds"
 """The env_config key of a remote env's retry window (taken by the client, not sent)."""

@@ -29,9 +29,7 @@ from typing import Any
 import aiohttp
 import httpx
 
-from agentsgym.loop_pools import PerLoop
-from agentsgym.redaction import redact_text
-from agentsgym.retry import Attempts, retry_async, retry_sync
+from agentsgym import Attempts, PerLoop, redact_text, retry_async, retry_sync
 from agentsgym_serve.call_failures import (
     AttemptFailed,
     Refused,
