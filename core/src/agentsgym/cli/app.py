@@ -109,12 +109,17 @@ def _configure_logging(verbose: int) -> None:
 
 
 def _global_options(
-    verbose: int = typer.Option(0, "--verbose", "-v", count=True, help="more log output (-vv for debug)"),
+    verbose: int = typer.Option(
+        0, "--verbose", "-v", count=True, help="more log output (-vv for debug)"
+    ),
     strict_plugins: bool = typer.Option(
         False, "--strict-plugins", help="re-raise when a plugin fails to load (plugin authors)"
     ),
     version: bool = typer.Option(
-        False, "--version", is_eager=True, callback=_print_version,
+        False,
+        "--version",
+        is_eager=True,
+        callback=_print_version,
         help="print the versions of agentsgym and of every installed agentsgym distribution, "
         "and exit",
     ),
@@ -126,9 +131,12 @@ def build_app() -> typer.Typer:
     """The application with the commands of every loaded plugin; a plugin whose
     ``register_commands`` raises is recorded (``list-envs`` shows it), the others work."""
     app = typer.Typer(
-        name=PROG_NAME, cls=AgentsGymGroup,
+        name=PROG_NAME,
+        cls=AgentsGymGroup,
         help="Multi-step text environments as token-exact training data for LLM RL.",
-        no_args_is_help=True, pretty_exceptions_enable=False, add_completion=True,
+        no_args_is_help=True,
+        pretty_exceptions_enable=False,
+        add_completion=True,
     )
     app.callback()(_global_options)
     load_plugins().call_each("register_commands", lambda info: {"cli": app})

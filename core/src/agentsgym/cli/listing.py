@@ -26,7 +26,13 @@ def env_listing(verbose: bool = False) -> list[dict[str, Any]]:
     registry = get_registry()
     plugins = {p.name: p for p in registry.host.plugins}
     keys = (
-        "id", "distribution", "version", "entry_point", "description", "plugin", "default_agent"
+        "id",
+        "distribution",
+        "version",
+        "entry_point",
+        "description",
+        "plugin",
+        "default_agent",
     )
     items: list[dict[str, Any]] = []
     for spec in sorted(registry.envs.values(), key=lambda s: s.id):
@@ -49,8 +55,10 @@ def env_listing(verbose: bool = False) -> list[dict[str, Any]]:
 def list_envs(
     as_json: bool = typer.Option(False, "--json", help="print a JSON list instead of a table"),
     verbose: bool = typer.Option(
-        False, "--verbose", help="also show each env's config keys (type, default, description), "
-        "tools and its plugin's hooks"
+        False,
+        "--verbose",
+        help="also show each env's config keys (type, default, description), "
+        "tools and its plugin's hooks",
     ),
 ) -> None:
     """List every registered env, and every plugin that failed to load."""

@@ -160,14 +160,18 @@ class ExecutorChoice:
 def max_concurrency_option(what: str = "episodes", *, per_worker: bool = False) -> Any:
     where = " (per worker of a parallel --executor)" if per_worker else ""
     return typer.Option(
-        DEFAULT_MAX_CONCURRENCY, "--max-concurrency", min=1, max=MAX_CONCURRENCY,
+        DEFAULT_MAX_CONCURRENCY,
+        "--max-concurrency",
+        min=1,
+        max=MAX_CONCURRENCY,
         help=f"{what} in flight at once{where}; size it to your model server (see README)",
     )
 
 
 def executor_option() -> Any:
     return typer.Option(
-        "local", "--executor",
+        "local",
+        "--executor",
         help="where trials run: local (this process), or a plugin's executor (see "
         "`agentsgym list-executors` and docs/scaling.md); an executor may add its own flags",
     )
@@ -196,7 +200,8 @@ def time_budgets(hook_timeout: float | None, episode_timeout: float | None) -> d
 
 def resume_option() -> Any:
     return typer.Option(
-        False, "--resume",
+        False,
+        "--resume",
         help="continue the run that wrote --out (same arguments): play only the trials it "
         "has not written",
     )
@@ -204,7 +209,8 @@ def resume_option() -> Any:
 
 def retry_failed_option() -> Any:
     return typer.Option(
-        False, "--retry-failed",
+        False,
+        "--retry-failed",
         help="with --resume: play the trials that failed again too (an outage, a timeout); "
         "their new results replace the failed ones",
     )
@@ -216,7 +222,9 @@ def overwrite_option() -> Any:
 
 def hook_timeout_option() -> Any:
     return typer.Option(
-        None, "--hook-timeout", metavar="SECONDS",
+        None,
+        "--hook-timeout",
+        metavar="SECONDS",
         help="budget of one env turn (env_config hook_timeout_seconds); over it, the episode "
         "fails with a timeout",
     )
@@ -224,13 +232,19 @@ def hook_timeout_option() -> Any:
 
 def episode_timeout_option() -> Any:
     return typer.Option(
-        None, "--episode-timeout", metavar="SECONDS",
+        None,
+        "--episode-timeout",
+        metavar="SECONDS",
         help="budget of one whole episode (env_config episode_timeout_seconds)",
     )
 
 
 def max_failure_rate_option() -> Any:
     return typer.Option(
-        None, "--max-failure-rate", min=0.0, max=1.0, metavar="F",
+        None,
+        "--max-failure-rate",
+        min=0.0,
+        max=1.0,
+        metavar="F",
         help="exit 1 when more than this share of trials failed (default: only when all did)",
     )

@@ -77,23 +77,30 @@ def build_agent(env_id: str | None, agent: str | None, agent_options: list[str] 
 
 def rollout(
     env_id: str | None = typer.Argument(
-        None, help="registered env id, e.g. agentsgym/GuessTheNumber-v0 (or use --dataset)",
+        None,
+        help="registered env id, e.g. agentsgym/GuessTheNumber-v0 (or use --dataset)",
         autocompletion=complete_env_id,
     ),
     dataset: Path | None = typer.Option(
-        None, "--dataset", help="rows file (.parquet/.jsonl) of {env_class_path, env_config, "
+        None,
+        "--dataset",
+        help="rows file (.parquet/.jsonl) of {env_class_path, env_config, "
         "task_data}; rows may mix envs",
     ),
     allow_class_paths: bool = typer.Option(
         False, "--allow-class-paths", help="let dataset rows name module:Class paths (imports code)"
     ),
     allow_remote_envs: bool = typer.Option(
-        False, "--allow-remote-envs",
+        False,
+        "--allow-remote-envs",
         help="let dataset rows name env server URLs (only some: AGENTSGYM_ALLOW_REMOTE_ENVS="
         "URL,URL); see docs/serving.md",
     ),
     num_tasks: int | None = typer.Option(
-        None, "--num-tasks", min=1, max=MAX_TASKS,
+        None,
+        "--num-tasks",
+        min=1,
+        max=MAX_TASKS,
         help="tasks taken from the split (default 8), or the first rows of --dataset "
         "(default: every row)",
     ),
@@ -102,7 +109,9 @@ def rollout(
     ),
     split: str = typer.Option("train", "--split", help="train or eval"),
     agent: list[str] | None = typer.Option(
-        None, "--agent", help="agent of every env, or ENV_ID=AGENT for one env (repeatable); "
+        None,
+        "--agent",
+        help="agent of every env, or ENV_ID=AGENT for one env (repeatable); "
         "an env without one plays with its default agent",
     ),
     agent_option: list[str] | None = typer.Option(
@@ -141,23 +150,40 @@ def rollout(
     settings = {"max_concurrency": max_concurrency, "max_failure_rate": max_failure_rate, **budgets}
     if dataset is not None:
         plan = plan_rows(
-            dataset, num_tasks=num_tasks, num_rollouts=num_rollouts, agents=choices,
-            agent_options=options, tokenizer=tokenizer_option(tokenizer), budgets=budgets,
-            allow_class_paths=allow_class_paths, local=local,
+            dataset,
+            num_tasks=num_tasks,
+            num_rollouts=num_rollouts,
+            agents=choices,
+            agent_options=options,
+            tokenizer=tokenizer_option(tokenizer),
+            budgets=budgets,
+            allow_class_paths=allow_class_paths,
+            local=local,
             allow_remote=True if allow_remote_envs else None,
         )
     else:
         assert env_id is not None
         plan = plan_split(
-            env_id, split=split, num_tasks=num_tasks or DEFAULT_NUM_TASKS,
-            num_rollouts=num_rollouts, agents=choices, agent_options=options,
+            env_id,
+            split=split,
+            num_tasks=num_tasks or DEFAULT_NUM_TASKS,
+            num_rollouts=num_rollouts,
+            agents=choices,
+            agent_options=options,
             env_config={**parse_key_values(env_config, "--env-config"), **budgets},
-            tokenizer=tokenizer_option(tokenizer), local=local,
+            tokenizer=tokenizer_option(tokenizer),
+            local=local,
             description=f"rollouts of {env_id}",
         )
     result, output = run_into_output(
-        "rollout", plan, out, mode=mode, make_rows=rollout_rows,
-        max_concurrency=max_concurrency, executor=where, settings=settings,
+        "rollout",
+        plan,
+        out,
+        mode=mode,
+        make_rows=rollout_rows,
+        max_concurrency=max_concurrency,
+        executor=where,
+        settings=settings,
         retry_failed=retry_failed,
     )
     report = failure_report(result.trial_errors())
@@ -167,9 +193,17 @@ def rollout(
 
 
 def plan_rows(
-    path: Path, *, num_tasks: int | None, num_rollouts: int, agents: AgentChoices,
-    agent_options: dict[str, Any], tokenizer: str | None, budgets: dict[str, float],
-    allow_class_paths: bool, local: bool, allow_remote: bool | None,
+    path: Path,
+    *,
+    num_tasks: int | None,
+    num_rollouts: int,
+    agents: AgentChoices,
+    agent_options: dict[str, Any],
+    tokenizer: str | None,
+    budgets: dict[str, float],
+    allow_class_paths: bool,
+    local: bool,
+    allow_remote: bool | None,
 ) -> RunPlan:
     """``num_rollouts`` trials of every row of a rows file (or of its first ``num_tasks``);
     each env plays with its own agent (see :mod:`.agent_choice`)."""
@@ -185,9 +219,15 @@ def plan_rows(
     env_ids = [row.env_class_path for row in rows]
     players = RunAgents.choose(agents, env_ids, agent_options, build=local)
     return RunPlan(
-        rows=rows, num_rollouts=num_rollouts, envs=envs, agents=players,
-        agent_options=agent_options, description=f"rollouts of {path.name}",
-        tokenizer=tokenizer, allow_class_paths=class_paths, allow_remote=allow_remote,
+        rows=rows,
+        num_rollouts=num_rollouts,
+        envs=envs,
+        agents=players,
+        agent_options=agent_options,
+        description=f"rollouts of {path.name}",
+        tokenizer=tokenizer,
+        allow_class_paths=class_paths,
+        allow_remote=allow_remote,
         source={"dataset": str(path), "dataset_sha256": sha256_of(path), "env_config": budgets},
     )
 
@@ -262,8 +302,11 @@ def print_env_summary(rows: list[dict[str, Any]]) -> None:
     for env_id, env_rows in sorted(by_env.items()):
         ok = [r for r in env_rows if r.get("error") is None]
         table.add_row(
-            redact_text(env_id), str(len(env_rows)), str(len(env_rows) - len(ok)),
-            _mean(ok, "final_reward", ".3f"), _mean(ok, "num_turns", ".2f"),
+            redact_text(env_id),
+            str(len(env_rows)),
+            str(len(env_rows) - len(ok)),
+            _mean(ok, "final_reward", ".3f"),
+            _mean(ok, "num_turns", ".2f"),
         )
     console.print(table)
 

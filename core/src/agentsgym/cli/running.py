@@ -46,8 +46,12 @@ RowMaker = Callable[[TrialJob, list[Episode]], list[dict[str, Any]]]
 
 def progress_bar() -> Progress:
     return Progress(
-        TextColumn("[progress.description]{task.description}"), BarColumn(),
-        MofNCompleteColumn(), TimeElapsedColumn(), console=console, transient=False,
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=False,
     )
 
 
@@ -84,9 +88,13 @@ class RunPlan:
     def arguments(self) -> RunArguments:
         single = self.agents.single
         return RunArguments(
-            num_tasks=len(self.rows), num_rollouts=self.num_rollouts, agent=single,
-            env_agents={} if single else self.agents.by_env, agent_options=self.agent_options,
-            tokenizer=self.tokenizer, **self.source,
+            num_tasks=len(self.rows),
+            num_rollouts=self.num_rollouts,
+            agent=single,
+            env_agents={} if single else self.agents.by_env,
+            agent_options=self.agent_options,
+            tokenizer=self.tokenizer,
+            **self.source,
         )
 
     @property
@@ -102,9 +110,17 @@ class RunPlan:
 
 
 def plan_split(
-    env_id: str, *, split: str, num_tasks: int | None, num_rollouts: int, agents: AgentChoices,
-    agent_options: dict[str, Any], env_config: dict[str, Any], tokenizer: str | None,
-    local: bool, description: str,
+    env_id: str,
+    *,
+    split: str,
+    num_tasks: int | None,
+    num_rollouts: int,
+    agents: AgentChoices,
+    agent_options: dict[str, Any],
+    env_config: dict[str, Any],
+    tokenizer: str | None,
+    local: bool,
+    description: str,
 ) -> RunPlan:
     """``num_rollouts`` trials of the first ``num_tasks`` tasks (all: ``None``) of one of
     ``env_id``'s splits. The agents are built here when the executor plays in this
@@ -124,10 +140,16 @@ def plan_split(
         raise AgentsGymError(f"the {split} split of {env_id} has no tasks")
     rows = [DatasetRow(env_class_path=env_id, env_config=env_config, task_data=t) for t in tasks]
     return RunPlan(
-        rows=rows, num_rollouts=num_rollouts, envs={rows[0].env_key(): env}, agents=players,
-        agent_options=agent_options, description=description, tokenizer=tokenizer,
+        rows=rows,
+        num_rollouts=num_rollouts,
+        envs={rows[0].env_key(): env},
+        agents=players,
+        agent_options=agent_options,
+        description=description,
+        tokenizer=tokenizer,
         source={"env_id": env_id, "split": split, "env_config": env_config},
-        allow_class_paths=True, allow_remote=True,
+        allow_class_paths=True,
+        allow_remote=True,
     )
 
 
@@ -149,15 +171,25 @@ def sigterm_as_interrupt() -> Iterator[None]:
 
 
 def run_into_output(
-    command: Command, plan: RunPlan, out: Path, *, mode: Mode, make_rows: RowMaker,
-    max_concurrency: int, settings: dict[str, Any], executor: ExecutorChoice | None = None,
+    command: Command,
+    plan: RunPlan,
+    out: Path,
+    *,
+    mode: Mode,
+    make_rows: RowMaker,
+    max_concurrency: int,
+    settings: dict[str, Any],
+    executor: ExecutorChoice | None = None,
     retry_failed: bool = False,
 ) -> tuple[FinishResult, RunOutput]:
     """Open ``out``, play the trials it lacks, finish it (see the module docstring)."""
     executor = executor or ExecutorChoice.parse("local")
     manifest = RunManifest.new(
-        command, plan.arguments, planned_trials=plan.planned_trials,
-        settings={**settings, **executor.settings()}, versions=plan.versions,
+        command,
+        plan.arguments,
+        planned_trials=plan.planned_trials,
+        settings={**settings, **executor.settings()},
+        versions=plan.versions,
         command_line=["agentsgym", *sys.argv[1:]],
     )
     if retry_failed and mode != "resume":
@@ -182,7 +214,11 @@ def run_into_output(
 
 
 def _play(
-    output: RunOutput, plan: RunPlan, make_rows: RowMaker, *, max_concurrency: int,
+    output: RunOutput,
+    plan: RunPlan,
+    make_rows: RowMaker,
+    *,
+    max_concurrency: int,
     executor: ExecutorChoice,
 ) -> None:
     done, planned = output.done, plan.planned_trials
@@ -205,11 +241,17 @@ def _play(
         # Every trial streams back to this process as it finishes, whichever executor
         # plays it, so the output, --resume and the progress bar work the same.
         run_dataset(
-            plan.rows, None, plan.num_rollouts,
+            plan.rows,
+            None,
+            plan.num_rollouts,
             agents=plan.agents.players(remote=executor.executor.remote),
-            tokenizer=plan.tokenizer, allow_class_paths=plan.allow_class_paths,
+            tokenizer=plan.tokenizer,
+            allow_class_paths=plan.allow_class_paths,
             allow_remote=plan.allow_remote,
-            max_concurrency=max_concurrency, on_trial=on_trial, envs=plan.envs, skip=done,
+            max_concurrency=max_concurrency,
+            on_trial=on_trial,
+            envs=plan.envs,
+            skip=done,
             executor=executor.executor,
         )
 

@@ -27,7 +27,11 @@ class SlowAgent:
     """
 
     def __init__(
-        self, agent: Any, delay: float = 0.002, *, rendezvous: int = 0,
+        self,
+        agent: Any,
+        delay: float = 0.002,
+        *,
+        rendezvous: int = 0,
         rendezvous_timeout: float = 10.0,
     ) -> None:
         self.agent = agent
@@ -65,13 +69,18 @@ class SlowAgent:
         logger.warning(
             "check_env: %d episodes never ran at once within %.0fs; the runner may be limited "
             "to fewer concurrent episodes, so the concurrency check is weaker",
-            self._expected, self._timeout,
+            self._expected,
+            self._timeout,
         )
         self._expected = 0
 
     def get_action(
-        self, messages: list[dict[str, str]], agent_state: Any, *,
-        prompt_token_ids: list[int] | None = None, context: Any = None,
+        self,
+        messages: list[dict[str, str]],
+        agent_state: Any,
+        *,
+        prompt_token_ids: list[int] | None = None,
+        context: Any = None,
     ) -> Any:
         with self._cond:
             if self._arrive() and not self._cond.wait_for(self._all_arrived, self._timeout):
@@ -89,8 +98,12 @@ class AsyncSlowAgent(SlowAgent):
     _async_cond: asyncio.Condition | None = None
 
     async def get_action(  # type: ignore[override]
-        self, messages: list[dict[str, str]], agent_state: Any, *,
-        prompt_token_ids: list[int] | None = None, context: Any = None,
+        self,
+        messages: list[dict[str, str]],
+        agent_state: Any,
+        *,
+        prompt_token_ids: list[int] | None = None,
+        context: Any = None,
     ) -> Any:
         if self._async_cond is None:  # created on first use, on the runner's event loop
             self._async_cond = asyncio.Condition()

@@ -19,8 +19,12 @@ __all__ = ["register_env"]
 
 @contextmanager
 def register_env(
-    env_id: str, env_class: type[MultistepEnv] | str, *, description: str = "",
-    default_agent: str | None = None, **default_env_config: Any,
+    env_id: str,
+    env_class: type[MultistepEnv] | str,
+    *,
+    description: str = "",
+    default_agent: str | None = None,
+    **default_env_config: Any,
 ) -> Iterator[EnvSpec]:
     """Register ``env_class`` (the class or its ``"package.module:Class"`` path) under
     ``env_id`` for the ``with`` block, e.g. ``with register_env("test/MyEnv-v0", MyEnv):``.
@@ -47,8 +51,13 @@ def register_env(
             "pick another id for the test env"
         )
     spec = EnvSpec(
-        id=env_id, entry_point=entry_point, description=description, default_agent=default_agent,
-        default_env_config=default_env_config, distribution=None, plugin="agentsgym.testing",
+        id=env_id,
+        entry_point=entry_point,
+        description=description,
+        default_agent=default_agent,
+        default_env_config=default_env_config,
+        distribution=None,
+        plugin="agentsgym.testing",
     )
     import_env_class(spec.entry_point)
     registry.envs[env_id] = spec
