@@ -22,9 +22,9 @@ Outages of the API server are retried for ``outage_window`` seconds
 (:mod:`agentsgym_atropos.api_client`); groups that finished meanwhile wait in memory
 and are pushed when the server answers again, and :attr:`AtroposProducer.stats` says
 what was pushed and what was left if it stays away longer. A restarted server has
-forgotten the env's registration: it answers ``GET /status-env`` with HTTP 500 while
-``GET /status`` works. The producer then registers again (waiting, as at the start,
-for the trainer to come back) and goes on under its new env id.
+forgotten the env's registration: the producer then registers again (waiting, as at
+the start, for the trainer to come back) and goes on under its new env id
+(:mod:`agentsgym_atropos.registration`).
 
 Everything the producer logs or raises, and the trace it adds to each group
 (``group_overrides["agentsgym"]``), passes through :func:`agentsgym.output.redact`:
@@ -45,8 +45,8 @@ from agentsgym_atropos.api_client import (
     DEFAULT_OUTAGE_WINDOW,
     AtroposAPI,
     AtroposError,
-    TransientError,
 )
+from agentsgym_atropos.registration import Registration
 from agentsgym_atropos.scored_data import Advantages, to_scored_data_group
 from agentsgym_atropos.stats import ProducerStats
 
@@ -54,16 +54,6 @@ if TYPE_CHECKING:
     from agentsgym import MultistepEnv, TrajectoryGroup
 
 logger = logging.getLogger(__name__)
-
-DISCONNECT_WINDOW = 10.0
-"""How long the goodbye (``/disconnect-env``) is retried: everything was pushed by
-then, so it is not worth holding the run up."""
-FORGOTTEN_STATUS = 500
-"""What atroposlib's ``run-api`` answers ``/status-env`` for an env it does not know."""
-
-
-class _EnvForgotten(AtroposError):
-    """The API server answers, but no longer knows this env (it restarted)."""
 
 
 class AtroposProducer:
@@ -154,9 +144,6 @@ class AtroposProducer:
         self.outage_window = outage_window
         self.on_group = on_group
         self.stats = ProducerStats()
-        self.env_id: int | None = None
-        self.batch_size = -1
-        self.num_steps: int | None = None
         self._rng = random.Random(seed)
         self._clock = clock
         self._order: list[int] = []
@@ -170,107 +157,48 @@ class AtroposProducer:
             # Its own generator: how often the server failed must not change the tasks.
             rng=random.Random(seed),
         )
+        self.registration = Registration(
+            self.api,
+            self.stats,
+            name=self.name,
+            weight=weight,
+            group_size=group_size,
+            max_token_length=max_token_length,
+            register_timeout=register_timeout,
+            poll_seconds=poll_seconds,
+            clock=clock,
+        )
 
     def _count_retry(self) -> None:
         self.stats.retries += 1
 
-    # ------------------------------------------------------------------ http
-    async def _request(
-        self, method: str, path: str, payload: Any = None, *, window: float | None = None
-    ) -> Any:
-        """A request, retried through outages (see :mod:`agentsgym_atropos.api_client`)."""
-        return await self.api.request(method, path, payload, window=window)
-
+    # ------------------------------------------------------------------ the server
     async def register(self) -> None:
         """Register as an env, waiting for the trainer to start; read the batch size."""
-        deadline = self._clock() + self.register_timeout
-        while True:
-            answer = await self._request(
-                "POST",
-                "/register-env",
-                {
-                    "max_token_length": self.max_token_length,
-                    "desired_name": self.name,
-                    "weight": self.weight,
-                    "group_size": self.group_size,
-                    "min_batch_allocation": None,
-                },
-            )
-            if answer.get("status") == "success":
-                self.env_id = int(answer["env_id"])
-                steps = answer.get("num_steps")
-                self.num_steps = int(steps) if isinstance(steps, int) and steps > 0 else None
-                self.stats.registrations += 1
-                break
-            if self._clock() > deadline:
-                raise AtroposError(
-                    f"the Atropos API server at {self.shown_url} kept answering "
-                    f"{answer.get('status')!r} for {self.register_timeout:g}s: start the "
-                    "trainer (it registers with POST /register and pulls GET /batch) first"
-                )
-            logger.info("waiting for the trainer to start (%s)", answer.get("status"))
-            await asyncio.sleep(self.poll_seconds)
-        info = await self._request("GET", "/info")
-        self.batch_size = int(info.get("batch_size", -1))
-        if self.batch_size > 0 and self.group_size > self.batch_size:
-            raise AtroposError(
-                f"group_size {self.group_size} exceeds the trainer's batch size "
-                f"{self.batch_size}; lower --group-size"
-            )
-        logger.info(
-            "registered with %s as env %d (%s); trainer batch size %d",
-            self.shown_url,
-            self.env_id,
-            self.name,
-            self.batch_size,
-        )
+        await self.registration.register()
 
     async def status(self) -> dict[str, Any]:
         """This env's status on the server, registering again if the server forgot it."""
-        while True:
-            try:
-                return await self.api.request(  # type: ignore[no-any-return]
-                    "GET", "/status-env", attempt=self._status_attempt
-                )
-            except _EnvForgotten as exc:
-                logger.warning(
-                    "the Atropos API server at %s no longer knows env %s (%s): it restarted; "
-                    "registering again",
-                    self.shown_url,
-                    self.env_id,
-                    exc,
-                )
-                await self.register()
-
-    async def _status_attempt(self) -> Any:
-        try:
-            return await self.api.attempt("GET", "/status-env", {"env_id": self.env_id})
-        except TransientError as exc:
-            if exc.status == FORGOTTEN_STATUS and await self._server_answers():
-                raise _EnvForgotten(str(exc)) from exc
-            raise
-
-    async def _server_answers(self) -> bool:
-        """Whether the server is up (its ``/status`` answers), whatever it knows."""
-        try:
-            await self.api.attempt("GET", "/status")
-        except AtroposError:
-            return False
-        return True
+        return await self.registration.status()
 
     async def disconnect(self) -> None:
         """Say goodbye to the server; best effort (every group was pushed by then)."""
-        if self.env_id is None:
-            return
-        try:
-            await self._request(
-                "POST",
-                "/disconnect-env",
-                {"env_id": self.env_id},
-                window=min(self.outage_window, DISCONNECT_WINDOW),
-            )
-        except AtroposError as exc:
-            logger.warning("could not disconnect from %s: %s", self.shown_url, exc)
+        await self.registration.disconnect()
+
+    @property
+    def env_id(self) -> int | None:
+        """This env's id on the API server (``None`` until registered)."""
+        return self.registration.env_id
+
+    @property
+    def batch_size(self) -> int:
+        """The trainer's batch size (``-1`` until registered)."""
+        return self.registration.batch_size
+
+    @property
+    def num_steps(self) -> int | None:
+        """The trainer's last step, if it said."""
+        return self.registration.num_steps
 
     def _should_pause(self, status: dict[str, Any]) -> bool:
         if self.batch_size <= 0 or self.max_batches_offpolicy <= 0:
@@ -314,7 +242,7 @@ class AtroposProducer:
             return
         data = to_scored_data_group(group, advantages=self.advantages, env_id=self.env_id)
         try:
-            await self._request("POST", "/scored_data", data)
+            await self.api.request("POST", "/scored_data", data)
         except BaseException:  # cancelled, or the server stayed away too long
             self.stats.groups_discarded += 1
             raise
