@@ -301,9 +301,13 @@ def test_max_concurrency_bounds_the_requests_in_flight(limit: int) -> None:
 def test_a_plain_text_caller_gets_a_reply_without_token_ids(vllm_like: Any) -> None:
     """What an env's game master does: get_action(messages, state), no tokenizer."""
     agent = agentsgym.make_agent("openai", base_url=vllm_like.base_url, model=MODEL, max_tokens=4)
-    action, state = call_agent(agent, [{"role": "user", "content": "Is it a cat?"}], {"k": 1})
-    assert isinstance(action.text, str) and state == {"k": 1}
+    messages = [{"role": "user", "content": "Is it a cat?"}]
+    action, state = call_agent(agent, messages, {"k": 1})
     agent.close()
+    assert state == {"k": 1}
+    assert vllm_like.requests[-1]["messages"] == messages  # a chat request, no token prompt
+    tokenizer = agentsgym.load_tokenizer(TINY)
+    assert action.text == tokenizer.decode(action.token_ids, skip_special_tokens=True)
 
 
 def test_a_pooled_connection_the_server_closed_is_not_a_failure() -> None:
