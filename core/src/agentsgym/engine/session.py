@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections.abc import Coroutine
 from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -235,14 +236,17 @@ class EpisodeSession:
             )
 
     # ------------------------------------------------------------------ turns
-    async def _hook(self, name: str, **kwargs: Any) -> Any:
-        if self.abandoned:
-            raise _Abandoned
+    def _hook(self, name: str, **kwargs: Any) -> Coroutine[Any, Any, Any]:
+        """The call of hook ``name``; await it, then :meth:`_live` (a plain function
+        returning the call, not a coroutine: one frame less on every hook call)."""
+        self._live()
         self.phase = name
-        result = await self.runtime.call(name, **kwargs)
+        return self.runtime.call(name, **kwargs)
+
+    def _live(self) -> None:
+        """Stop a turn of an abandoned episode: nothing more of it is recorded."""
         if self.abandoned:
             raise _Abandoned
-        return result
 
     async def _first_turn(self) -> None:
         self.toolbox = self.env.episode_tools(self.episode.task_data)
@@ -255,6 +259,7 @@ class EpisodeSession:
             session_id=self.episode.session_id,
             task_data=self.episode.task_data,
         )
+        self._live()
         if self.state is None:
             raise EpisodeError(
                 f"{type(self.env).__name__}: no initialize_episode implementation returned a state"
@@ -263,6 +268,7 @@ class EpisodeSession:
 
     async def _prompt(self, step: int) -> Messages:
         prompt = await self._hook("format_prompt", state=self.state, step=step)
+        self._live()
         return await self._add_env_messages(as_messages(prompt, self.env))
 
     async def _add_env_messages(self, new_messages: Messages) -> Messages:
@@ -276,9 +282,8 @@ class EpisodeSession:
         self, step: int, action: AgentAction, answered: Any, role: str | None
     ) -> TurnOutcome:
         """Apply an action; prompt for the next one unless the episode ended."""
-        if self.abandoned:
-            raise _Abandoned
-        message = Message(role="assistant", content=action.text)
+        self._live()
+        message: Message = {"role": "assistant", "content": action.text}
         if action.tool_calls:
             message["tool_calls"] = action.tool_calls
         self.episode.messages.append(message)
@@ -302,10 +307,12 @@ class EpisodeSession:
             terms: dict[str, float] = {}
         else:
             hook_args = {"state": self.state, "action": action.text, "step": step, "reply": action}
-            result = as_step_result(await self._hook("step_episode", **hook_args), self.env)
-            terms = collect_terms(
-                await self._hook("reward_shaping", step_result=result, **hook_args)
-            )
+            returned = await self._hook("step_episode", **hook_args)
+            self._live()
+            result = as_step_result(returned, self.env)
+            shaped = await self._hook("reward_shaping", step_result=result, **hook_args)
+            self._live()
+            terms = collect_terms(shaped)
         info = {**action.info, **result.info} if action.info else dict(result.info)
         source = span.token_source if span is not None else None
         if source is not None:
@@ -330,10 +337,9 @@ class EpisodeSession:
         if span is not None:
             self.spans.append(span)
         self.state = result.state
-        # the outcome's own terms: finish adds finish_episode's to the record's
         outcome = TurnOutcome(
             result.reward,
-            dict(terms),
+            terms,
             result.done,
             False,
             result.info,
@@ -403,8 +409,10 @@ class EpisodeSession:
         terms = collect_terms(results)
         if terms and episode.error is None and episode.steps:
             last = episode.steps[-1]
+            settled = dict(last.reward_terms)  # a new dict: the step's outcome keeps its own
             for name, value in terms.items():
-                last.reward_terms[name] = last.reward_terms.get(name, 0.0) + value
+                settled[name] = settled.get(name, 0.0) + value
+            last.reward_terms = settled
             last.reward += sum(terms.values())
         if self.tokens is not None and episode.error is None:
             self.phase = "tokenizing the end of the episode"

@@ -260,9 +260,9 @@ class EnvService:
                 f"episode {session.episode} of session {session.id} failed: {session.failed}; "
                 "reset to start a new one"
             )
-        if session.episode == 0:
+        if session.play is None:
             raise EpisodeState(f"session {session.id} has no episode yet: reset it first")
-        if session.done or session.truncated or session.finished:
+        if session.play.over:  # ended, or finished
             raise EpisodeState(
                 f"episode {session.episode} of session {session.id} is over; reset to start "
                 "a new one"
