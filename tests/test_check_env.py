@@ -198,8 +198,9 @@ class AsyncRoller:
 @pytest.mark.parametrize(("env_class", "passes"), [(EpisodeDice, True), (GlobalDice, False)])
 def test_the_determinism_check_works_with_an_async_agent(env_class, passes) -> None:
     with register_env("dice/Dice-v0", env_class):
-        report = check_env("dice/Dice-v0", agent=AsyncRoller(), tokenizer=None, num_tasks=3,
-                           raise_on_failure=False)
+        report = check_env(
+            "dice/Dice-v0", agent=AsyncRoller(), tokenizer=None, num_tasks=3, raise_on_failure=False
+        )
     result = next(c for c in report.checks if c.name == DETERMINISM)
     assert result.passed is passes, result.detail
 
@@ -216,8 +217,9 @@ def test_slow_agent_passes_context_and_token_ids_through() -> None:
 
     slow = SlowAgent(Inner(), 0.0)
     assert slow.wants_prompt_token_ids
-    assert slow.get_action([{"role": "user", "content": "hi"}], None, prompt_token_ids=[1, 2],
-                           context="ctx") == ("ok", None)
+    assert slow.get_action(
+        [{"role": "user", "content": "hi"}], None, prompt_token_ids=[1, 2], context="ctx"
+    ) == ("ok", None)
     assert calls == [{"ids": [1, 2], "context": "ctx"}]
 
     class Plain:
@@ -347,7 +349,9 @@ def test_an_env_whose_tools_answer_bad_calls_passes_the_tool_check() -> None:
         (NamelessTool, "are not OpenAI function schemas with names"),
     ],
 )
-def test_tool_declarations_and_bad_calls_are_checked(env_class: type[MultistepEnv], found: str) -> None:
+def test_tool_declarations_and_bad_calls_are_checked(
+    env_class: type[MultistepEnv], found: str
+) -> None:
     assert found in failures(env_class)[TOOLS]
 
 
@@ -381,15 +385,19 @@ def test_mutating_task_data_is_reported() -> None:
 def test_register_env_refuses_taken_ids_and_local_classes() -> None:
     from agentsgym.errors import RegistrationError
 
-    with pytest.raises(RegistrationError, match="already registered"), register_env(
-        "agentsgym/GuessTheNumber-v0", Countdown
+    with (
+        pytest.raises(RegistrationError, match="already registered"),
+        register_env("agentsgym/GuessTheNumber-v0", Countdown),
     ):
         pass
 
     class Local(Countdown):
         pass
 
-    with pytest.raises(RegistrationError, match="module level"), register_env("count/Local-v0", Local):
+    with (
+        pytest.raises(RegistrationError, match="module level"),
+        register_env("count/Local-v0", Local),
+    ):
         pass
 
 
@@ -423,7 +431,9 @@ def test_a_check_that_cannot_run_is_reported_as_skipped_not_ok() -> None:
     assert "refuses max_steps_per_episode=1" in skipped[TRUNCATION]
     assert report.passed and all(c.status == "ok" for c in report.checks if c.name not in skipped)
     assert shown.code == 0, shown.output
-    lines = {line.split(" ", 1)[0]: line for line in shown.stdout.splitlines() if TRUNCATION in line}
+    lines = {
+        line.split(" ", 1)[0]: line for line in shown.stdout.splitlines() if TRUNCATION in line
+    }
     assert list(lines) == ["skip"], shown.stdout
     assert "(13 checks, 2 skipped)" in shown.stdout
 

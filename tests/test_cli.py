@@ -40,30 +40,55 @@ def test_list_envs_table_and_agents() -> None:
 def test_rollout_writes_a_file_datasets_can_load(tmp_path: Path, suffix: str) -> None:
     out = tmp_path / f"rollouts{suffix}"
     result = run_cli(
-        "rollout", "agentsgym/GuessTheNumber-v0", "--num-tasks", "3", "--num-rollouts", "2",
-        "--out", str(out),
+        "rollout",
+        "agentsgym/GuessTheNumber-v0",
+        "--num-tasks",
+        "3",
+        "--num-rollouts",
+        "2",
+        "--out",
+        str(out),
     )
     assert result.code == 0, result.output
     assert "6 trajectories written" in result.stdout and "reward" in result.stdout
     loaded = (
-        datasets.Dataset.from_parquet(str(out)) if suffix == ".parquet"
+        datasets.Dataset.from_parquet(str(out))
+        if suffix == ".parquet"
         else datasets.Dataset.from_json(str(out))
     )
     assert loaded.num_rows == 6
     row = loaded[0]
     assert row["final_reward"] == 1.0 and row["num_turns"] >= 1
-    assert len(row["full_token_ids"]) == len(row["agent_token_mask"]) == len(row["per_token_rewards"])
+    assert (
+        len(row["full_token_ids"]) == len(row["agent_token_mask"]) == len(row["per_token_rewards"])
+    )
     assert row["messages"][0]["role"] == "user"
     tokenizer = agentsgym.load_tokenizer("agentsgym/tiny-chatml")
-    assert row["full_token_ids"] == tokenizer.apply_chat_template(row["messages"], tokenize=True)["input_ids"]
+    assert (
+        row["full_token_ids"]
+        == tokenizer.apply_chat_template(row["messages"], tokenize=True)["input_ids"]
+    )
 
 
 def test_rollout_without_tokenizer_and_with_agent_options(tmp_path: Path) -> None:
     out = tmp_path / "r.parquet"
     result = run_cli(
-        "rollout", "agentsgym/GuessTheNumber-v0", "--num-tasks", "1", "--num-rollouts", "1",
-        "--tokenizer", "none", "--agent", "scripted", "--agent-option", 'replies=["[1]", "[2]"]',
-        "--env-config", "max_steps_per_episode=2", "--out", str(out),
+        "rollout",
+        "agentsgym/GuessTheNumber-v0",
+        "--num-tasks",
+        "1",
+        "--num-rollouts",
+        "1",
+        "--tokenizer",
+        "none",
+        "--agent",
+        "scripted",
+        "--agent-option",
+        'replies=["[1]", "[2]"]',
+        "--env-config",
+        "max_steps_per_episode=2",
+        "--out",
+        str(out),
     )
     assert result.code == 0, result.output
     row = datasets.Dataset.from_parquet(str(out))[0]
@@ -74,11 +99,27 @@ def test_rollout_without_tokenizer_and_with_agent_options(tmp_path: Path) -> Non
 def test_rollout_of_a_mixed_rows_file(tmp_path: Path) -> None:
     rows = tmp_path / "rows.jsonl"
     rows.write_text(
-        json.dumps({"env_class_path": "agentsgym/GuessTheNumber-v0", "env_config": {"high": 4}, "task_data": {"target": 2}}) + "\n"
-        + json.dumps({"env_class_path": "agentsgym/GuessTheNumber-v0", "env_config": {}, "task_data": {"seed": 3}}) + "\n"
+        json.dumps(
+            {
+                "env_class_path": "agentsgym/GuessTheNumber-v0",
+                "env_config": {"high": 4},
+                "task_data": {"target": 2},
+            }
+        )
+        + "\n"
+        + json.dumps(
+            {
+                "env_class_path": "agentsgym/GuessTheNumber-v0",
+                "env_config": {},
+                "task_data": {"seed": 3},
+            }
+        )
+        + "\n"
     )
     out = tmp_path / "r.parquet"
-    result = run_cli("rollout", "--dataset", str(rows), "--agent", "agentsgym/bisect", "--out", str(out))
+    result = run_cli(
+        "rollout", "--dataset", str(rows), "--agent", "agentsgym/bisect", "--out", str(out)
+    )
     assert result.code == 0, result.output
     loaded = datasets.Dataset.from_parquet(str(out))
     assert loaded["group_index"] == [0, 0, 1, 1] and set(loaded["final_reward"]) == {1.0}
@@ -91,13 +132,21 @@ def mixed_rows(tmp_path: Path, guesses: int = 9) -> Path:
     rows = tmp_path / "mixed.jsonl"
     rows.write_text(
         "".join(
-            json.dumps({"env_class_path": "agentsgym/GuessTheNumber-v0", "env_config": {},
-                        "task_data": {"seed": i}}) + "\n"
+            json.dumps(
+                {
+                    "env_class_path": "agentsgym/GuessTheNumber-v0",
+                    "env_config": {},
+                    "task_data": {"seed": i},
+                }
+            )
+            + "\n"
             for i in range(guesses)
         )
         + "".join(
-            json.dumps({"env_class_path": "classical/Arithmetic-v0", "env_config": {},
-                        "task_data": task}) + "\n"
+            json.dumps(
+                {"env_class_path": "classical/Arithmetic-v0", "env_config": {}, "task_data": task}
+            )
+            + "\n"
             for task in arithmetic
         )
     )
@@ -120,16 +169,34 @@ def test_a_mixed_rows_file_plays_every_row_with_each_envs_default_agent(tmp_path
         "agentsgym/GuessTheNumber-v0": "agentsgym/bisect",
         "classical/Arithmetic-v0": "classical/arithmetic-solver",
     }
-    first = run_cli("rollout", "--dataset", str(rows), "--num-tasks", "3", "--num-rollouts", "1",
-                    "--out", str(tmp_path / "three.jsonl"))
+    first = run_cli(
+        "rollout",
+        "--dataset",
+        str(rows),
+        "--num-tasks",
+        "3",
+        "--num-rollouts",
+        "1",
+        "--out",
+        str(tmp_path / "three.jsonl"),
+    )
     assert first.code == 0, first.output
     assert datasets.Dataset.from_json(str(tmp_path / "three.jsonl")).num_rows == 3
 
 
 def test_agents_per_env_and_their_options(tmp_path: Path) -> None:
     rows, out = mixed_rows(tmp_path, guesses=2), tmp_path / "r.jsonl"
-    args = ["rollout", "--dataset", str(rows), "--num-rollouts", "1",
-            "--agent", "classical/Arithmetic-v0=scripted", "--agent-option", 'replies=["[7]"]']
+    args = [
+        "rollout",
+        "--dataset",
+        str(rows),
+        "--num-rollouts",
+        "1",
+        "--agent",
+        "classical/Arithmetic-v0=scripted",
+        "--agent-option",
+        'replies=["[7]"]',
+    ]
     result = run_cli(*args, "--out", str(out))
     assert result.code == 0, result.output
     by_env: dict[str, list[str]] = {}
@@ -140,14 +207,16 @@ def test_agents_per_env_and_their_options(tmp_path: Path) -> None:
     assert set(by_env["classical/Arithmetic-v0"]) == {"[7]"}
     assert set(by_env["agentsgym/GuessTheNumber-v0"]) == {"My guess is [50]."}
     # a resumed run must use the same agent for each env
-    changed = run_cli("rollout", "--dataset", str(rows), "--num-rollouts", "1", "--resume",
-                      "--out", str(out))
+    changed = run_cli(
+        "rollout", "--dataset", str(rows), "--num-rollouts", "1", "--resume", "--out", str(out)
+    )
     assert changed.code == 2 and "env_agents" in changed.stderr
     nobody = run_cli(*args[:-2], "--agent-option", "colour=red", "--out", str(tmp_path / "a.jsonl"))
     assert nobody.code == 2 and "no agent of this run takes the option 'colour'" in nobody.stderr
     assert "scripted: replies" in nobody.stderr
-    stranger = run_cli(*args, "--agent", "classical/GSM8K-v0=scripted",
-                       "--out", str(tmp_path / "b.jsonl"))
+    stranger = run_cli(
+        *args, "--agent", "classical/GSM8K-v0=scripted", "--out", str(tmp_path / "b.jsonl")
+    )
     assert stranger.code == 2 and "which this run does not play" in stranger.output
 
 
@@ -211,17 +280,42 @@ def test_an_interrupted_run_keeps_the_trials_that_finished(
     site = tmp_path / "site"
     install_plugin(site, "agentsgym-stall", "agentsgym_stall", STALLING_AGENT)
     rows = tmp_path / "rows.jsonl"
-    rows.write_text("".join(
-        json.dumps({"env_class_path": "agentsgym/GuessTheNumber-v0", "env_config": {"high": 10},
-                    "task_data": {"target": t}}) + "\n"
-        for t in (1, 2, 3, 7)
-    ))
+    rows.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "env_class_path": "agentsgym/GuessTheNumber-v0",
+                    "env_config": {"high": 10},
+                    "task_data": {"target": t},
+                }
+            )
+            + "\n"
+            for t in (1, 2, 3, 7)
+        )
+    )
     marker, out = tmp_path / "stalled", tmp_path / "r.jsonl"
     env = {**os.environ, "PYTHONPATH": str(site), "STALL_MARKER": str(marker)}
     process = subprocess.Popen(
-        [sys.executable, "-m", "agentsgym", "rollout", "--dataset", str(rows), "--agent",
-         "stall/counting-up", "--num-rollouts", "1", "--max-concurrency", "1", "--out", str(out)],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-m",
+            "agentsgym",
+            "rollout",
+            "--dataset",
+            str(rows),
+            "--agent",
+            "stall/counting-up",
+            "--num-rollouts",
+            "1",
+            "--max-concurrency",
+            "1",
+            "--out",
+            str(out),
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     deadline = time.monotonic() + 60
     while not marker.exists() and time.monotonic() < deadline and process.poll() is None:
@@ -241,11 +335,19 @@ def test_an_interrupted_run_keeps_the_trials_that_finished(
 def failing_rows(tmp_path: Path, targets: list[int]) -> Path:
     """Rows of GuessTheNumber on [1, 100]; a target outside it fails its episode."""
     rows = tmp_path / "rows.jsonl"
-    rows.write_text("".join(
-        json.dumps({"env_class_path": "agentsgym/GuessTheNumber-v0", "env_config": {},
-                    "task_data": {"target": t}}) + "\n"
-        for t in targets
-    ))
+    rows.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "env_class_path": "agentsgym/GuessTheNumber-v0",
+                    "env_config": {},
+                    "task_data": {"target": t},
+                }
+            )
+            + "\n"
+            for t in targets
+        )
+    )
     return rows
 
 
@@ -272,8 +374,15 @@ def test_a_run_where_every_trial_failed_exits_1(tmp_path: Path) -> None:
 
     rows = failing_rows(tmp_path, [150, 0])
     result = run_cli(
-        "rollout", "--dataset", str(rows), "--agent", "scripted", "--num-rollouts", "1",
-        "--out", str(tmp_path / "r.parquet"),
+        "rollout",
+        "--dataset",
+        str(rows),
+        "--agent",
+        "scripted",
+        "--num-rollouts",
+        "1",
+        "--out",
+        str(tmp_path / "r.parquet"),
     )
     assert result.code == 1 and "every trial failed (2 of 2)" in result.stdout
     assert datasets.Dataset.from_parquet(str(tmp_path / "r.parquet")).num_rows == 2
@@ -294,15 +403,27 @@ def test_timeouts_from_the_command_line_reach_the_env(
     from agentsgym.testing import run_cli
 
     rows = tmp_path / "rows.jsonl"
-    rows.write_text("".join(
-        json.dumps({"env_class_path": "slow_envs:SlowStepGuessEnv", "task_data": {"target": t}})
-        + "\n"
-        for t in (3, 4)
-    ))
+    rows.write_text(
+        "".join(
+            json.dumps({"env_class_path": "slow_envs:SlowStepGuessEnv", "task_data": {"target": t}})
+            + "\n"
+            for t in (3, 4)
+        )
+    )
     out = tmp_path / "r.jsonl"
     result = run_cli(
-        "rollout", "--dataset", str(rows), "--allow-class-paths", "--agent", "agentsgym/bisect",
-        "--num-rollouts", "1", option, "0.1", "--out", str(out),
+        "rollout",
+        "--dataset",
+        str(rows),
+        "--allow-class-paths",
+        "--agent",
+        "agentsgym/bisect",
+        "--num-rollouts",
+        "1",
+        option,
+        "0.1",
+        "--out",
+        str(out),
     )
     assert result.code == 1, result.output
     assert "every trial failed (2 of 2)" in result.stdout and budget in result.stdout
@@ -332,13 +453,21 @@ def test_a_run_closes_the_envs_it_built(tmp_path: Path) -> None:
 
     ClosingCountdownEnv.closed = 0
     with register_env("test/Closing-v0", ClosingCountdownEnv):
-        result = run_cli("rollout", "test/Closing-v0", "--agent", "agentsgym/bisect",
-                         "--num-tasks", "1", "--out", str(tmp_path / "r.jsonl"))
+        result = run_cli(
+            "rollout",
+            "test/Closing-v0",
+            "--agent",
+            "agentsgym/bisect",
+            "--num-tasks",
+            "1",
+            "--out",
+            str(tmp_path / "r.jsonl"),
+        )
     assert result.code == 0, result.output
     assert ClosingCountdownEnv.closed == 1
 
 
-KEYED_SOURCE_PLUGIN = '''
+KEYED_SOURCE_PLUGIN = """
 from agentsgym import hookimpl, make
 
 
@@ -350,7 +479,7 @@ def build(url, *, tokenizer=None, env_config=None, plugins=()):
 @hookimpl
 def register_env_sources(register):
     register("keyed+echo", "{module}:build", description="GuessTheNumber behind a URL")
-'''
+"""
 
 PLANTED_KEY = "sk-planted0123456789"
 
@@ -361,11 +490,15 @@ def test_a_key_in_an_env_url_never_reaches_the_terminal(site: Path, tmp_path: Pa
     install_plugin(site, "agentsgym-keyed", "agentsgym_keyed", KEYED_SOURCE_PLUGIN)
     url = f"keyed+echo://user:{PLANTED_KEY}@host:9"
     out = str(tmp_path / "r.jsonl")
-    played = run_cli("rollout", url, "--agent", "agentsgym/bisect", "--num-tasks", "2", "--out", out)
+    played = run_cli(
+        "rollout", url, "--agent", "agentsgym/bisect", "--num-tasks", "2", "--out", out
+    )
     assert played.code == 0, played.output
     assert "rollouts of keyed+echo://<redacted>@host:9" in played.stdout
     checked = run_cli("check-env", url, "--agent", "agentsgym/bisect")
-    failing = run_cli("rollout", url.replace("keyed", "unknown"), "--out", str(tmp_path / "x.jsonl"))
+    failing = run_cli(
+        "rollout", url.replace("keyed", "unknown"), "--out", str(tmp_path / "x.jsonl")
+    )
     assert failing.code == 2 and "<redacted>" in failing.stderr
     for result in (played, checked, failing):
         assert PLANTED_KEY not in result.output, result.output

@@ -21,7 +21,8 @@ DOCS = Path(__file__).resolve().parents[1] / "docs" / "plugin-authors.md"
 
 def spec_names() -> list[str]:
     return [
-        name for name, fn in inspect.getmembers(hookspecs, inspect.isfunction)
+        name
+        for name, fn in inspect.getmembers(hookspecs, inspect.isfunction)
         if hasattr(fn, "agentsgym_spec")
     ]
 
@@ -39,7 +40,9 @@ def test_every_hook_spec_has_a_full_docstring() -> None:
 def test_every_hook_spec_is_documented_for_plugin_authors() -> None:
     text = DOCS.read_text()
     for name in spec_names():
-        assert re.search(rf"^### `{name}", text, re.M), f"docs/plugin-authors.md lacks a section for {name}"
+        assert re.search(rf"^### `{name}", text, re.M), (
+            f"docs/plugin-authors.md lacks a section for {name}"
+        )
 
 
 def recording_plugin(hook_names: list[str]) -> str:
@@ -107,7 +110,8 @@ def test_reward_shaping_terms_add_to_step_rewards_and_are_kept_per_term() -> Non
     bonus = BrevityBonus()
     env = CountdownEnv(
         tokenizer=agentsgym.load_tokenizer("agentsgym/tiny-chatml"),
-        env_config={}, plugins=[bonus, FormatPenalty()],
+        env_config={},
+        plugins=[bonus, FormatPenalty()],
     )
     episode = env.run_trial([{"start": 2}], CountingAgent()).episodes[0]
     assert bonus.calls == 2
@@ -124,7 +128,8 @@ def test_a_wrapper_alters_a_step_without_subclassing() -> None:
     env = CountdownEnv(env_config={}, plugins=[ActionRecorder(), observer])
     episode = env.run_trial([{"start": 2}], CountingAgent()).episodes[0]
     assert [s.info for s in episode.steps] == [
-        {"right": True, "seen_by_wrapper": "2"}, {"right": True, "seen_by_wrapper": "1"},
+        {"right": True, "seen_by_wrapper": "2"},
+        {"right": True, "seen_by_wrapper": "1"},
     ]
     assert observer.steps == [0, 1] and episode.messages[1]["content"] == "Say 2."
 
@@ -186,7 +191,9 @@ def test_step_episode_gets_the_step_index_and_reply_and_terms_may_be_a_list() ->
 def test_finish_episode_runs_once_and_its_term_lands_on_the_last_action() -> None:
     outcome = OutcomeAtLimit()
     tokenizer = agentsgym.load_tokenizer("agentsgym/tiny-chatml")
-    env = CountdownEnv(tokenizer=tokenizer, env_config={"max_steps_per_episode": 2}, plugins=[outcome])
+    env = CountdownEnv(
+        tokenizer=tokenizer, env_config={"max_steps_per_episode": 2}, plugins=[outcome]
+    )
     # start 5 cannot finish in 2 steps: truncated, so the env pays partial credit
     batch = env.run_trial([{"start": 5}, {"start": 1}], CountingAgent())
     truncated, finished = batch.groups[0].episodes[0], batch.groups[1].episodes[0]

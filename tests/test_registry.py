@@ -39,7 +39,9 @@ def test_unknown_namespace_says_no_package_provides_it() -> None:
         agentsgym.make("nope/Thing-v0")
 
 
-@pytest.mark.parametrize("good", ["a/B-v0", "twentyq/TwentyQuestions-v0-hardcore", "x.y/Some-Name-v12"])
+@pytest.mark.parametrize(
+    "good", ["a/B-v0", "twentyq/TwentyQuestions-v0-hardcore", "x.y/Some-Name-v12"]
+)
 def test_valid_ids(good: str) -> None:
     validate_env_id(good)
 

@@ -57,7 +57,9 @@ def fields(batch: Any) -> Any:
     )
 
 
-def test_a_seeded_scripted_run_gives_identical_trajectories_locally_and_on_ray(local_ray: Any) -> None:
+def test_a_seeded_scripted_run_gives_identical_trajectories_locally_and_on_ray(
+    local_ray: Any,
+) -> None:
     data = rows(5, high=30)
     local = agentsgym.run_dataset(data, "agentsgym/bisect", 3, tokenizer=TINY, seed=4)
     seen: list[tuple[int, int]] = []
@@ -137,7 +139,9 @@ def test_the_tasks_of_a_killed_worker_are_retried_elsewhere(local_ray: Any, tmp_
     assert all(e.num_turns == 3 for e in batch.episodes)
 
 
-def test_without_retries_a_dead_workers_trials_are_recorded_failed(local_ray: Any, tmp_path: Any) -> None:
+def test_without_retries_a_dead_workers_trials_are_recorded_failed(
+    local_ray: Any, tmp_path: Any
+) -> None:
     from agentsgym.executors import ExecutionRequest, build_envs
     from agentsgym.rows import parse_rows
     from agentsgym_ray import RayExecutor
@@ -154,9 +158,7 @@ def test_without_retries_a_dead_workers_trials_are_recorded_failed(local_ray: An
         max_concurrency=8,
     )
     killer, killed = kill_first_worker_when_it_plays(pids)
-    results = asyncio.run(
-        RayExecutor(1, max_task_retries=0, tasks_in_flight=2).arun(request)
-    )
+    results = asyncio.run(RayExecutor(1, max_task_retries=0, tasks_in_flight=2).arun(request))
     killer.join(60)
     assert killed and sorted(results) == keys
     failed = [e for episodes in results.values() for e in episodes if not e.ok]

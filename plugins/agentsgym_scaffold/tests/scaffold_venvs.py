@@ -30,25 +30,36 @@ class ChildVenv:
         self.root = root
         subprocess.run(
             [sys.executable, "-m", "venv", "--without-pip", "--system-site-packages", str(root)],
-            check=True, capture_output=True, text=True,
+            check=True,
+            capture_output=True,
+            text=True,
         )
         self.python = root / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
         own = subprocess.run(
             [str(self.python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-            check=True, capture_output=True, text=True,
+            check=True,
+            capture_output=True,
+            text=True,
         ).stdout.strip()
         self.site_packages = Path(own)
         parents = [p for p in site.getsitepackages() if Path(p) != self.site_packages]
         lines = [f"import site; site.addsitedir({p!r})" for p in parents]
         (self.site_packages / "_agentsgym_test_parent.pth").write_text("\n".join(lines) + "\n")
 
-    def run(self, *args: str, cwd: Path | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    def run(
+        self, *args: str, cwd: Path | None = None, timeout: float = 300
+    ) -> subprocess.CompletedProcess[str]:
         """``python ARGS`` in the venv (no check: callers assert on the result)."""
         env = {**os.environ, **OFFLINE}
         env.pop("PYTHONPATH", None)
         env.pop("VIRTUAL_ENV", None)
         return subprocess.run(
-            [str(self.python), *args], check=False, capture_output=True, text=True, cwd=cwd, env=env,
+            [str(self.python), *args],
+            check=False,
+            capture_output=True,
+            text=True,
+            cwd=cwd,
+            env=env,
             timeout=timeout,
         )
 
@@ -61,9 +72,23 @@ class ChildVenv:
         env = {**os.environ, **OFFLINE}
         env.pop("PYTHONPATH", None)
         return subprocess.run(
-            [sys.executable, "-m", "pip", "--python", str(self.python), "install",
-             "--no-build-isolation", "--no-input", "--quiet", *args],
-            check=False, capture_output=True, text=True, env=env, timeout=300,
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "--python",
+                str(self.python),
+                "install",
+                "--no-build-isolation",
+                "--no-input",
+                "--quiet",
+                *args,
+            ],
+            check=False,
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=300,
         )
 
     def metadata(self, distribution: str, module: str, *, cwd: Path) -> dict[str, Any]:
@@ -109,7 +134,9 @@ def new_env_installed(root: Path, env_name: str, *options: str) -> tuple[ChildVe
     package = root / "agentsgym-pkg"
     written = subprocess.run(
         [sys.executable, "-m", "agentsgym", "new-env", env_name, "--dir", str(package), *options],
-        check=False, capture_output=True, text=True,
+        check=False,
+        capture_output=True,
+        text=True,
     )
     assert written.returncode == 0, written.stderr
     venv = ChildVenv(root / "venv")

@@ -20,7 +20,10 @@ runner = CliRunner()
 
 def cli(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "agentsgym", *args], check=False, capture_output=True, text=True,
+        [sys.executable, "-m", "agentsgym", *args],
+        check=False,
+        capture_output=True,
+        text=True,
         env={**os.environ, "COLUMNS": "200", **env},
     )
 
@@ -64,7 +67,9 @@ def test_new_env_tools_writes_a_tool_env(tmp_path: Path) -> None:
         ("agentsgym/Maze", "belongs to agentsgym's own envs"),
     ],
 )
-def test_new_env_refuses_bad_names_with_a_clear_error(tmp_path: Path, name: str, message: str) -> None:
+def test_new_env_refuses_bad_names_with_a_clear_error(
+    tmp_path: Path, name: str, message: str
+) -> None:
     result = cli("new-env", name, "--dir", str(tmp_path / "pkg"))
     assert result.returncode == 2, result.stdout
     assert message in result.stderr and "Traceback" not in result.stderr

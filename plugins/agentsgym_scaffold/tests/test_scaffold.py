@@ -39,7 +39,8 @@ def test_the_pyproject_names_its_build_backend(tmp_path: Path) -> None:
     names = package_names("acme/Maze")
     pyproject = tomllib.loads(render_package(names)["pyproject.toml"])
     assert pyproject["build-system"] == {
-        "requires": ["hatchling>=1.25"], "build-backend": "hatchling.build",
+        "requires": ["hatchling>=1.25"],
+        "build-backend": "hatchling.build",
     }
     assert pyproject["project"]["version"] == "0.1.0"
     assert pyproject["project"]["entry-points"]["agentsgym"] == {"acme": "agentsgym_acme.plugin"}
@@ -101,8 +102,13 @@ def test_every_episode_hook_is_stubbed_and_documented() -> None:
     tree = ast.parse(env)
     (cls,) = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "MazeEnv"]
     methods = {n.name: n for n in cls.body if isinstance(n, ast.FunctionDef)}
-    for hook in ("initialize_episode", "format_prompt", "step_episode", "reward_shaping",
-                 "finish_episode"):
+    for hook in (
+        "initialize_episode",
+        "format_prompt",
+        "step_episode",
+        "reward_shaping",
+        "finish_episode",
+    ):
         assert hook in methods and ast.get_docstring(methods[hook]), hook
         assert hasattr(hookspecs, hook)
     step_args = {a.arg for a in methods["step_episode"].args.args}
@@ -114,10 +120,24 @@ def test_every_episode_hook_is_stubbed_and_documented() -> None:
     [
         ("acme/Maze", ("acme/Maze-v0", "agentsgym-acme", "agentsgym_acme", "MazeEnv")),
         ("acme/Maze-v3", ("acme/Maze-v3", "agentsgym-acme", "agentsgym_acme", "MazeEnv")),
-        ("My-Org.ai/2048_game", ("My-Org.ai/2048_game-v0", "agentsgym-my-org-ai",
-                                 "agentsgym_my_org_ai", "Env2048GameEnv")),
-        ("textarena/word-ladder", ("textarena/word-ladder-v0", "agentsgym-textarena",
-                                   "agentsgym_textarena", "WordLadderEnv")),
+        (
+            "My-Org.ai/2048_game",
+            (
+                "My-Org.ai/2048_game-v0",
+                "agentsgym-my-org-ai",
+                "agentsgym_my_org_ai",
+                "Env2048GameEnv",
+            ),
+        ),
+        (
+            "textarena/word-ladder",
+            (
+                "textarena/word-ladder-v0",
+                "agentsgym-textarena",
+                "agentsgym_textarena",
+                "WordLadderEnv",
+            ),
+        ),
     ],
 )
 def test_names_are_derived_from_namespace_and_name(name: str, expected: tuple[str, ...]) -> None:
@@ -129,8 +149,9 @@ def test_names_are_derived_from_namespace_and_name(name: str, expected: tuple[st
             ast.parse(text, filename=path)
 
 
-@pytest.mark.parametrize("bad", ["Maze", "a/b/c", "acme/", "/Maze", "acme/Ma ze", "acme/Maze-v0-x",
-                                 "AgentsGym/Maze"])
+@pytest.mark.parametrize(
+    "bad", ["Maze", "a/b/c", "acme/", "/Maze", "acme/Ma ze", "acme/Maze-v0-x", "AgentsGym/Maze"]
+)
 def test_bad_names_raise_scaffold_errors(bad: str) -> None:
     with pytest.raises(ScaffoldError):
         package_names(bad)

@@ -58,7 +58,9 @@ def test_tools_replaces_the_env_agent_and_tests_and_shares_the_rest() -> None:
         "src/agentsgym_acme/tasks.py",
     }
     assert {p for p in TOOL_FILES if TOOL_FILES[p] != FILES[p]} == {
-        "src/${package}/env.py", "src/${package}/agent.py", "tests/test_env.py",
+        "src/${package}/env.py",
+        "src/${package}/agent.py",
+        "tests/test_env.py",
     }
     for path, text in tools.items():
         assert "${" not in text, f"{path} has an unfilled placeholder"
@@ -118,7 +120,11 @@ def test_the_rendered_tool_env_plays_in_process(
     episode = batch.episodes[0]
     calls = env.config.num_candidates
     assert [m["role"] for m in episode.messages] == [
-        "system", "user", "assistant", *["tool"] * calls, "assistant",
+        "system",
+        "user",
+        "assistant",
+        *["tool"] * calls,
+        "assistant",
     ]
     assert episode.steps[0].info["tool_calls"] == calls
 

@@ -61,9 +61,7 @@ def import_ray() -> Any:
     try:
         import ray
     except ImportError as exc:
-        raise RayUnavailableError(
-            "executor='ray' needs Ray: pip install agentsgym-ray"
-        ) from exc
+        raise RayUnavailableError("executor='ray' needs Ray: pip install agentsgym-ray") from exc
     return ray
 
 
@@ -114,9 +112,7 @@ class RolloutWorker:
             )
             env = envs[parsed.env_key()]
             agent = self._agent(parsed.env_class_path)
-            jobs += [
-                TrialJob(env, parsed.task_data, task_index, r, agent) for r in rollout_indices
-            ]
+            jobs += [TrialJob(env, parsed.task_data, task_index, r, agent) for r in rollout_indices]
         results = await arun_jobs(
             jobs,
             None,
@@ -213,8 +209,13 @@ class RayExecutor:
             request.max_concurrency, request.num_rollouts
         )
         return await self._arun(
-            request.rows, request.keys, settings, tasks_in_flight,
-            on_episode=on_episode, on_trial=on_trial, job_of=request.job,
+            request.rows,
+            request.keys,
+            settings,
+            tasks_in_flight,
+            on_episode=on_episode,
+            on_trial=on_trial,
+            job_of=request.job,
         )
 
     async def _arun(
@@ -272,8 +273,16 @@ class RayExecutor:
                             replaced[worker] = self._replace(worker, workers, actor_class, settings)
                         for task_index, rollouts in unit:
                             self._retry_or_fail(
-                                task_index, rollouts, exc, attempts, pending, results, rows,
-                                on_episode, on_trial, job_of,
+                                task_index,
+                                rollouts,
+                                exc,
+                                attempts,
+                                pending,
+                                results,
+                                rows,
+                                on_episode,
+                                on_trial,
+                                job_of,
                             )
                         self._refill(replaced[worker], in_flight, submit, calls_per_worker)
                         continue
@@ -343,7 +352,9 @@ class RayExecutor:
             if not submit(worker):
                 break
 
-    def _replace(self, dead: Any, workers: list[Any], actor_class: Any, settings: WorkerSettings) -> Any:
+    def _replace(
+        self, dead: Any, workers: list[Any], actor_class: Any, settings: WorkerSettings
+    ) -> Any:
         logger.warning("a Ray rollout worker died; starting a replacement")
         replacement = actor_class.remote(settings)
         workers[workers.index(dead)] = replacement
@@ -369,7 +380,10 @@ class RayExecutor:
         if attempts[task_index] <= self.max_task_retries:
             logger.warning(
                 "task %d was on a worker that died (%s); retrying it (attempt %d of %d)",
-                task_index, type(exc).__name__, attempts[task_index] + 1, self.max_task_retries + 1,
+                task_index,
+                type(exc).__name__,
+                attempts[task_index] + 1,
+                self.max_task_retries + 1,
             )
             pending.insert(0, [(task_index, rollouts)])
             return
@@ -378,7 +392,11 @@ class RayExecutor:
             f"WorkerDiedError: the Ray worker playing this trial died "
             f"{attempts[task_index]} times ({type(exc).__name__}); see the Ray logs"
         )
-        logger.error("task %d failed on %d dead workers; recorded as failed", task_index, attempts[task_index])
+        logger.error(
+            "task %d failed on %d dead workers; recorded as failed",
+            task_index,
+            attempts[task_index],
+        )
         for rollout_index in rollouts:
             episode = Episode(
                 session_id=f"ray-{task_index}-{rollout_index}",

@@ -13,14 +13,16 @@ from agentsgym.cli import console
 
 def new_env(
     name: str = typer.Argument(
-        ..., metavar="NAMESPACE/Name",
+        ...,
+        metavar="NAMESPACE/Name",
         help="the env to create, e.g. acme/Maze (registered as acme/Maze-v0)",
     ),
     directory: Path | None = typer.Option(  # noqa: B008
         None, "--dir", help="folder to write the package into (default: ./agentsgym-NAMESPACE)"
     ),
     tools: bool = typer.Option(
-        False, "--tools",
+        False,
+        "--tools",
         help="a tool env: agentsgym-tools' ToolEnv with an example tool, and a tool-calling solver",
     ),
 ) -> None:

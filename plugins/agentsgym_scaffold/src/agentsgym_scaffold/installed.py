@@ -9,8 +9,14 @@ __all__ = ["install_plugin"]
 
 
 def install_plugin(
-    site: Path, distribution: str, module: str, source: str, *,
-    entry_point: str | None = None, version: str = "1.0", target: str | None = None,
+    site: Path,
+    distribution: str,
+    module: str,
+    source: str,
+    *,
+    entry_point: str | None = None,
+    version: str = "1.0",
+    target: str | None = None,
 ) -> Path:
     """Write ``module.py`` (``{module}`` in ``source`` becomes its name) and an
     installed-looking ``dist-info`` with the ``agentsgym`` entry point ``entry_point``
