@@ -74,7 +74,8 @@ class TurnOutcome:
     """What one step did, and the next prompt.
 
     ``reward`` is the env's own step reward, ``terms`` the ``reward_shaping`` terms (the
-    step's whole reward is ``record.reward``); ``info`` is the env's (for a tool turn,
+    step's whole reward is ``record.reward``, where ``finish`` adds its terms on the
+    last step); ``info`` is the env's (for a tool turn,
     ``{"tool_calls": n}``). ``messages`` are the new messages of the next prompt, empty
     once the episode is over. ``tool_results`` are the tool messages of a tool turn
     (``None`` otherwise). ``record`` is the step as the episode records it.
@@ -161,6 +162,7 @@ class EpisodeSession:
 
     @property
     def truncated(self) -> bool:
+        """The step limit (or the driver, at finish) ended the episode."""
         return self.episode.truncated
 
     @property
@@ -175,6 +177,7 @@ class EpisodeSession:
 
     @property
     def finished(self) -> bool:
+        """``finish`` ran (``finish_episode`` is never called twice)."""
         return self._finished is not None
 
     def prompt_token_ids(self) -> list[int] | None:
@@ -182,6 +185,7 @@ class EpisodeSession:
         return self.tokens.prompt_token_ids() if self.tokens is not None else None
 
     def describe(self) -> str:
+        """What the episode is doing now (``phase``), for a timeout's message."""
         return self.phase
 
     # ------------------------------------------------------------------ start, step, fail
