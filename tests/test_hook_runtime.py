@@ -192,7 +192,7 @@ def test_an_inline_env_whose_turn_stalls_the_loop_goes_back_to_threads(
 ) -> None:
     monkeypatch.setattr(hook_runtime, "INLINE_TURN_LIMIT_SECONDS", 0.0)  # every turn is "slow"
     env = InlineCountdown(env_config={})
-    with caplog.at_level(logging.WARNING, logger="agentsgym.engine.hook_runtime"):
+    with caplog.at_level(logging.DEBUG, logger="agentsgym.engine.hook_runtime"):
         batch = env.run_trial([{"start": 3}], CountingAgent())
     assert not batch.failed and batch.final_rewards == [2.5]
     # the first turn (initialize + prompt) warms up, unjudged; the second, the first step,
@@ -201,6 +201,7 @@ def test_an_inline_env_whose_turn_stalls_the_loop_goes_back_to_threads(
     assert all(name.startswith("agentsgym-worker") for name in env.threads[1:])
     [warning] = [r for r in caplog.records if "run_hooks_inline" in r.getMessage()]
     assert "worker threads for the rest of this run" in warning.getMessage()
+    assert warning.levelno == logging.DEBUG  # the env author's to fix (check_env), not a user's
 
 
 def test_async_hooks_are_not_made_inline() -> None:

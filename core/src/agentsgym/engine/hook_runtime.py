@@ -117,7 +117,8 @@ class HookRuntime:
             elapsed = time.perf_counter() - start
             if elapsed > INLINE_TURN_LIMIT_SECONDS and self.inline and self.warm:
                 self.inline = False
-                logger.warning(
+                # the env author's setting, not the user's to act on: check_env reports it
+                logger.debug(
                     "%s of %s took %.0f ms on the event loop, stalling every other episode; "
                     "the env sets run_hooks_inline = True, which promises hooks that never "
                     "wait: its turns run in worker threads for the rest of this run",
