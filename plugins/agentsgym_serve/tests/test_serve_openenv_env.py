@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -145,3 +146,75 @@ def test_a_step_that_fails_on_the_server_fails_its_episode() -> None:
         batch = env.run_trial([{"data_idx": 0}], BisectAgent())
     [failed] = batch.groups[0].failed
     assert "step 0 on OpenEnv server" in failed.error and "VALIDATION_ERROR" in failed.error
+
+
+class Caller:
+    """Replies with the JSON of a tool call (or of its arguments), n = the turn."""
+
+    def __init__(self, whole: bool) -> None:
+        self.whole = whole
+
+    def get_action(self, messages: list[dict[str, str]], state: Any) -> tuple[str, Any]:
+        n = sum(m["role"] == "assistant" for m in messages) + 1
+        if self.whole:
+            call = {"tool_name": "add", "arguments": {"n": n}}
+            return f"```json\n{json.dumps(call)}\n```", state
+        return json.dumps({"n": n}), state
+
+
+@pytest.mark.parametrize("whole", [True, False], ids=["whole-action", "arguments-field"])
+def test_textarena_messages_and_dict_valued_actions(whole: bool) -> None:
+    """Issue 27: TextArena-shaped messages failed with KeyError 'role'; an MCP env's
+    dict-valued arguments could not be sent."""
+    from openenv_shapes import board_app
+
+    config: dict[str, Any] = {"action_json": True, "max_steps_per_episode": 5}
+    if whole:
+        config["action_field"] = None
+    else:
+        config |= {"action_field": "arguments", "action_fields": {"tool_name": "add"}}
+    with BackgroundServer(board_app()) as server:
+        env = agentsgym.make(openenv_url(server.url), tokenizer=TINY, env_config=config)
+        episode = env.run_trial([{"seed": 4}], Caller(whole)).groups[0].episodes[0]
+    assert episode.ok, episode.error
+    users = [m["content"] for m in episode.messages if m["role"] == "user"]
+    assert users == ["Welcome to board 4", "You called add"]  # the last one ends it
+    assert [s.reward for s in episode.steps] == [1.0, 2.0]  # the arguments arrived as a dict
+
+
+def test_a_nested_growing_field_gives_only_its_new_part() -> None:
+    from openenv_shapes import board_app
+
+    config = {
+        "observation_field": "board.log",
+        "observation_new_only": True,
+        "action_json": True,
+        "action_field": None,
+        "max_steps_per_episode": 5,
+    }
+    with BackgroundServer(board_app()) as server:
+        env = agentsgym.make(openenv_url(server.url), tokenizer=TINY, env_config=config)
+        episode = env.run_trial([{"seed": 2}], Caller(True)).groups[0].episodes[0]
+        whole = agentsgym.make(
+            openenv_url(server.url),
+            tokenizer=TINY,
+            env_config={**config, "observation_new_only": False},
+        ).run_trial([{"seed": 2}], Caller(True)).groups[0].episodes[0]
+    users = [m["content"] for m in episode.messages if m["role"] == "user"]
+    assert users == ["board 2 opened", "add(1)"]
+    assert [m["content"] for m in whole.messages if m["role"] == "user"] == [
+        "board 2 opened",
+        "board 2 opened\nadd(1)",
+    ]
+
+
+def test_a_reply_that_is_not_the_json_asked_for_fails_its_episode_saying_so() -> None:
+    from openenv_shapes import board_app
+
+    config = {"action_json": True, "action_field": None, "max_steps_per_episode": 5}
+    with BackgroundServer(board_app()) as server:
+        env = agentsgym.make(openenv_url(server.url), tokenizer=TINY, env_config=config)
+        [failed] = env.run_trial([{"seed": 1}], Shout()).groups[0].failed
+    assert "the reply is not JSON" in failed.error and "action_json" in failed.error
+    with pytest.raises(agentsgym.errors.EnvConfigError, match="set action_json true"):
+        OpenEnvEnv("openenv+ws://127.0.0.1:9", env_config={"action_field": None})

@@ -43,7 +43,7 @@ _LAZY = {
     "AgentGymConfig": "agentsgym_serve.agentgym_env",
     "AgentGymEnv": "agentsgym_serve.agentgym_env",
     "BackgroundServer": "agentsgym_serve.server",
-    "OpenEnvConfig": "agentsgym_serve.openenv_env",
+    "OpenEnvConfig": "agentsgym_serve.openenv_mapping",
     "OpenEnvEnv": "agentsgym_serve.openenv_env",
     "RemoteEnv": "agentsgym_serve.remote_env",
     "RetryPolicy": "agentsgym_serve.retry_policy",
@@ -69,7 +69,8 @@ if TYPE_CHECKING:
     from agentsgym_serve.app import create_app
     from agentsgym_serve.client import connect
     from agentsgym_serve.model_server import OpenAICompatServer, ScriptedPolicy
-    from agentsgym_serve.openenv_env import OpenEnvConfig, OpenEnvEnv
+    from agentsgym_serve.openenv_env import OpenEnvEnv
+    from agentsgym_serve.openenv_mapping import OpenEnvConfig
     from agentsgym_serve.remote_env import RemoteEnv
     from agentsgym_serve.retry_policy import RetryPolicy
     from agentsgym_serve.server import BackgroundServer

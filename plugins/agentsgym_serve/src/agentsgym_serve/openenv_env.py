@@ -10,13 +10,11 @@ and done, mapped by env_config (:class:`OpenEnvConfig`):
 * **reset**: the task's ``task_data`` is the reset's kwargs (``{"seed": 3}``, or
   ``{"data_idx": 3}`` / ``{"task_data": {...}}`` for an ``agentsgym serve`` server),
   over ``reset_fields``;
-* **observation -> messages**: an observation with chat ``messages`` (what
-  ``agentsgym serve`` sends) gives those messages; else ``observation_field`` names
-  the field whose value is the user message (text, or JSON of anything else); else
-  the whole observation, as JSON with sorted keys, is the user message. The
-  conversation starts with ``system_prompt`` and ``conversation_start``;
-* **action**: the agent's reply goes in the action's ``action_field`` (``message``),
-  with ``action_fields`` added;
+* **observation -> messages** and **reply -> action**: see
+  :mod:`agentsgym_serve.openenv_mapping` (chat or TextArena-shaped ``messages``, a
+  field or nested field, only the new part of a growing one; the reply as text or as
+  JSON, a dict-valued field or the whole action). The conversation starts with
+  ``system_prompt`` and ``conversation_start``;
 * **reward and done**: the reply's ``reward`` (``None`` is 0), or its increase with
   ``reward_mode: cumulative``; ``done`` as sent. An observation that says
   ``truncated`` (``agentsgym serve`` at its step limit) leaves the end to the
@@ -36,17 +34,15 @@ error fails it with the server's message. Failed episodes are recorded
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pydantic import Field
-
-from agentsgym import Attempts, Messages, StepResult, hookimpl, redact_text, retry_async
+from agentsgym import Attempts, StepResult, hookimpl, redact_text, retry_async
 from agentsgym.errors import RemoteEnvError
-from agentsgym_serve.remote_client import ConversationConfig, RemoteClientEnv, RemoteEpisodeState
+from agentsgym_serve.openenv_mapping import OpenEnvConfig, action_of, observation_messages
+from agentsgym_serve.remote_client import RemoteClientEnv, RemoteEpisodeState
 from agentsgym_serve.retry_policy import RetryPolicy, client_policy
 from agentsgym_serve.urls import normalise_url
 
@@ -88,33 +84,14 @@ def _scheme_and_rest(url: str) -> tuple[str, str]:
     return scheme.lower(), rest
 
 
-class OpenEnvConfig(ConversationConfig):
-    """env_config of an :class:`OpenEnvEnv`: how to read one OpenEnv server (the
-    conversation, reset, reward, dataset and retry keys are :class:`ConversationConfig`'s;
-    its retry window bounds connecting and resets)."""
-
-    observation_field: str | None = Field(
-        None,
-        description="the observation field that holds the user message (for servers whose "
-        "observations carry no chat 'messages'); unset: the whole observation as JSON",
-    )
-    action_field: str = Field(
-        "message", min_length=1, description="the action field that carries the reply"
-    )
-    action_fields: dict[str, Any] = Field(
-        default_factory=dict, description="more fields of every action"
-    )
-    message_timeout_seconds: float = Field(
-        300.0, gt=0, description="the longest wait for one reply of the server"
-    )
-
-
 @dataclass(kw_only=True)
 class OpenEnvEpisode(RemoteEpisodeState):
     """An episode's session on the server: its openenv-core client."""
 
     client: Any
     observation: dict[str, Any] = field(default_factory=dict)
+    observation_text: str = ""
+    """The observation field's whole text (what ``observation_new_only`` compares with)."""
 
 
 class OpenEnvEnv(RemoteClientEnv):
@@ -203,12 +180,18 @@ class OpenEnvEnv(RemoteClientEnv):
         client, result = await self._open_and_reset(kwargs)
         observation = _as_dict(result.observation)
         score = _reward(result.reward)
-        prompt = [*self._start, *self._messages(observation)]
-        return OpenEnvEpisode(client=client, prompt=prompt, score=score, observation=observation)
+        messages, text = observation_messages(observation, self.config, "")
+        return OpenEnvEpisode(
+            client=client,
+            prompt=[*self._start, *messages],
+            score=score,
+            observation=observation,
+            observation_text=text,
+        )
 
     @hookimpl
     async def step_episode(self, state: OpenEnvEpisode, action: str, step: int) -> StepResult:
-        payload = {**self.config.action_fields, self.config.action_field: action}
+        payload = action_of(action, self.config)
         try:
             result = await state.client.step(payload)
         except Exception as exc:  # noqa: BLE001 (never retried: see the module docstring)
@@ -224,7 +207,10 @@ class OpenEnvEnv(RemoteClientEnv):
         info = observation.get("info")
         if not isinstance(info, dict):
             info = {k: v for k, v in observation.items() if k not in ("messages",)}
-        state.advance(self._messages(observation), step)
+        messages, state.observation_text = observation_messages(
+            observation, self.config, state.observation_text
+        )
+        state.advance(messages, step)
         state.observation = observation
         return StepResult(state, reward, done, dict(info))
 
@@ -232,17 +218,6 @@ class OpenEnvEnv(RemoteClientEnv):
     async def finish_episode(self, state: OpenEnvEpisode | None) -> None:
         if state is not None:
             await _quietly_close(state.client)
-
-    def _messages(self, observation: dict[str, Any]) -> Messages:
-        name = self.config.observation_field
-        if name is None and isinstance(observation.get("messages"), list):
-            return [
-                {"role": str(m["role"]), "content": str(m["content"])}
-                for m in observation["messages"]
-            ]
-        value: Any = observation if name is None else observation.get(name, "")
-        text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
-        return [{"role": "user", "content": text}]
 
     # ------------------------------------------------------------------ datasets
     def get_train_dataset(self) -> datasets.Dataset:
