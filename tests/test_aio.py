@@ -76,3 +76,21 @@ def test_ordinary_results_and_errors_pass_through() -> None:
     loop = running_background_loop()
     assert loop is not None and run_sync(_answer()) == "ok"
     assert running_background_loop() is loop  # an ordinary error keeps the loop
+
+
+class _QuittingAgent:
+    """An async agent whose code (a tool, say) raises SystemExit."""
+
+    async def get_action(self, messages: object, agent_state: object) -> tuple[str, object]:
+        raise SystemExit("a tool called sys.exit()")
+
+
+def test_run_trial_of_an_agent_that_raises_system_exit_fails_instead_of_hanging() -> None:
+    import agentsgym
+
+    env = agentsgym.make("agentsgym/GuessTheNumber-v0")
+    tasks = [{"seed": seed} for seed in range(8)]
+    with pytest.raises(LoopThreadDiedError, match="SystemExit"):
+        env.run_trial(tasks, _QuittingAgent(), num_rollouts=2)
+    batch = env.run_trial(tasks[:1], agentsgym.make_agent("agentsgym/bisect"))
+    assert len(batch.groups) == 1

@@ -36,6 +36,7 @@ P = ParamSpec("P")
 logger = logging.getLogger(__name__)
 
 CANCEL_GRACE_SECONDS = 10.0
+_MAX_ESCAPES = 10_000
 
 
 class LoopThreadDiedError(AgentsGymError, RuntimeError):
@@ -79,12 +80,19 @@ class _LoopThread:
     def _shut_down(self) -> None:
         """Cancel the coroutines left on the dead loop, give them a grace period for
         their cleanup, and close the loop, so that nothing is scheduled on it again."""
-        try:
-            self.loop.run_until_complete(_cancel_all())
-        except BaseException:  # the loop is gone either way
-            logger.debug("cleanup on agentsgym's dead event loop failed", exc_info=True)
-        finally:
-            self.loop.close()
+        cleanup = self.loop.create_task(_cancel_all())
+        # The exception that killed the loop escapes it again from each task that awaited
+        # the one that raised it, as it wakes (and each escape ends a task): go on after
+        # each, up to a bound in case a coroutine keeps starting such tasks.
+        escapes = 0
+        while not cleanup.done() and escapes < _MAX_ESCAPES:
+            try:
+                self.loop.run_until_complete(cleanup)
+            except BaseException:  # noqa: BLE001 - the loop is dead already
+                escapes += 1
+        if escapes:
+            logger.debug("%d exceptions left agentsgym's dead event loop in its cleanup", escapes)
+        self.loop.close()
 
     def result(self, future: concurrent.futures.Future[T], timeout: float | None = None) -> T:
         """``future``'s result, or :class:`LoopThreadDiedError` as soon as the loop
