@@ -12,8 +12,8 @@ import pytest
 
 ray = pytest.importorskip("ray")
 
-import agentsgym  # noqa: E402
-from agentsgym.errors import AgentError  # noqa: E402
+import agentsgym
+from agentsgym.errors import AgentError
 
 TINY = "agentsgym/tiny-chatml"
 GUESS = "agentsgym/GuessTheNumber-v0"
@@ -289,3 +289,26 @@ def test_cli_without_ray_is_one_line_naming_the_package(tmp_path: Any, monkeypat
     missing = run_cli("rollout", GUESS, "--executor", "ray", "--out", out)
     assert missing.code == 2 and "pip install agentsgym-ray" in missing.stderr
     assert "Traceback" not in missing.output and not (tmp_path / "x.jsonl").exists()
+
+
+def test_a_worker_closes_the_envs_it_built() -> None:
+    """The body of an actor, in process: stopping the workers closes their envs."""
+    from agentsgym import AgentSpec
+    from agentsgym_ray.executor import RolloutWorker, WorkerSettings
+
+    settings = WorkerSettings(
+        tokenizer=None,
+        allow_class_paths=None,
+        agent=AgentSpec("agentsgym/bisect"),
+        agents={},
+        max_concurrency=4,
+        seed=0,
+    )
+    worker = RolloutWorker(settings)
+    played = asyncio.run(worker.play([(rows(1)[0], 0, [0, 1])]))
+    assert [key for key, _ in played] == [(0, 0), (0, 1)]
+    (env,) = worker.envs.values()
+    closed: list[str] = []
+    env.close = lambda: closed.append(env.env_id)  # type: ignore[method-assign]
+    worker.close()
+    assert closed == [GUESS] and worker.envs == {}

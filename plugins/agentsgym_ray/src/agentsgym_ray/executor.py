@@ -41,6 +41,8 @@ logger = logging.getLogger(__name__)
 
 MAX_TASK_RETRIES = 2
 MIN_TRIALS_PER_CALL = 8
+CLOSE_TIMEOUT_SECONDS = 10.0
+"""How long stopping the workers waits for them to close their envs."""
 """Tasks are batched into one actor call until it holds this many trials: a Ray call
 costs about a millisecond of driver and worker time, a trivial trial far less."""
 
@@ -128,6 +130,20 @@ class RolloutWorker:
         import os
 
         return os.getpid()
+
+    def close(self) -> None:
+        """Close the envs and agents this worker built (server connections, tool
+        processes); called before the actor is stopped."""
+        for built in [*self.envs.values(), *self._agents.values()]:
+            closer = getattr(built, "close", None)
+            if not callable(closer):
+                continue
+            try:
+                closer()
+            except Exception:  # closing one must not keep the others open
+                logger.exception("closing %r in a Ray worker failed", built)
+        self.envs.clear()
+        self._agents.clear()
 
 
 class RayExecutor:
@@ -419,8 +435,14 @@ def tasks_in_flight_for(max_concurrency: int, num_rollouts: int) -> int:
 
 
 def shutdown_workers() -> None:
-    """Stop the rollout actors this process started (they stop with Ray anyway)."""
+    """Stop the rollout actors this process started (they stop with Ray anyway), each
+    closing the envs and agents it built first (within ``CLOSE_TIMEOUT_SECONDS``)."""
     ray = import_ray()
+    closing = [worker.close.remote() for pool in _actor_pools.values() for worker in pool]
+    try:
+        ray.get(closing, timeout=CLOSE_TIMEOUT_SECONDS)
+    except Exception:  # a dead or stuck worker: stopped below all the same
+        logger.warning("some Ray workers did not close their envs in time", exc_info=True)
     for pool in _actor_pools.values():
         for worker in pool:
             try:
