@@ -147,3 +147,14 @@ def test_two_calls_on_a_one_call_template_are_answered_not_fatal() -> None:
         "Error: this model's chat template allows one tool call per reply, and this reply "
         "made 2; none was run. Call one tool, read its result, then call the next"
     )
+
+
+def test_the_longest_tool_answer_is_bounded_both_ways() -> None:
+    from pydantic import ValidationError
+
+    from agentsgym_tools.env import ToolEnvConfig
+
+    assert ToolEnvConfig(max_tool_result_chars=1_000_000).max_tool_result_chars == 1_000_000
+    for refused in (99, 1_000_001):
+        with pytest.raises(ValidationError, match="max_tool_result_chars"):
+            ToolEnvConfig(max_tool_result_chars=refused)

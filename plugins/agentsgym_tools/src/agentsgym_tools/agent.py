@@ -14,9 +14,14 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from agentsgym import AgentAction, load_tokenizer
-from agentsgym.tokenization import ChatTokenizer, reply_as_rendered
-from agentsgym.types import Message, Messages
+from agentsgym import (
+    AgentAction,
+    ChatTokenizer,
+    Message,
+    Messages,
+    load_tokenizer,
+    reply_as_rendered,
+)
 
 __all__ = ["ScriptedToolAgent", "ToolCalls", "Turn"]
 

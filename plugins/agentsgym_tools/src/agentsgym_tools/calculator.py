@@ -11,8 +11,7 @@ import random
 import re
 from typing import Any
 
-from agentsgym import StepResult, hookimpl
-from agentsgym.types import Messages
+from agentsgym import Messages, StepResult, hookimpl
 from agentsgym_tools.agent import ScriptedToolAgent, Turn
 from agentsgym_tools.env import ToolEnv, ToolLike
 

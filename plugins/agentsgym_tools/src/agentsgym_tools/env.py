@@ -21,9 +21,7 @@ from typing import Any, ClassVar
 
 from pydantic import Field
 
-from agentsgym import EnvConfig, MultistepEnv, hookimpl
-from agentsgym.tokenization import ChatTokenizer
-from agentsgym.types import Message
+from agentsgym import ChatTokenizer, EnvConfig, Message, MultistepEnv, hookimpl
 from agentsgym_tools.context import ToolContext
 from agentsgym_tools.parsing import ToolCallParser
 from agentsgym_tools.runner import DEFAULT_MAX_RESULT_CHARS, ToolRunner
@@ -49,7 +47,9 @@ class ToolEnvConfig(EnvConfig):
     max_tool_result_chars: int = Field(
         DEFAULT_MAX_RESULT_CHARS,
         ge=100,
-        description="the longest tool answer in characters; a longer one is cut, saying so",
+        le=1_000_000,  # about 250k tokens: more than any model's context takes in one answer
+        description="the longest tool answer in characters (100 to 1,000,000); a longer one"
+        " is cut, saying so",
     )
 
 

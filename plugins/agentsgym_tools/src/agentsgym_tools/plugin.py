@@ -5,8 +5,7 @@ Published under the ``agentsgym`` entry-point group as ``tools``.
 
 from __future__ import annotations
 
-from agentsgym import hookimpl
-from agentsgym.registry import RegisterAgent, RegisterEnv
+from agentsgym import RegisterAgent, RegisterEnv, hookimpl
 
 SOLVER = "tools/calculator-solver"
 

@@ -12,8 +12,7 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from agentsgym.redaction import redact_text
-from agentsgym.types import Messages
+from agentsgym import Messages, redact_text
 from agentsgym_tools.context import ToolContext
 from agentsgym_tools.errors import ToolError, ToolUnavailableError
 from agentsgym_tools.threads import ToolEscape, ToolThreads, shared_tool_threads

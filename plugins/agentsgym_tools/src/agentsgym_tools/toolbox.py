@@ -16,8 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from agentsgym import AgentAction
-from agentsgym.types import Message, Messages
+from agentsgym import AgentAction, Message, Messages
 from agentsgym_tools.context import ToolContext
 from agentsgym_tools.parsing import ParsedReply, ToolCallParser
 from agentsgym_tools.runner import ERROR_PREFIX, ToolRunner

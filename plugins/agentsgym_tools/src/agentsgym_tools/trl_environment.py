@@ -30,7 +30,7 @@ from collections.abc import Callable
 from typing import Any
 
 import agentsgym
-from agentsgym.aio import run_sync
+from agentsgym import run_sync
 from agentsgym_tools.env import ToolEnv
 from agentsgym_tools.errors import ToolDeclarationError
 from agentsgym_tools.runner import ERROR_PREFIX

@@ -35,9 +35,8 @@ from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agentsgym import RolloutSource, StepCallback, StepMetrics, TrainResult, TrajectoryBatch
 from agentsgym.errors import TrainerOptionError
-from agentsgym.trainers import RolloutSource, StepCallback, StepMetrics, TrainResult
-from agentsgym.trajectory import TrajectoryBatch
 from agentsgym_trl.checkpoints import (
     checkpoint_path,
     prune_checkpoints,
@@ -47,7 +46,7 @@ from agentsgym_trl.checkpoints import (
 from agentsgym_trl.screening import reward_signal
 
 if TYPE_CHECKING:
-    from agentsgym.agents import Agent
+    from agentsgym import Agent
 
 logger = logging.getLogger(__name__)
 

@@ -13,19 +13,17 @@ from pathlib import Path
 
 import typer
 
-from agentsgym import load_tokenizer
+from agentsgym import StepMetrics, get_registry, load_tokenizer
 from agentsgym.cli import (
     complete_env_id,
     console,
     exit_on_failures,
+    failure_report,
     max_concurrency_option,
     max_failure_rate_option,
     parse_key_values,
     print_failures,
 )
-from agentsgym.output import failure_report
-from agentsgym.registry import get_registry
-from agentsgym.trainers import StepMetrics
 from agentsgym_trl.chat_templates import apply_chat_template_choice
 from agentsgym_trl.played_rollouts import PLAYED_FILE, RecordingSource
 from agentsgym_trl.train_checkpoints import (

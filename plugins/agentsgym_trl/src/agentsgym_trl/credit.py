@@ -38,9 +38,8 @@ from typing import Literal, get_args
 
 import numpy as np
 
+from agentsgym import Episode, discounted_returns
 from agentsgym.errors import TokenFidelityError, TrainerOptionError
-from agentsgym.rewards import discounted_returns
-from agentsgym.trajectory import Episode
 
 CreditAssignment = Literal["return_to_go", "turn", "episode", "token_rewards"]
 Normalization = Literal["group", "mean", "none"]

@@ -24,8 +24,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from agentsgym.trainers import TrainResult
-from agentsgym.trajectory import TrajectoryBatch
+from agentsgym import TrainResult, TrajectoryBatch
 from agentsgym_trl.batch_trainer import BatchTrainer
 
 logger = logging.getLogger(__name__)
@@ -189,7 +188,7 @@ class DatasetSink(BatchTrainer):
 
     def to_dataset(self) -> Any:
         """The collected rows as a ``datasets.Dataset``."""
-        from agentsgym.trajectory import records_to_dataset
+        from agentsgym import records_to_dataset
 
         if self.unpadded:
             return records_to_dataset(self.rows)

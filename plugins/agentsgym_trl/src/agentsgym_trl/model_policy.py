@@ -19,7 +19,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from agentsgym.types import Messages
+from agentsgym import Messages
 from agentsgym_trl.transformers_agent import TransformersAgent, load_model
 
 

@@ -45,9 +45,8 @@ from typing import TYPE_CHECKING, Any, get_args
 
 import numpy as np
 
+from agentsgym import TrainResult, TrajectoryBatch
 from agentsgym.errors import TrainerOptionError
-from agentsgym.trainers import TrainResult
-from agentsgym.trajectory import TrajectoryBatch
 from agentsgym_trl.batch_trainer import BatchTrainer, policy_sampling
 from agentsgym_trl.chat_templates import apply_chat_template_choice, check_source_template
 from agentsgym_trl.credit import CreditAssignment, Normalization, check_credit_options
@@ -64,7 +63,7 @@ from agentsgym_trl.screening import RetokenizedPolicy, RolloutScreen
 if TYPE_CHECKING:
     import torch
 
-    from agentsgym.trainers import RolloutSource, StepCallback
+    from agentsgym import RolloutSource, StepCallback
     from agentsgym_trl.transformers_agent import TransformersAgent
 
 logger = logging.getLogger(__name__)

@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from agentsgym.trajectory import Episode, TrajectoryBatch
+from agentsgym import Episode, TrajectoryBatch
 from agentsgym_trl.credit import CreditAssignment, Normalization, advantages
 from agentsgym_trl.screening import RolloutScreen
 

@@ -15,11 +15,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentsgym.trainers import RolloutSource
+from agentsgym import RolloutSource
 
 if TYPE_CHECKING:
-    from agentsgym.agents import Agent
-    from agentsgym.trajectory import TrajectoryBatch
+    from agentsgym import Agent, TrajectoryBatch
 
 logger = logging.getLogger(__name__)
 

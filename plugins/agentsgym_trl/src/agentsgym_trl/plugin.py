@@ -10,7 +10,7 @@ from agentsgym import hookimpl
 if TYPE_CHECKING:
     import typer
 
-    from agentsgym.hookspecs import RegisterAgent, RegisterModel, RegisterTrainer
+    from agentsgym import RegisterAgent, RegisterModel, RegisterTrainer
 
 
 @hookimpl

@@ -51,8 +51,8 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import Literal, get_args
 
+from agentsgym import Episode
 from agentsgym.errors import TokenFidelityError, TrainerOptionError
-from agentsgym.trajectory import Episode
 
 logger = logging.getLogger(__name__)
 

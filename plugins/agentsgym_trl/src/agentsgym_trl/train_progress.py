@@ -5,9 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from agentsgym.cli import exit_on_failures, print_failures, progress_bar
-from agentsgym.output import failure_report
-from agentsgym.trainers import RolloutSource, StepMetrics, TrainResult
+from agentsgym import RolloutSource, StepMetrics, TrainResult, redact_text
+from agentsgym.cli import exit_on_failures, failure_report, print_failures, progress_bar
 
 
 def quiet_progress_bars() -> None:
@@ -55,7 +54,7 @@ def train_with_progress(
     """
     errors: list[str | None] = []
     with progress_bar() as progress:
-        steps_bar = progress.add_task(f"{trainer} on {env_id}", total=max_steps)
+        steps_bar = progress.add_task(f"{trainer} on {redact_text(env_id)}", total=max_steps)
         episodes_bar = progress.add_task("episodes", total=max_steps * episodes_per_step)
 
         def on_episode(episode: Any) -> None:

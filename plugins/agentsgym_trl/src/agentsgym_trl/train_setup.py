@@ -8,10 +8,8 @@ from typing import Any
 
 import typer
 
-from agentsgym import DEFAULT_TOKENIZER, make
-from agentsgym.cli import build_agent
-from agentsgym.output import OPERATIONAL_AGENT_OPTIONS, RUN_LIMIT_ENV_KEYS, is_secret, redact
-from agentsgym.registry import get_registry
+from agentsgym import DEFAULT_TOKENIZER, get_registry, is_secret, make, redact
+from agentsgym.cli import OPERATIONAL_AGENT_OPTIONS, RUN_LIMIT_ENV_KEYS, build_agent
 
 DEFAULT_MAX_NEW_TOKENS = 256
 TINY_MAX_NEW_TOKENS = 16

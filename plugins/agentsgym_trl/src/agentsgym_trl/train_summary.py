@@ -11,8 +11,8 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
+from agentsgym import TrainResult
 from agentsgym.cli import console
-from agentsgym.trainers import TrainResult
 
 
 def print_summary(

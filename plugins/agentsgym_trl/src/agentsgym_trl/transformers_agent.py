@@ -31,8 +31,8 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from agentsgym import AgentAction, Messages
 from agentsgym.errors import AgentError
-from agentsgym.types import AgentAction, Messages
 
 logger = logging.getLogger(__name__)
 
@@ -192,7 +192,7 @@ class TransformersAgent:
     ) -> list[int]:
         """The prompt ids of ``messages`` under the tokenizer's chat template, declaring
         ``tools`` when given."""
-        from agentsgym.tokenization import ChatTokenizer
+        from agentsgym import ChatTokenizer
 
         if self._chat is None:
             self._chat = ChatTokenizer(self.tokenizer)
@@ -373,7 +373,7 @@ def _default_stop_ids(model: Any, tokenizer: Any) -> list[int]:
     if tokenizer.eos_token_id is not None:
         ids.add(int(tokenizer.eos_token_id))
     if getattr(tokenizer, "chat_template", None):
-        from agentsgym.tokenization import ChatTokenizer
+        from agentsgym import ChatTokenizer
 
         with contextlib.suppress(Exception):
             eot = ChatTokenizer(tokenizer).eot_ids
@@ -400,7 +400,7 @@ def load_model(
             tokenizer = load_tokenizer(tokenizer) if tokenizer is not None else None
             built = build_tiny_model(tokenizer)
             return _place(built, device), tokenizer or _bundled_tokenizer()
-        from agentsgym.registry import model_folder
+        from agentsgym import model_folder
 
         folder = model_folder(model)  # a registered model name (smollm2) -> its folder
         if folder is not None:

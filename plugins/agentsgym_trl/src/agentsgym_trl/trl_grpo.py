@@ -27,9 +27,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agentsgym import RolloutSource, StepCallback, StepMetrics, TrainResult, TrajectoryBatch
 from agentsgym.errors import TrainerOptionError
-from agentsgym.trainers import RolloutSource, StepCallback, StepMetrics, TrainResult
-from agentsgym.trajectory import TrajectoryBatch
 from agentsgym_trl.batch_trainer import policy_sampling
 from agentsgym_trl.chat_templates import apply_chat_template_choice, check_source_template
 from agentsgym_trl.grpo_config import build_grpo_config
@@ -44,7 +43,7 @@ from agentsgym_trl.trl_rollouts import (
 from agentsgym_trl.trl_step_log import StepLog, StepLogCallback
 
 if TYPE_CHECKING:
-    from agentsgym.agents import Agent
+    from agentsgym import Agent
 
 logger = logging.getLogger(__name__)
 
@@ -108,7 +107,7 @@ class TRLGRPOAdapter:
         from agentsgym_trl.transformers_agent import load_model
 
         if isinstance(model, str) and model != TINY_MODEL:
-            from agentsgym.registry import model_folder
+            from agentsgym import model_folder
 
             # TRL loads it (dtype, device map, distributed settings); a registered model
             # name (smollm2) is handed over as its folder.

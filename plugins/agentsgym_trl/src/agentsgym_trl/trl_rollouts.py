@@ -55,7 +55,7 @@ from typing import Any
 
 import numpy as np
 
-from agentsgym.trajectory import Episode, TrajectoryBatch
+from agentsgym import Episode, TrajectoryBatch
 from agentsgym_trl.screening import RolloutScreen
 
 REWARD_FIELD = "agentsgym_final_reward"

@@ -43,7 +43,7 @@ from trl import GRPOTrainer
 from trl.models.utils import disable_gradient_checkpointing
 from trl.trainer.utils import use_adapter
 
-from agentsgym.output import redact
+from agentsgym import redact
 from agentsgym_trl.trl_rollouts import ExtraView
 
 
