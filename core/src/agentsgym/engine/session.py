@@ -36,6 +36,7 @@ whose turns belong to several roles (one agent per role).
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import logging
 from collections.abc import Coroutine
 from dataclasses import dataclass
@@ -137,6 +138,7 @@ class EpisodeSession:
         )
         self.toolbox: Any = None  # start asks the env (its code: it may fail)
         self.tools: tuple[dict[str, Any], ...] = ()
+        self._tools_see_state = False  # the toolbox's respond takes state=
         self.tokens: EpisodeTokenizer | None = None
         self.spans: list[AgentSpan] = []
         self.state: Any = None
@@ -217,7 +219,8 @@ class EpisodeSession:
             answered = None
             if self.toolbox is not None:  # on the loop: a sync env's turn never waits
                 self.phase = "the tools"
-                answered = await self.toolbox.respond(action)
+                episode = {"state": self.state} if self._tools_see_state else {}
+                answered = await self.toolbox.respond(action, **episode)
             turn = partial(self._step_turn, self.steps_taken, action, answered, role)
             return await self.runtime.turn(turn, self.describe)
         except Exception as exc:
@@ -255,6 +258,7 @@ class EpisodeSession:
     async def _first_turn(self) -> None:
         self.toolbox = self.env.episode_tools(self.episode.task_data)
         self.tools = tuple(self.toolbox.schemas) if self.toolbox else ()
+        self._tools_see_state = self.toolbox is not None and _takes_state(self.toolbox)
         if self.env.chat is not None:
             chat = self.env.chat.with_tools(self.tools) if self.tools else self.env.chat
             self.tokens = EpisodeTokenizer(chat, self.env.config.on_template_mismatch)
@@ -466,3 +470,17 @@ def _as_written(chat: Any, action: AgentAction, answered: Any) -> AgentAction:
         return action
     written = reply_as_rendered(chat, base_messages(False), *answered)
     return action if written is None else dataclasses.replace(action, text=written)
+
+
+def _takes_state(toolbox: Any) -> bool:
+    """Whether ``toolbox.respond`` accepts ``state=`` (the episode's current state, for
+    the tools' context); a hand-written toolbox of the bare protocol, ``respond(action)``,
+    is called without it."""
+    try:
+        parameters = inspect.signature(toolbox.respond).parameters.values()
+    except (TypeError, ValueError):  # no signature to read (a builtin): the bare protocol
+        return False
+    return any(
+        (p.name == "state" and p.kind is not p.POSITIONAL_ONLY) or p.kind is p.VAR_KEYWORD
+        for p in parameters
+    )
