@@ -138,7 +138,7 @@ def test_past_max_sessions_the_server_answers_503_with_a_clear_body() -> None:
         assert "maximum of 2 sessions" in body["detail"] and "--max-sessions" in body["detail"]
         v1_full = http.post(f"{V1}/sessions", json={"task_data": {"seed": 1}})
         assert v1_full.status_code == 503
-        assert http.get("/health").json()["sessions"] == 2  # still serving
+        assert http.get(f"{V1}/health").json()["sessions"] == 2  # still serving
         http.post("/close", json={"id": ids[0]})
         new = http.post("/create").json()["id"]
         assert new not in ids and new > max(ids)  # a new id, never a reused one
@@ -277,7 +277,10 @@ def test_env_info_datasets_openapi_and_health(http: httpx.Client) -> None:
     for path in ("/create", "/reset", "/step", "/observation", "/close", "/health"):
         assert path in paths
     assert f"{V1}/sessions/{{session_id}}/step" in paths
-    assert http.get("/health").json()["status"] == "healthy"
+    assert http.get("/health").json() == {"status": "healthy"}  # openenv's HealthResponse
+    load = http.get(f"{V1}/health").json()
+    assert load["env_id"] == GUESS and 1 <= load["sessions"] <= load["max_sessions"]
+    assert load["server_instance"] == info["server_instance"]
 
 
 def test_concurrent_steps_on_one_instance_are_serialised() -> None:
@@ -314,7 +317,7 @@ def test_idle_sessions_are_reaped_and_their_episodes_finished() -> None:
         env_id = http.post("/create").json()["id"]
         http.post("/reset", json={"id": env_id, "data_idx": 0})
         deadline = time.monotonic() + 60
-        while http.get("/health").json()["sessions"] and time.monotonic() < deadline:
+        while http.get(f"{V1}/health").json()["sessions"] and time.monotonic() < deadline:
             time.sleep(0.05)
         late = http.post("/step", json={"id": env_id, "action": "[1]"})
     assert late.status_code == 410 and "reaped" in late.json()["detail"]

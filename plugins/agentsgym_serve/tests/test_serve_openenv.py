@@ -19,6 +19,7 @@ openenv_core = pytest.importorskip("openenv.core")
 from openenv.core import GenericEnvClient
 from openenv.core.env_server.types import (
     EnvironmentMetadata,
+    HealthResponse,
     HealthStatus,
     ResetResponse,
     SchemaResponse,
@@ -108,8 +109,9 @@ def test_the_sync_client_and_the_message_and_reply_models() -> None:
             state = AgentsgymState.model_validate(client.state())
             assert state.step_count == 1 and state.episode == 2
         with httpx.Client(base_url=server.url) as http:
-            health = http.get("/health").json()
-            assert health["status"] == HealthStatus.HEALTHY.value
+            # openenv's own model, which forbids fields it does not know
+            health = HealthResponse.model_validate(http.get("/health").json())
+            assert health.status == HealthStatus.HEALTHY
             schema = SchemaResponse.model_validate(http.get("/schema").json())
             assert schema.action == AgentsgymAction.model_json_schema()
             assert schema.observation == AgentsgymObservation.model_json_schema()
@@ -122,7 +124,7 @@ def test_the_sync_client_and_the_message_and_reply_models() -> None:
             body = {"action": {"message": "[50]"}, "data_idx": 3}
             step = StepResponse.model_validate(http.post("/step", json=body).json())
             assert step.observation["info"]["guess"] == 50 and step.reward == 0.0
-            assert http.get("/health").json()["sessions"] == 0
+            assert http.get("/agentsgym/v1/health").json()["sessions"] == 0
 
 
 def test_bad_messages_get_errors_that_say_what_to_do() -> None:

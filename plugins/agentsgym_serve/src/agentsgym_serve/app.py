@@ -3,7 +3,8 @@
 One app serves one env id (any registered id, or an allowed ``module:Class`` path)
 over AgentGym's protocol, agentsgym's own ``/agentsgym/v1`` endpoints and (with
 openenv-core installed) OpenEnv's protocol (``/ws``, ...), with an
-OpenAPI schema at ``/openapi.json``, a health check at ``/health``, an access log,
+OpenAPI schema at ``/openapi.json``, a health check at ``/health`` (its load at
+``/agentsgym/v1/health``), an access log,
 a limit on request bodies (:class:`BodyLimitMiddleware`) and a background task that
 reaps idle sessions. Run it with ``agentsgym serve``, or with any ASGI server::
 
@@ -38,6 +39,9 @@ from agentsgym_serve.service import EnvService
 from agentsgym_serve.sessions import DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_SESSIONS, SessionTable
 
 logger = logging.getLogger("agentsgym_serve")
+
+HEALTHY = {"status": "healthy"}
+"""``GET /health``'s body: openenv-core's ``HealthResponse``, which forbids other fields."""
 
 DEFAULT_MAX_BODY_BYTES = 1 << 20
 """1 MiB: a step's action with its token ids, or a large task_data, with room to spare."""
@@ -175,17 +179,25 @@ def create_app(
     async def hello() -> Response:
         return SafeJSONResponse(f"This is environment {spec.id} (agentsgym env server).")
 
-    @app.get("/health", response_model=Health, tags=["server"], summary="Liveness and load")
+    def load() -> dict[str, Any]:
+        return {
+            "status": "healthy",
+            "env_id": spec.id,
+            "sessions": len(table),
+            "max_sessions": table.max_sessions,
+            "server_instance": instance,
+        }
+
+    app.state.load = load
+
+    @app.get(
+        "/health",
+        response_model=Health,
+        tags=["server"],
+        summary="Liveness, as OpenEnv's HealthResponse (the load: /agentsgym/v1/health)",
+    )
     async def health() -> Response:
-        return SafeJSONResponse(
-            {
-                "status": "healthy",
-                "env_id": spec.id,
-                "sessions": len(table),
-                "max_sessions": table.max_sessions,
-                "server_instance": instance,
-            }
-        )
+        return SafeJSONResponse(HEALTHY)
 
     return app
 

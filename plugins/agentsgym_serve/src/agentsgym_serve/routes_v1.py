@@ -25,6 +25,7 @@ from agentsgym_serve.schemas import (
     EnvInfo,
     FinishReply,
     FinishRequest,
+    Load,
     ResetReply,
     ResetRequest,
     SessionState,
@@ -109,6 +110,11 @@ async def session_state(
 @router.get("/env", response_model=EnvInfo, summary="What this server serves")
 async def env_info(request: Request) -> Response:
     return SafeJSONResponse(request.app.state.env_info())
+
+
+@router.get("/health", response_model=Load, summary="Liveness and the server's load")
+async def health(request: Request) -> Response:
+    return SafeJSONResponse(request.app.state.load())
 
 
 @router.post(

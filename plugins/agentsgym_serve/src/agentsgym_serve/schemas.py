@@ -295,10 +295,20 @@ class SessionState(BaseModel):
 
 
 class Health(BaseModel):
-    """OpenEnv's ``HealthResponse`` (``status: healthy``), with the server's load."""
+    """``GET /health``: exactly openenv-core's ``HealthResponse`` (``{"status": "healthy"}``,
+    no other field: openenv's model forbids extras). The load is ``GET
+    /agentsgym/v1/health``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    status: Literal["healthy"] = "healthy"
+
+
+class Load(BaseModel):
+    """``GET /agentsgym/v1/health``: liveness and the server's load."""
 
     status: Literal["healthy"] = "healthy"
     env_id: str
-    sessions: int
+    sessions: int = Field(description="live sessions, of every protocol")
     max_sessions: int
-    server_instance: str
+    server_instance: str = Field(description="drawn at start: a restarted server has another")
