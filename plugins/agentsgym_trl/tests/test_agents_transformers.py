@@ -258,3 +258,60 @@ def test_a_token_in_agent_plays_an_env_without_a_tokenizer(model: Any, tokenizer
     assert not batch.failed and batch.episodes[0].num_turns == 2
     assert [ids for ids, _ in agent.calls] == [None, None]  # it rendered the messages itself
     agent.agent.close()
+
+
+def test_close_refuses_the_requests_still_waiting(
+    model: Any, tokenizer: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Ctrl-C closes the agent with episodes' requests queued: generating them all could
+    # outlast close()'s join and leave torch running at exit (SIGABRT, not exit 130).
+    agent = TransformersAgent(model, tokenizer=tokenizer, max_new_tokens=2, batch_size=1)
+    generating, release = threading.Event(), threading.Event()
+    generate = agent._generate_batch
+    batches: list[int] = []
+
+    def held(prompts: list[list[int]]) -> Any:
+        batches.append(len(prompts))
+        generating.set()
+        release.wait(timeout=60)
+        return generate(prompts)
+
+    monkeypatch.setattr(agent, "_generate_batch", held)
+    prompt = tokenizer.apply_chat_template(
+        [{"role": "user", "content": "Go."}], add_generation_prompt=True
+    )["input_ids"]
+    outcomes: list[Any] = []
+
+    def ask() -> None:
+        try:
+            outcomes.append(agent.get_action([], None, prompt_token_ids=prompt)[0])
+        except AgentError as exc:
+            outcomes.append(exc)
+
+    first = threading.Thread(target=ask)
+    first.start()
+    assert generating.wait(timeout=60)
+    waiting = [threading.Thread(target=ask) for _ in range(3)]
+    for thread in waiting:
+        thread.start()
+    wait_until(lambda: agent._queue.qsize() == 3)  # three requests wait their turn
+    closing = threading.Thread(target=agent.close)
+    closing.start()
+    wait_until(lambda: agent._queue.qsize() == 1)  # refused; only the stop is left
+    release.set()
+    for thread in [first, *waiting, closing]:
+        thread.join(timeout=60)
+    assert batches == [1]  # only the batch being generated, none of the waiting ones
+    refused = [o for o in outcomes if isinstance(o, AgentError)]
+    assert len(refused) == 3 and "closed before it generated" in str(refused[0])
+    assert sum(isinstance(o, AgentAction) for o in outcomes) == 1
+
+
+def wait_until(condition: Any) -> None:
+    """Poll ``condition`` (another thread makes it true) for up to a minute."""
+    done = threading.Event()
+    for _ in range(6000):
+        if condition():
+            return
+        done.wait(0.01)
+    raise AssertionError("the condition never held")

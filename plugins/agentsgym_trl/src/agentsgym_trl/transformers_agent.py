@@ -172,13 +172,27 @@ class TransformersAgent:
         return [r.future.result() for r in requests]
 
     def close(self) -> None:
-        """Stop the generation thread (it restarts on the next call)."""
+        """Stop the generation thread (it restarts on the next call). Requests still
+        waiting are refused, not generated: after an interrupt nobody awaits them, and
+        generating them all could outlast the join, leaving torch running at exit."""
         with self._thread_lock:
             thread, self._thread = self._thread, None
             if thread is not None:
+                self._refuse_waiting()
                 self._queue.put(_STOP)
         if thread is not None:
             thread.join(timeout=30)
+
+    def _refuse_waiting(self) -> None:
+        while True:
+            try:
+                request = self._queue.get_nowait()
+            except queue.Empty:
+                return
+            if request is not _STOP:
+                request.future.set_exception(
+                    AgentError("the agent was closed before it generated this reply")
+                )
 
     def __enter__(self) -> TransformersAgent:
         return self
