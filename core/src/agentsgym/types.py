@@ -47,6 +47,8 @@ class AgentAction:
     conditioned on: the runner starts a new segment from them if they differ from the
     episode's stream. ``truncated``: the reply was cut at the generation length limit.
     ``tool_calls``: the calls a chat server parsed out of the reply (OpenAI's form).
+    ``policy_version``: the version of the weights that generated the reply (a counter
+    the trainer bumps at each weight update); ``None`` when the agent cannot say.
     """
 
     text: str
@@ -56,6 +58,7 @@ class AgentAction:
     prompt_token_ids: list[int] | None = None
     truncated: bool = False
     tool_calls: list[dict[str, Any]] | None = None
+    policy_version: int | None = None
 
     def __post_init__(self) -> None:
         if self.logprobs is None:

@@ -340,6 +340,7 @@ class EpisodeSession:
             token_source=source,
             token_span=token_span,
             reply_truncated=action.truncated,
+            policy_version=action.policy_version,
         )
         self.episode.steps.append(record)
         if span is not None:

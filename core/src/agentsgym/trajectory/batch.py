@@ -26,11 +26,17 @@ if TYPE_CHECKING:
     import torch
 
 
+UNKNOWN_VERSION = -1
+"""The ``policy_versions`` value of tokens without a known version (env tokens included)."""
+
+
 def pad_rows(
     episodes_rows: list[tuple[Episode, int]], width: int, pad_id: int
 ) -> dict[str, np.ndarray]:
     """The padded 2-D arrays of some (episode, segment) rows, ``width`` columns wide: ids
-    and masks int64 (as embedding layers and attention masks take), the rest float32."""
+    and masks int64 (as embedding layers and attention masks take), the rest float32.
+    ``policy_versions`` (int64) holds each agent token's policy version, ``-1`` on env
+    tokens, padding and tokens whose agent could not say its version."""
     rows = len(episodes_rows)
     arrays = {
         "input_ids": np.full((rows, width), pad_id, dtype=np.int64),
@@ -38,6 +44,7 @@ def pad_rows(
         "agent_token_mask": np.zeros((rows, width), dtype=np.int64),
         "per_token_rewards": np.zeros((rows, width), dtype=FLOAT_DTYPE),
         "sampled_logprobs": np.zeros((rows, width), dtype=FLOAT_DTYPE),
+        "policy_versions": np.full((rows, width), UNKNOWN_VERSION, dtype=np.int64),
     }
     for row, (episode, index) in enumerate(episodes_rows):
         segment = episode.segments[index]
@@ -48,6 +55,10 @@ def pad_rows(
         arrays["per_token_rewards"][row, :n] = episode.segment_rewards[index]
         if (logprobs := segment.logprobs) is not None:
             arrays["sampled_logprobs"][row, :n] = logprobs
+        versions = arrays["policy_versions"][row]
+        for step in episode.steps:
+            if step.policy_version is not None and step.token_span and step.token_span[0] == index:
+                versions[step.token_span[1] : step.token_span[2]] = step.policy_version
     return arrays
 
 
@@ -76,6 +87,10 @@ class _PaddedLists:
     @property
     def padded_sampled_logprobs(self) -> list[list[float]]:
         return self._padded("sampled_logprobs")
+
+    @property
+    def padded_policy_versions(self) -> list[list[int]]:
+        return self._padded("policy_versions")
 
 
 @dataclass

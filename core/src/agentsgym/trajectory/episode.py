@@ -36,6 +36,9 @@ class StepRecord:
     token_span: tuple[int, int, int] | None = None
     """``(segment, start, end)`` of the action's agent tokens in ``episode.segments``; the
     ids before ``start`` are the prompt the model replied to. ``None`` without a tokenizer."""
+    policy_version: int | None = None
+    """The version of the weights that generated the action (``AgentAction.policy_version``);
+    ``None`` when the agent could not say."""
 
 
 @dataclass
@@ -112,6 +115,25 @@ class Episode:
         return sum(len(s) for s in self.segments)
 
     @property
+    def policy_versions(self) -> list[int | None]:
+        """Per step, the policy version that generated its action."""
+        return [s.policy_version for s in self.steps]
+
+    @property
+    def min_policy_version(self) -> int | None:
+        """The oldest policy version among the episode's actions; ``None`` when any action
+        has no version (its age cannot be known) or there is no action."""
+        versions = self.policy_versions
+        if not versions or any(v is None for v in versions):
+            return None
+        return min(v for v in versions if v is not None)
+
+    @property
+    def max_policy_version(self) -> int | None:
+        """The newest policy version among the episode's actions (``None``: none known)."""
+        return max((v for v in self.policy_versions if v is not None), default=None)
+
+    @property
     def num_agent_tokens(self) -> int:
         return sum(s.num_agent_tokens for s in self.segments)
 
@@ -180,6 +202,9 @@ class Episode:
             "step_rewards": [s.reward for s in self.steps],
             "step_reward_terms": [dict(s.reward_terms) for s in self.steps],
             "step_token_sources": [s.token_source for s in self.steps],
+            "step_policy_versions": self.policy_versions,
+            "min_policy_version": self.min_policy_version,
+            "max_policy_version": self.max_policy_version,
             "num_segments": len(self.segments),
             **(segment_fields(self, 0) if tokens and token_fields else dict.fromkeys(SEGMENT_FIELDS)),
             "num_tokens": self.num_tokens if tokens else None,
