@@ -17,7 +17,6 @@ __all__ = [
     "OutputLockedError",
     "PluginLoadError",
     "RegistrationError",
-    "RemoteEnvError",
     "ResumeMismatchError",
     "RunSettingsError",
     "TemplateMismatchError",
@@ -87,11 +86,6 @@ class UntrustedClassPathError(AgentsGymError):
 
 class UntrustedRemoteEnvError(AgentsGymError):
     """A dataset row names an env server URL that the user has not allowed."""
-
-
-class RemoteEnvError(AgentsGymError):
-    """An env server could not be reached, refused a request, or broke its protocol
-    (docs/serving.md); inside an episode it is recorded as the episode's error."""
 
 
 class MissingPluginError(AgentsGymError, ModuleNotFoundError):

@@ -21,6 +21,7 @@ import pytest
 import agentsgym
 from agentsgym_classical import BisectAgent
 from agentsgym_serve import AgentGymEnv, RemoteEnv, RetryPolicy
+from agentsgym_serve.errors import RemoteEnvError
 from serve_helpers import GUESS, TINY, served
 
 pytestmark = pytest.mark.timeout(180)
@@ -58,7 +59,7 @@ def test_episodes_against_a_dead_server_leave_nothing_open(leaks: Any) -> None:
     assert env.run_trial([{"data_idx": 1}], BisectAgent()).groups[0].failed  # the runner's loop
     batch = asyncio.run(env.arun_trial([{"data_idx": 2}], BisectAgent()))  # a loop of its own
     assert batch.groups[0].failed
-    with pytest.raises(agentsgym.errors.RemoteEnvError, match="failed after 2 attempts"):
+    with pytest.raises(RemoteEnvError, match="failed after 2 attempts"):
         RemoteEnv(url, retry=QUICK)  # a constructor that fails
     del env, batch
     assert leaks() == []

@@ -13,9 +13,10 @@ import pytest
 
 import agentsgym
 from agentgym_style_server import build_app
-from agentsgym.errors import EnvConfigError, RemoteEnvError
+from agentsgym.errors import EnvConfigError
 from agentsgym_classical import BisectAgent
 from agentsgym_serve import AgentGymEnv, BackgroundServer, RemoteEnv, RetryPolicy
+from agentsgym_serve.errors import RemoteEnvError
 from serve_helpers import GUESS, TINY, FaultProxy, fingerprint, served
 
 pytestmark = pytest.mark.timeout(180)

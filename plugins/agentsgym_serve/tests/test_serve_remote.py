@@ -12,9 +12,10 @@ from typing import Any
 import pytest
 
 import agentsgym
-from agentsgym.errors import EnvConfigError, RemoteEnvError, UntrustedRemoteEnvError
+from agentsgym.errors import EnvConfigError, UntrustedRemoteEnvError
 from agentsgym_classical import BisectAgent
 from agentsgym_serve import RemoteEnv
+from agentsgym_serve.errors import RemoteEnvError
 from serve_helpers import GUESS, TINY, fingerprint, served
 
 pytestmark = pytest.mark.timeout(180)

@@ -13,9 +13,9 @@ from typing import Any
 import httpx
 import pytest
 
-from agentsgym.errors import RemoteEnvError
 from agentsgym_classical import BisectAgent
 from agentsgym_serve import AgentGymEnv, RemoteEnv, RetryPolicy
+from agentsgym_serve.errors import RemoteEnvError
 from agentsgym_serve.logs import JsonFormatter, configure_json_logging
 from serve_helpers import served
 

@@ -30,6 +30,7 @@ __all__ = [
     "OpenEnvConfig",
     "OpenEnvEnv",
     "RemoteEnv",
+    "RemoteEnvError",
     "RetryPolicy",
     "ScriptedPolicy",
     "SessionTable",
@@ -46,6 +47,7 @@ _LAZY = {
     "OpenEnvConfig": "agentsgym_serve.openenv_mapping",
     "OpenEnvEnv": "agentsgym_serve.openenv_env",
     "RemoteEnv": "agentsgym_serve.remote_env",
+    "RemoteEnvError": "agentsgym_serve.errors",
     "RetryPolicy": "agentsgym_serve.retry_policy",
     "SessionTable": "agentsgym_serve.sessions",
     "connect": "agentsgym_serve.client",
@@ -68,6 +70,7 @@ if TYPE_CHECKING:
     from agentsgym_serve.agentgym_env import AgentGymConfig, AgentGymEnv
     from agentsgym_serve.app import create_app
     from agentsgym_serve.client import connect
+    from agentsgym_serve.errors import RemoteEnvError
     from agentsgym_serve.model_server import OpenAICompatServer, ScriptedPolicy
     from agentsgym_serve.openenv_env import OpenEnvEnv
     from agentsgym_serve.openenv_mapping import OpenEnvConfig

@@ -38,8 +38,8 @@ from typing import TYPE_CHECKING, Any
 from pydantic import Field, field_validator
 
 from agentsgym import StepResult, hookimpl, redact_text
-from agentsgym.errors import RemoteEnvError
 from agentsgym_serve.call_failures import RemoteCallError
+from agentsgym_serve.errors import RemoteEnvError
 from agentsgym_serve.remote_client import ConversationConfig, RemoteClientEnv, RemoteEpisodeState
 from agentsgym_serve.retry_policy import Retry, RetryPolicy, client_policy
 from agentsgym_serve.transport import Transport

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from agentsgym.errors import RemoteEnvError
+from agentsgym_serve.errors import RemoteEnvError
 from agentsgym_serve.retry_policy import Retry
 
 NOT_RETRIED = " (not retried: the server may have applied it)"

@@ -10,6 +10,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from agentsgym.errors import AgentsGymError
+
+
+class RemoteEnvError(AgentsGymError):
+    """An env server could not be reached, refused a request, or broke its protocol
+    (docs/serving.md); inside an episode it is recorded as the episode's error."""
+
 
 class ServeError(Exception):
     """An error reply: ``status``, ``code``, ``detail`` and optional extra fields."""

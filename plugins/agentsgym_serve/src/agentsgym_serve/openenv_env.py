@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from agentsgym import Attempts, StepResult, hookimpl, redact_text, retry_async
-from agentsgym.errors import RemoteEnvError
+from agentsgym_serve.errors import RemoteEnvError
 from agentsgym_serve.openenv_mapping import OpenEnvConfig, action_of, observation_messages
 from agentsgym_serve.remote_client import RemoteClientEnv, RemoteEpisodeState
 from agentsgym_serve.retry_policy import RetryPolicy, client_policy

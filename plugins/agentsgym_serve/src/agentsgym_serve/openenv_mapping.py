@@ -30,7 +30,7 @@ from typing import Any
 from pydantic import Field, model_validator
 
 from agentsgym import Messages
-from agentsgym.errors import RemoteEnvError
+from agentsgym_serve.errors import RemoteEnvError
 from agentsgym_serve.remote_client import ConversationConfig
 
 _FENCE = re.compile(r"^\s*```(?:json)?\s*\n(.*?)\n?```\s*$", re.DOTALL)

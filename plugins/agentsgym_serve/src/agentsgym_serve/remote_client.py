@@ -26,7 +26,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator
 
 from agentsgym import EnvConfig, Messages, MultistepEnv, hookimpl
-from agentsgym.errors import RemoteEnvError
+from agentsgym_serve.errors import RemoteEnvError
 from agentsgym_serve.schemas import ChatMessage
 from agentsgym_serve.transport import Transport
 

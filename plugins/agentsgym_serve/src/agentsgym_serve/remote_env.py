@@ -34,8 +34,9 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from pydantic import ConfigDict
 
 from agentsgym import AgentAction, EnvConfig, RewardTerm, StepResult, hookimpl, redact_text
-from agentsgym.errors import EnvConfigError, RemoteEnvError
+from agentsgym.errors import EnvConfigError
 from agentsgym_serve.call_failures import RemoteCallError
+from agentsgym_serve.errors import RemoteEnvError
 from agentsgym_serve.remote_client import RemoteClientEnv, RemoteEpisodeState
 from agentsgym_serve.retry_policy import RETRY_WINDOW_KEY, Retry, RetryPolicy, client_policy
 from agentsgym_serve.schemas import MAX_ERROR_TEXT, PROTOCOL, V1_PREFIX
