@@ -189,11 +189,11 @@ def test_a_plugin_adds_an_executor(site: Path) -> None:
     assert get_registry().executor("recording").distribution == "agentsgym-recexec"
 
 
-def test_run_dataset_passes_the_worker_shortcuts_only_to_executors_that_take_them() -> None:
-    """``num_workers`` and ``ray_address`` of run_dataset are for parallel executors; the
-    local one ignores them, as it always did (scripts sweep settings with one call)."""
+def test_run_dataset_passes_num_workers_only_to_executors_that_take_it() -> None:
+    """``num_workers`` of run_dataset is for parallel executors; the local one ignores it
+    (scripts sweep settings with one call), but refuses it as an explicit option."""
     rows = [{"env_class_path": GUESS, "task_data": {"seed": 1}}]
-    batch = agentsgym.run_dataset(rows, "agentsgym/bisect", 1, num_workers=2, ray_address="auto")
+    batch = agentsgym.run_dataset(rows, "agentsgym/bisect", 1, num_workers=2)
     assert batch.final_rewards == [1.0]
     with pytest.raises(agentsgym.errors.RunSettingsError, match="has no option 'num_workers'"):
         agentsgym.run_dataset(rows, "agentsgym/bisect", executor_options={"num_workers": 2})

@@ -43,7 +43,6 @@ async def arun_dataset(
     skip: Collection[tuple[int, int]] = (),
     executor: str | Executor = "local",
     num_workers: int | None = None,
-    ray_address: str | None = None,
     executor_options: Mapping[str, Any] | None = None,
     allow_remote: bool | Sequence[str] | None = None,
 ) -> TrajectoryBatch:
@@ -61,18 +60,16 @@ async def arun_dataset(
         a run being resumed); their groups hold only the trials played now.
     :param executor: a registered executor's name or an executor object (a remote one
         needs agents given as registered names or :class:`~agentsgym.AgentSpec` recipes).
-    :param executor_options: options for a named executor's factory; ``num_workers`` and
-        ``ray_address`` (the cluster to join) are its ``"num_workers"`` and ``"address"``,
-        passed only to an executor that takes them (``local`` ignores them, as it always
-        did).
+    :param executor_options: options for a named executor's factory (the cluster to
+        join, ...: the executor's docs list them); ``num_workers`` is its
+        ``"num_workers"``, passed only to an executor that takes it (``local`` ignores it).
     :param allow_remote: let rows name env server URLs (``True`` or URL prefixes;
         default from ``AGENTSGYM_ALLOW_REMOTE_ENVS``); see docs/serving.md.
     """
     check_run_settings(num_rollouts, max_concurrency)
     options = dict(executor_options or {})
     if isinstance(executor, str):
-        shortcuts = {"num_workers": num_workers, "address": ray_address}
-        given = {k: v for k, v in shortcuts.items() if v is not None}
+        given = {"num_workers": num_workers} if num_workers is not None else {}
         options.update(options_taken(executor, given))
         executor = make_executor(executor, **options)
     elif options:
