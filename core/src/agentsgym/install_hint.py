@@ -1,8 +1,8 @@
 """What to say when a command, executor, URL scheme, agent or trainer is not installed.
 
 The core knows no plugin by name, so the hint points where the names are: the table of
-distributions at the top of agentsgym's README, and ``agentsgym --version`` (what is
-installed). When the user's load settings kept a plugin out, the hint says so: that
+distributions in agentsgym's README (with each one's folder in a clone), and
+``agentsgym --version`` (what is installed). When the user's load settings kept a plugin out, the hint says so: that
 plugin may be the one that provides the name.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from agentsgym.plugins import LoadSettings
 
-README_TABLE = "the table of distributions at the top of agentsgym's README"
+README_TABLE = "the table of distributions in agentsgym's README (\"The distributions\")"
 
 
 def restricted_loading(settings: LoadSettings | None = None) -> str:
@@ -32,7 +32,8 @@ def not_installed_hint(kind: str) -> str:
     provides it, and the load settings that may hide an installed one."""
     hint = (
         f" {kind.capitalize()}s come from plugin distributions: {README_TABLE} names the "
-        "one that provides each, and `agentsgym --version` lists those installed."
+        "one that provides each and its folder; from a clone, install it with "
+        "`pip install -e ./plugins/FOLDER`. `agentsgym --version` lists those installed."
     )
     limits = restricted_loading()
     if limits:
