@@ -29,9 +29,11 @@ with :func:`agentsgym.make_trainer`.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from abc import ABC, abstractmethod
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -43,6 +45,7 @@ from agentsgym_trl.checkpoints import (
     read_run_state,
     write_run_state,
 )
+from agentsgym_trl.rollout_stream import RolloutStream
 from agentsgym_trl.screening import reward_signal
 
 if TYPE_CHECKING:
@@ -76,6 +79,13 @@ class BatchTrainer(ABC):
     def load_state(self, folder: Path) -> None:
         """Restore what :meth:`save_state` wrote."""
 
+    @contextlib.contextmanager
+    def weight_update(self, version: int) -> Iterator[None]:
+        """Around each ``consume``: a trainer whose policy generates with the weights it
+        trains holds generation off here and sets the policy's version to ``version``
+        (the number of updates made). Default: nothing (no own policy)."""
+        yield
+
     def train(
         self,
         source: RolloutSource,
@@ -87,12 +97,15 @@ class BatchTrainer(ABC):
         save_total_limit: int | None = 2,
         resume_from: str | Path | None = None,
         run_arguments: dict[str, Any] | None = None,
+        max_staleness: int | None = None,
     ) -> TrainResult:
         """Run steps ``1..max_steps`` (from the step after ``resume_from``'s).
 
         Every ``save_steps`` steps a checkpoint is written to
         ``output_dir/checkpoint-N`` (see :mod:`agentsgym_trl.checkpoints`),
-        keeping the newest ``save_total_limit``.
+        keeping the newest ``save_total_limit``. ``max_staleness`` (``None``:
+        synchronous) plays rollouts ahead of the trainer through a
+        :class:`~agentsgym_trl.rollout_stream.RolloutStream` with that bound.
         """
         if max_steps < 1:
             raise TrainerOptionError(f"max_steps must be at least 1, got {max_steps}")
@@ -115,30 +128,91 @@ class BatchTrainer(ABC):
             result.steps = state.step_metrics()
             first = state.step + 1
             logger.info("resuming from %s: steps %d..%d", resume_from, first, max_steps)
-        for step in range(first, max_steps + 1):
-            started = time.perf_counter()
-            batch = source.play(source.next_rows(), player)
-            metrics = dict(self.consume(batch))
-            step_metrics = StepMetrics.of_batch(batch, step)
-            step_metrics.extra.update(
-                reward_signal([e.final_reward for e in g.episodes] for g in batch.groups)
-            )
-            loss = metrics.pop("loss", None)
-            step_metrics.loss = None if loss is None else float(loss)
-            step_metrics.extra.update(metrics)
-            step_metrics.seconds = time.perf_counter() - started
-            result.steps.append(step_metrics)
-            if on_step is not None:
-                on_step(step_metrics)
-            if save_steps and step % save_steps == 0 and self.output_dir is not None:
-                folder = checkpoint_path(self.output_dir, step)
-                self.save_state(folder)
-                write_run_state(
-                    folder, step=step, steps=result.steps, source=source, arguments=run_arguments
+        with self.weight_update(first - 1):
+            pass  # the policy's version: the updates made before this run's first step
+        if max_staleness is None:
+            for step in range(first, max_steps + 1):
+                started = time.perf_counter()
+                batch = source.play(source.next_rows(), player)
+                self._step(
+                    batch,
+                    step,
+                    started,
+                    result,
+                    on_step,
+                    save_steps,
+                    save_total_limit,
+                    run_arguments,
                 )
-                prune_checkpoints(self.output_dir, save_total_limit)
+        else:
+            stream = RolloutStream(
+                source, player, max_staleness=max_staleness, first_step=first, last_step=max_steps
+            )
+            with stream:
+                for step in range(first, max_steps + 1):
+                    started = time.perf_counter()
+                    streamed = stream.take(step)
+                    self._step(
+                        streamed.batch,
+                        step,
+                        started,
+                        result,
+                        on_step,
+                        save_steps,
+                        save_total_limit,
+                        run_arguments,
+                        stream=stream,
+                        extra=streamed.metrics,
+                        source_state=streamed.source_state,
+                    )
         self.finish(result)
         return result
+
+    def _step(
+        self,
+        batch: TrajectoryBatch,
+        step: int,
+        started: float,
+        result: TrainResult,
+        on_step: StepCallback | None,
+        save_steps: int,
+        save_total_limit: int | None,
+        run_arguments: dict[str, Any] | None,
+        *,
+        stream: RolloutStream | None = None,
+        extra: dict[str, float] | None = None,
+        source_state: dict[str, Any] | None = None,
+    ) -> None:
+        """Consume one step's batch, log it, checkpoint it."""
+        source = self.source
+        with self.weight_update(step):
+            metrics = dict(self.consume(batch))
+        if stream is not None:
+            stream.advance(step)
+        step_metrics = StepMetrics.of_batch(batch, step)
+        step_metrics.extra.update(extra or {})
+        step_metrics.extra.update(
+            reward_signal([e.final_reward for e in g.episodes] for g in batch.groups)
+        )
+        loss = metrics.pop("loss", None)
+        step_metrics.loss = None if loss is None else float(loss)
+        step_metrics.extra.update(metrics)
+        step_metrics.seconds = time.perf_counter() - started
+        result.steps.append(step_metrics)
+        if on_step is not None:
+            on_step(step_metrics)
+        if save_steps and step % save_steps == 0 and self.output_dir is not None:
+            folder = checkpoint_path(self.output_dir, step)
+            self.save_state(folder)
+            write_run_state(
+                folder,
+                step=step,
+                steps=result.steps,
+                source=source,
+                arguments=run_arguments,
+                source_state=source_state,
+            )
+            prune_checkpoints(self.output_dir, save_total_limit)
 
 
 def policy_sampling(

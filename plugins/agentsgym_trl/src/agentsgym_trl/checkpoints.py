@@ -79,14 +79,23 @@ def write_run_state(
     steps: list[StepMetrics],
     source: RolloutSource | None,
     arguments: dict[str, Any] | None,
+    source_state: dict[str, Any] | None = None,
 ) -> Path:
-    """Write :data:`RUN_STATE_FILE` into a checkpoint folder (last, atomically)."""
+    """Write :data:`RUN_STATE_FILE` into a checkpoint folder (last, atomically).
+    ``source_state``: the source's state as of this step (a stream that plays ahead has
+    already taken later steps' rows); default: ``source.state_dict()``."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     state = {
         "step": step,
         "steps": [s.to_dict() for s in steps],
-        "source": source.state_dict() if source is not None else {},
+        "source": (
+            source_state
+            if source_state is not None
+            else source.state_dict()
+            if source is not None
+            else {}
+        ),
         "arguments": dict(arguments or {}),
     }
     target = folder / RUN_STATE_FILE

@@ -32,6 +32,7 @@ from agentsgym_trl.train_checkpoints import (
     checkpoint_keywords,
     checkpoint_to_resume,
 )
+from agentsgym_trl.train_async import stream_keywords
 from agentsgym_trl.train_pace import pace_warning
 from agentsgym_trl.train_progress import quiet_progress_bars, train_with_progress
 from agentsgym_trl.train_setup import (
@@ -115,6 +116,15 @@ def train(
     overwrite: bool = typer.Option(
         False, "--overwrite", help="start over in an --output-dir that holds an earlier run"
     ),
+    async_rollouts: bool = typer.Option(
+        False,
+        "--async",
+        help="play rollouts ahead of the trainer, at most --max-staleness versions "
+        "(docs/training.md, asynchronous training)",
+    ),
+    max_staleness: int = typer.Option(
+        1, "--max-staleness", min=0, help="with --async: how many updates old a token may be"
+    ),
 ) -> None:
     """Train on ENV_ID: play rollouts, compute the loss, step the optimizer.
 
@@ -151,6 +161,9 @@ def train(
     )
     adapter = get_registry().trainer(trainer).build(**options)
     checkpointing = checkpoint_keywords(adapter, trainer, save_steps, save_total_limit, resume_from)
+    streaming = stream_keywords(
+        adapter, trainer, enabled=async_rollouts, max_staleness=max_staleness
+    )
     arguments = run_arguments(
         {
             "env_id": env_id,
@@ -205,7 +218,7 @@ def train(
         max_steps=max_steps,
         episodes_per_step=source.tasks_per_step * num_rollouts * env.config.episodes_per_trial,
         player=playing,
-        checkpointing=checkpointing,
+        checkpointing={**checkpointing, **streaming},
         after_first_step=lambda metrics: _warn_if_slow(
             metrics, max_steps, max_new_tokens, env.config.max_steps_per_episode
         ),

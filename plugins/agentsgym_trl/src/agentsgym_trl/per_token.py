@@ -37,9 +37,11 @@ reward, KL, entropy and clip fraction that tell how a run goes.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import logging
 import random
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, get_args
 
@@ -198,6 +200,13 @@ class PerTokenGRPOTrainer(BatchTrainer):
 
             self._agent = TransformersAgent(self.model, tokenizer=self.tokenizer, **self.sampling)
         return self._agent
+
+    @contextlib.contextmanager
+    def weight_update(self, version: int) -> Iterator[None]:
+        """The policy agent generates no batch while the weights change; its replies
+        then carry ``version``."""
+        with self.policy().updating_weights(version):
+            yield
 
     def train(
         self,

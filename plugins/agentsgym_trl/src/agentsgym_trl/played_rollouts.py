@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -44,6 +45,7 @@ class RecordingSource(RolloutSource):
         self.record_to = record_to
         record_to.parent.mkdir(parents=True, exist_ok=True)
         self._groups = _next_group(record_to) if append else 0
+        self._append_lock = threading.Lock()  # a rollout stream plays batches in threads
         if not append:
             record_to.write_text("")
 
@@ -59,7 +61,7 @@ class RecordingSource(RolloutSource):
 
     def _append(self, batch: TrajectoryBatch) -> None:
         records = batch.to_records()
-        with self.record_to.open("a", encoding="utf-8") as handle:
+        with self._append_lock, self.record_to.open("a", encoding="utf-8") as handle:
             for record in records:
                 record["group_index"] = self._groups + record["group_index"]
                 handle.write(json.dumps(record) + "\n")
