@@ -87,3 +87,13 @@ class SecretEnv(GuessTheNumberEnv):
     should not: the server must not hand them out anyway)."""
 
     config_class = JudgedConfig
+
+
+class ExplodingEnv(GuessTheNumberEnv):
+    """GuessTheNumber whose step_episode raises on a reply that says ``boom``."""
+
+    @hookimpl
+    def step_episode(self, state: GuessState, action: str) -> StepResult:
+        if "boom" in action:
+            raise RuntimeError("the env exploded")
+        return super().step_episode(state, action)

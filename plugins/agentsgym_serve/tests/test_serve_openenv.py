@@ -138,9 +138,8 @@ def test_bad_messages_get_errors_that_say_what_to_do() -> None:
                 for message in (
                     "{not json",
                     json.dumps({"type": "jump"}),
-                    json.dumps({"type": "step", "data": {"message": "[50]"}}),  # no reset yet
                     json.dumps({"type": "reset", "data": {"data_idx": 10**6}}),
-                    json.dumps({"type": "reset", "data": {"level": 3}}),
+                    json.dumps({"type": "reset", "data": {"data_idx": "3"}}),
                     json.dumps({"type": "reset", "data": {"data_idx": 0}}),
                     json.dumps({"type": "step", "data": {"text": "[50]"}}),
                     json.dumps({"type": "step", "data": {"message": "[50]"}}),
@@ -155,18 +154,16 @@ def test_bad_messages_get_errors_that_say_what_to_do() -> None:
         "INVALID_JSON",
         "UNKNOWN_TYPE",
         "EXECUTION_ERROR",
-        "EXECUTION_ERROR",
         "VALIDATION_ERROR",
         "observation",
         "VALIDATION_ERROR",
         "observation",
     ]
     messages = [r["data"].get("message", "") for r in replies]
-    assert "reset, step, state and close" in messages[1]
-    assert "reset it first" in messages[2]
-    assert "past the end" in messages[3]
-    assert "seed, episode_id, task_data and data_idx" in messages[4]
-    assert '{"message": str' in messages[6]
+    assert "reset, step, state, close and mcp" in messages[1]
+    assert "past the end" in messages[2]
+    assert "seed, episode_id, task_data and data_idx" in messages[3]  # a known key, mistyped
+    assert '{"message": str' in messages[5]
 
 
 def test_many_sessions_at_once_a_cap_and_idle_expiry() -> None:

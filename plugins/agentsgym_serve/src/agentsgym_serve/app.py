@@ -51,7 +51,8 @@ An agentsgym env server. AgentGym's protocol (`/create`, `/reset`, `/step`,
 `/observation`, `/close`) for AgentGym's clients, and agentsgym's own `/agentsgym/v1`
 endpoints (full task_data, chat messages, reward terms, retry-safe counters) for
 `agentsgym.RemoteEnv`, and OpenEnv's protocol (`/ws` sessions; stateless `/reset`,
-`/step`; `/state`, `/schema`, `/metadata`, `/health`) for OpenEnv's clients. See
+`/step`; `/state`, `/schema`, `/metadata`, `/health`; `/mcp` for a tool env's tools)
+for OpenEnv's clients. See
 docs/serving.md in the agentsgym repository.
 """
 
@@ -77,6 +78,7 @@ def create_app(
     plugins: Sequence[object] = (),
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     openenv: bool | None = None,
+    observation: str = "agentsgym",
 ) -> FastAPI:
     """The server of one env (see the module docstring).
 
@@ -94,7 +96,13 @@ def create_app(
     :param openenv: serve OpenEnv's protocol too (``/ws``, ``/reset``, ``/step``,
         ``/state``, ``/schema``, ``/metadata``); ``None``: when openenv-core is
         installed (``agentsgym-serve[openenv]``), ``True`` requires it.
+    :param observation: the shape of OpenEnv's observations: ``"agentsgym"`` (chat
+        messages, reward terms) or ``"textarena"`` (the shape of OpenEnv's text envs:
+        a cumulative transcript in ``messages[0].content``, which TRL's OpenEnv
+        examples read); see :mod:`agentsgym_serve.openenv_models`.
     """
+    if observation not in ("agentsgym", "textarena"):
+        raise ValueError(f"observation must be agentsgym or textarena, got {observation!r}")
     if agentgym_split not in ("train", "eval"):
         raise ValueError(f"agentgym_split must be train or eval, got {agentgym_split!r}")
     if max_body_bytes < 1:
@@ -170,9 +178,11 @@ def create_app(
     if openenv_router is None:
         app.include_router(agentgym_reset_step_router)
     else:
+        from agentsgym_serve.openenv_mcp import McpService
         from agentsgym_serve.openenv_service import OpenEnvService
 
-        app.state.openenv = OpenEnvService(service)
+        app.state.openenv = OpenEnvService(service, observation=observation)
+        app.state.mcp = McpService(app.state.openenv)
         app.include_router(openenv_router)
 
     @app.get("/", include_in_schema=False)

@@ -58,6 +58,13 @@ def serve_command(
         metavar="BYTES",
         help="the largest request body taken (1 MiB); a larger one is answered 413",
     ),
+    observation: str = typer.Option(
+        "agentsgym",
+        "--observation",
+        help="the shape of OpenEnv's observations: agentsgym (chat messages, reward terms) "
+        "or textarena (OpenEnv's text envs': a transcript in messages[0].content and a "
+        "prompt, as TRL's OpenEnv examples read)",
+    ),
     allow_class_paths: bool = typer.Option(
         False, "--allow-class-paths", help="let ENV_ID be a module:Class path (imports code)"
     ),
@@ -70,6 +77,8 @@ def serve_command(
     openenv-core installed, OpenEnv's (/ws)."""
     if split not in ("train", "eval"):
         raise typer.BadParameter("--split must be train or eval")
+    if observation not in ("agentsgym", "textarena"):
+        raise typer.BadParameter("--observation must be agentsgym or textarena")
     if log_level.lower() not in LOG_LEVELS:
         raise typer.BadParameter(f"--log-level must be one of {', '.join(LOG_LEVELS)}")
     from agentsgym_serve.app import create_app
@@ -88,6 +97,7 @@ def serve_command(
         agentgym_split=split,
         threads=threads,
         max_body_bytes=max_body_bytes,
+        observation=observation,
     )
     try:
         sock = bind_socket(host, port)

@@ -14,29 +14,52 @@ hooks, checks and ``finish_episode`` bookkeeping.
 * else ``seed``: row ``seed % n`` of the split (a reproducible pick);
 * else the split's next row, cycling (a server-wide counter).
 
-``episode_id`` names the episode for the env's hooks (their ``session_id``). Any
-other key is refused, naming the keys a reset takes. The HTTP ``/reset`` and
-``/step`` are stateless, as in openenv-core: each plays a fresh episode (``/step``
-applies one action to the first prompt of the task its extra fields select) and
-closes it; episodes of several steps go over ``/ws``.
+``episode_id`` names the episode for the env's hooks (their ``session_id``). Other
+keys are dropped, as openenv-core drops the reset kwargs its env does not take (a key
+this server knows, of the wrong type, is refused). The HTTP ``/reset`` and ``/step``
+are stateless, as in openenv-core: each plays a fresh episode (``/step`` applies one
+action to the first prompt of the task its extra fields select) and closes it;
+episodes of several steps go over ``/ws``.
+
+**Steps outside an episode**, answered as openenv-core's server answers them (it hands
+every step to an env that is ready to play from the start, and keeps answering after
+the end):
+
+* a step before the session's first reset starts an episode as a reset without data
+  would (the split's next task), then applies the action;
+* a step after the episode ended applies nothing and is answered with the ended
+  episode's observation: ``done`` true, reward 0, no messages, and ``metadata.ignored``
+  saying why. A step after the episode *failed* (an env hook raised) is an
+  ``EXECUTION_ERROR``, as openenv-core answers an env that raises.
+
+**Observation shapes** (``--observation``): ``agentsgym`` (:class:`AgentsgymObservation`,
+chat messages and reward terms) or ``textarena`` (:class:`TextArenaObservation`, the
+shape of OpenEnv's text envs, which TRL's OpenEnv examples read).
 """
 
 from __future__ import annotations
 
 import itertools
+import logging
 from typing import Annotated, Any
 
 import annotated_types
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
-from agentsgym.types import AgentAction
-from agentsgym_serve.errors import NoTask, SessionClosed
-from agentsgym_serve.openenv_models import AgentsgymAction
+from agentsgym.engine import TurnOutcome
+from agentsgym.types import AgentAction, Messages
+from agentsgym_serve.errors import NoTask, SessionClosed, SessionFailed
+from agentsgym_serve.host import observation_text
+from agentsgym_serve.openenv_models import OBSERVATION_SHAPES, AgentsgymAction
 from agentsgym_serve.schemas import integral_float_to_int
 from agentsgym_serve.service import EnvService, log_event
 from agentsgym_serve.sessions import Session
 
+logger = logging.getLogger("agentsgym_serve")
+
 RESET_KEYS = ("seed", "episode_id", "task_data", "data_idx")
+GAME = -1
+"""TextArena's sender id of the game (the env), in the ``textarena`` shape."""
 
 
 NonNegativeInt = Annotated[int, annotated_types.Ge(0), BeforeValidator(integral_float_to_int)]
@@ -45,8 +68,9 @@ NonNegativeInt = Annotated[int, annotated_types.Ge(0), BeforeValidator(integral_
 class OpenEnvReset(BaseModel):
     """The ``data`` of an OpenEnv reset on an agentsgym server (see the module docstring)."""
 
-    # Unknown keys and lax types are refused: `{"data_idx": "3"}` is a mistake, said so.
-    model_config = ConfigDict(extra="forbid", strict=True)
+    # Unknown keys are dropped, as openenv-core drops them; a known key of a lax type is
+    # refused: `{"data_idx": "3"}` is a mistake, said so.
+    model_config = ConfigDict(extra="ignore", strict=True)
 
     seed: NonNegativeInt | None = Field(None, description="picks row seed % n of the split")
     episode_id: str | None = Field(
@@ -54,6 +78,18 @@ class OpenEnvReset(BaseModel):
     )
     task_data: dict[str, Any] | None = Field(None, description="the task itself")
     data_idx: NonNegativeInt | None = Field(None, description="the row of the served split")
+
+    @classmethod
+    def read(cls, data: dict[str, Any]) -> OpenEnvReset:
+        """The reset's parameters; the keys dropped are logged (at debug)."""
+        params = cls.model_validate(data)
+        dropped = sorted(set(data) - set(cls.model_fields))
+        if dropped:
+            logger.debug(
+                "reset keys dropped",
+                extra={"fields": {"event": "reset_keys_dropped", "keys": dropped[:20]}},
+            )
+        return params
 
 
 class OpenEnvStep(OpenEnvReset):
@@ -64,11 +100,29 @@ class OpenEnvStep(OpenEnvReset):
     request_id: str | None = Field(None, max_length=255, description="accepted; unused")
 
 
-class OpenEnvService:
-    """OpenEnv's operations over an :class:`EnvService` (see the module docstring)."""
+def as_action(action: AgentsgymAction) -> AgentAction:
+    """An OpenEnv action as the reply the episode takes."""
+    return AgentAction(
+        text=action.message,
+        token_ids=action.token_ids,
+        truncated=action.truncated,
+        tool_calls=action.tool_calls,
+    )
 
-    def __init__(self, service: EnvService) -> None:
+
+class OpenEnvService:
+    """OpenEnv's operations over an :class:`EnvService` (see the module docstring).
+
+    :param observation: the observation shape sent, one of :data:`OBSERVATION_SHAPES`.
+    """
+
+    def __init__(self, service: EnvService, *, observation: str = "agentsgym") -> None:
+        if observation not in OBSERVATION_SHAPES:
+            raise ValueError(
+                f"observation must be one of {', '.join(OBSERVATION_SHAPES)}, got {observation!r}"
+            )
         self.service = service
+        self.observation = observation
         self._next_row = itertools.count()
 
     @property
@@ -116,63 +170,123 @@ class OpenEnvService:
             return tasks[params.seed % len(tasks)]
         return tasks[next(self._next_row) % len(tasks)]
 
+    # ------------------------------------------------------------------ episodes
     async def reset(self, session: Session, params: OpenEnvReset) -> dict[str, Any]:
         """Start the next episode; the payload of OpenEnv's observation reply."""
+        async with self.service._use(session):
+            reply = await self._start(session, params)
+        return self._payload(session, reply["messages"], reward=0.0, done=False)
+
+    async def _start(self, session: Session, params: OpenEnvReset) -> dict[str, Any]:
+        """The next episode (under the session's lock); the service's reset reply."""
         service = self.service
-        async with service._use(session):
-            task = await self._task(session, params)
-            if not session.finished:
-                await service._end_episode(
-                    session, truncated=False, error="reset before the episode ended", quiet=True
-                )
-            episode = session.episode + 1
-            hook_session = params.episode_id or f"openenv-{session.id}-{episode}"
-            reply = await service._start_episode(session, episode, task, hook_session)
-        observation = {
-            "messages": reply["messages"],
-            "text": reply["observation"],
-            "step_reward": 0.0,
-            "reward_terms": {},
-            "finish_terms": {},
-            "truncated": False,
-            "info": {},
-            "episode": episode,
-            "step": 0,
-        }
-        return {"observation": observation, "reward": 0.0, "done": False}
+        task = await self._task(session, params)
+        if not session.finished:
+            await service._end_episode(
+                session, truncated=False, error="reset before the episode ended", quiet=True
+            )
+        episode = session.episode + 1
+        hook_session = params.episode_id or f"openenv-{session.id}-{episode}"
+        reply = await service._start_episode(session, episode, task, hook_session)
+        session.transcript = session.prompt
+        return reply
+
+    async def in_episode(self, session: Session) -> bool:
+        """Make sure the session plays an episode it can step (under its lock): the first
+        one is started as a reset without data would; False: the episode is over."""
+        if session.failed is not None:
+            raise SessionFailed(
+                f"episode {session.episode} of session {session.id} failed: {session.failed}; "
+                "reset to start a new one"
+            )
+        if session.play is None:
+            await self._start(session, OpenEnvReset())
+        return not session.play.over  # type: ignore[union-attr]
 
     async def step(self, session: Session, action: AgentsgymAction) -> dict[str, Any]:
         """Apply one action; the payload of OpenEnv's observation reply."""
+        async with self.service._use(session):
+            if not await self.in_episode(session):
+                return self.over(session)
+            payload, _ = await self.turn(session, as_action(action))
+        return payload
+
+    async def turn(
+        self, session: Session, reply: AgentAction
+    ) -> tuple[dict[str, Any], TurnOutcome]:
+        """One action on the session's episode (under its lock, in an episode that is not
+        over); the observation payload, and the outcome."""
         service = self.service
-        async with service._use(session):
-            service._check_can_step(session)
-            reply = AgentAction(
-                text=action.message,
-                token_ids=action.token_ids,
-                truncated=action.truncated,
-                tool_calls=action.tool_calls,
-            )
-            outcome = await service._apply_step(session, reply)
-            over = outcome.done or outcome.truncated
-            finish: dict[str, float] = {}
-            if over:
-                finish = await service._end_episode(
-                    session, truncated=outcome.truncated, error=None
-                )
-            reward = outcome.reward + sum(outcome.terms.values()) + sum(finish.values())
-            session.score += reward
+        outcome = await service._apply_step(session, reply)
+        over = outcome.done or outcome.truncated
+        finish: dict[str, float] = {}
+        if over:
+            finish = await service._end_episode(session, truncated=outcome.truncated, error=None)
+        reward = outcome.reward + sum(outcome.terms.values()) + sum(finish.values())
+        session.score += reward
+        if session.observation:
+            session.transcript += "\n\n" + session.observation
+        payload = self._payload(
+            session,
+            [dict(m) for m in outcome.messages],
+            reward=reward,
+            done=over,
+            step_reward=outcome.reward,
+            terms=outcome.terms,
+            finish=finish,
+            info=outcome.info,
+        )
+        return payload, outcome
+
+    def over(self, session: Session) -> dict[str, Any]:
+        """The reply to a step after the episode ended: nothing is applied."""
+        ignored = (
+            f"episode {session.episode} of this session is over (at step {session.step}); "
+            "this action was not applied: reset to start a new one"
+        )
+        return self._payload(session, [], reward=0.0, done=True, ignored=ignored)
+
+    def _payload(
+        self,
+        session: Session,
+        messages: Messages,
+        *,
+        reward: float,
+        done: bool,
+        step_reward: float = 0.0,
+        terms: dict[str, float] | None = None,
+        finish: dict[str, float] | None = None,
+        info: dict[str, Any] | None = None,
+        ignored: str | None = None,
+    ) -> dict[str, Any]:
+        """The ``{"observation", "reward", "done"}`` of a reply, in the server's shape."""
+        fields = {
+            "messages": messages,
+            "text": observation_text(messages),
+            "prompt": session.prompt,
+            "step_reward": step_reward,
+            "reward_terms": terms or {},
+            "finish_terms": finish or {},
+            "truncated": session.truncated,
+            "info": info or {},
+            "episode": session.episode,
+            "step": session.step,
+        }
+        extra = {"metadata": {"ignored": ignored}} if ignored else {}
+        if self.observation == "textarena":
             observation = {
-                "messages": [dict(m) for m in outcome.messages],
-                "text": session.observation,
-                "step_reward": outcome.reward,
-                "reward_terms": outcome.terms,
-                "finish_terms": finish,
-                "truncated": outcome.truncated,
-                "info": outcome.info,
-                "episode": session.episode,
-                "step": session.step,
+                "prompt": fields.pop("prompt"),
+                "messages": [
+                    {"sender_id": GAME, "content": session.transcript, "category": "MESSAGE"}
+                ],
+                "current_player_id": 0,
+                "legal_players": [0],
+                "info": fields.pop("info"),
+                "metadata": {"env_id": self.env_id, **fields, **extra.get("metadata", {})},
             }
-        return {"observation": observation, "reward": reward, "done": over}
+        else:
+            observation = {**fields, **extra}
+        return {"observation": observation, "reward": reward, "done": done}
 
     def state(self, session: Session | None) -> dict[str, Any]:
         """OpenEnv's state of the session's episode (of a fresh env, without a session)."""

@@ -11,6 +11,8 @@
 * ``POST /reset``, ``POST /step``: stateless, a fresh episode each. They share their
   paths with AgentGym's calls; a body with an ``id`` is AgentGym's.
 * ``GET /state``, ``/schema``, ``/metadata`` (``/health`` is the app's).
+* ``POST /mcp`` and the ``/ws`` message ``{"type": "mcp", "data": <JSON-RPC>}``:
+  OpenEnv's MCP endpoints, for a tool env's tools (:mod:`agentsgym_serve.openenv_mcp`).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from fastapi import APIRouter, Request, WebSocket
+from openenv.core.env_server.mcp_types import JsonRpcErrorCode, WSMCPMessage
 from openenv.core.env_server.serialization import deserialize_action
 from openenv.core.env_server.types import (
     EnvironmentMetadata,
@@ -40,7 +43,13 @@ from starlette.responses import Response
 from starlette.websockets import WebSocketState
 
 from agentsgym_serve.errors import ServeError, ServerFull
-from agentsgym_serve.openenv_models import AgentsgymAction, AgentsgymObservation, AgentsgymState
+from agentsgym_serve.openenv_mcp import McpService, rpc_error
+from agentsgym_serve.openenv_models import (
+    AgentsgymAction,
+    AgentsgymObservation,
+    AgentsgymState,
+    TextArenaObservation,
+)
 from agentsgym_serve.openenv_service import OpenEnvReset, OpenEnvService, OpenEnvStep
 from agentsgym_serve.responses import SafeJSONResponse, dump_json
 from agentsgym_serve.schemas import (
@@ -56,14 +65,16 @@ logger = logging.getLogger("agentsgym_serve")
 
 TAG = "OpenEnv protocol"
 router = APIRouter(tags=[TAG])
-MESSAGE_TYPES = "reset, step, state and close"
+MESSAGE_TYPES = "reset, step, state, close and mcp"
 CLOSE_GOING_AWAY = 1001
 HINTS = {
     "step": 'a step\'s data is an action: {"message": str, "token_ids"?: [int], '
     '"truncated"?: bool, "tool_calls"?: [{"id", "type": "function", "function": {"name", '
     '"arguments"}}]}',
     "reset": "a reset's data takes seed, episode_id, task_data and data_idx (all optional)",
-    "": 'a message is {"type": "reset"|"step"|"state"|"close", "data": {...}}',
+    "mcp": 'an mcp message\'s data is a JSON-RPC 2.0 request {"jsonrpc": "2.0", "method", '
+    '"params"?, "id"?}',
+    "": 'a message is {"type": "reset"|"step"|"state"|"close"|"mcp", "data": {...}}',
 }
 CLOSE_TRY_AGAIN_LATER = 1013
 FIRST_MESSAGE_WAIT_SECONDS = 10.0
@@ -71,6 +82,10 @@ FIRST_MESSAGE_WAIT_SECONDS = 10.0
 
 def _openenv(request: Request | WebSocket) -> OpenEnvService:
     return request.app.state.openenv  # type: ignore[no-any-return]
+
+
+def _mcp(request: Request | WebSocket) -> McpService:
+    return request.app.state.mcp  # type: ignore[no-any-return]
 
 
 def _service(request: Request) -> EnvService:
@@ -146,7 +161,7 @@ async def reset(request: Request) -> Response:
     return await _by_protocol(
         request,
         lambda body: _service(request).agentgym_reset(AgentGymReset.model_validate(body)),
-        lambda body: _openenv(request).stateless(OpenEnvReset.model_validate(body)),
+        lambda body: _openenv(request).stateless(OpenEnvReset.read(body)),
     )
 
 
@@ -158,10 +173,10 @@ async def reset(request: Request) -> Response:
 )
 async def step(request: Request) -> Response:
     def openenv_step(body: dict[str, Any]) -> Awaitable[Any]:
-        params = OpenEnvStep.model_validate(body)
+        params = OpenEnvStep.read(body)
         action = deserialize_action(params.action, AgentsgymAction)
         fields = set(OpenEnvReset.model_fields)
-        task = OpenEnvReset.model_validate(params.model_dump(include=fields))
+        task = OpenEnvReset.read(params.model_dump(include=fields))
         return _openenv(request).stateless(task, action)
 
     return await _by_protocol(
@@ -198,11 +213,13 @@ async def state(request: Request) -> Response:
 @router.get(
     "/schema", response_model=SchemaResponse, summary="Action, observation and state schemas"
 )
-async def schema() -> Response:
+async def schema(request: Request) -> Response:
+    textarena = _openenv(request).observation == "textarena"
+    observation = TextArenaObservation if textarena else AgentsgymObservation
     return SafeJSONResponse(
         {
             "action": AgentsgymAction.model_json_schema(),
-            "observation": AgentsgymObservation.model_json_schema(),
+            "observation": observation.model_json_schema(),
             "state": AgentsgymState.model_json_schema(),
         }
     )
@@ -223,12 +240,40 @@ async def metadata(request: Request) -> Response:
     )
 
 
+@router.post(
+    "/mcp",
+    summary="MCP (JSON-RPC 2.0): tools/list, tools/call, openenv/session/create and close",
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "description": "a JSON-RPC 2.0 request {jsonrpc, method, params?, id?}; any "
+            "other body is answered with a JSON-RPC error (status 200), as openenv-core does",
+            # any JSON: nothing is refused with a 4xx
+            "content": {"application/json": {"schema": {}}},
+        }
+    },
+    responses={200: {"content": {"application/json": {"schema": {"type": "object"}}}}},
+)
+async def mcp(request: Request) -> Response:
+    """OpenEnv's MCP endpoint: a JSON-RPC response, always with status 200 (errors are
+    JSON-RPC errors), as openenv-core answers."""
+    try:
+        body = json.loads(await request.body())
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
+        return SafeJSONResponse(
+            rpc_error(JsonRpcErrorCode.PARSE_ERROR, f"Parse error: {_json_problem(exc)}")
+        )
+    return SafeJSONResponse(await _mcp(request).rpc(body))
+
+
 # ---------------------------------------------------------------------- WebSocket
 def _error(message: str, code: WSErrorCode, **extra: Any) -> dict[str, Any]:
     return {"type": "error", "data": {"message": message, "code": code.value, **extra}}
 
 
-async def _answer(openenv: OpenEnvService, session: Session, text: str) -> dict[str, Any] | None:
+async def _answer(
+    openenv: OpenEnvService, mcp: McpService, session: Session, text: str
+) -> dict[str, Any] | None:
     """The reply to one message (None: the client closes the session)."""
     try:
         message = json.loads(text)
@@ -247,12 +292,17 @@ async def _answer(openenv: OpenEnvService, session: Session, text: str) -> dict[
     try:
         if kind == "step":
             data = WSStepMessage.model_validate(message).data
+            if mcp.is_mcp_action(data):  # MCPToolClient's list_tools / call_tool
+                return {"type": "observation", "data": await mcp.step(session, data)}
             payload = await openenv.step(session, deserialize_action(data, AgentsgymAction))
             return {"type": "observation", "data": payload}
         if kind == "reset":
             data = WSResetMessage.model_validate(message).data
-            payload = await openenv.reset(session, OpenEnvReset.model_validate(data))
+            payload = await openenv.reset(session, OpenEnvReset.read(data))
             return {"type": "observation", "data": payload}
+        if kind == "mcp":
+            data = WSMCPMessage.model_validate(message).data
+            return {"type": "mcp", "data": await mcp.rpc(data, session)}
         if kind == "state":
             WSStateMessage.model_validate(message)
             return {"type": "state", "data": openenv.state(session)}
@@ -319,7 +369,7 @@ async def ws(websocket: WebSocket) -> None:
                     text = (message.get("bytes") or b"").decode("utf-8")
                 except UnicodeDecodeError:
                     text = ""
-            reply = await _answer(openenv, session, text)
+            reply = await _answer(openenv, _mcp(websocket), session, text)
             if reply is None:
                 ending = "closed by the client"
                 break

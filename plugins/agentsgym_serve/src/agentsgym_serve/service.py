@@ -103,7 +103,7 @@ class EnvService:
         play = self.host.episode(session.hosted, hook_session, task_data)
         session.episode, session.session_id, session.play = episode, hook_session, play
         session.failed = None
-        session.observation = ""
+        session.observation = session.prompt = session.transcript = ""
         session.score = 0.0
         session.last_step = session.last_finish = None
         try:
@@ -113,7 +113,7 @@ class EnvService:
             session.failed = failure.detail
             await self._end_episode(session, error=failure.detail, quiet=True)
             raise failure from None
-        session.observation = observation_text(messages)
+        session.observation = session.prompt = observation_text(messages)
         reply = {
             "id": session.id,
             "episode": episode,

@@ -101,6 +101,8 @@ class Session:
     session_id: str = ""
     failed: str | None = None
     observation: str = ""
+    prompt: str = ""  # the episode's first prompt, as text
+    transcript: str = ""  # the episode's env text so far (OpenEnv's textarena shape)
     score: float = 0.0  # the episode's rewards so far (AgentGym's `score`)
     # the last reply of each kind, for retries: (episode, step, action, reply)
     last_reset: tuple[int, dict[str, Any]] | None = None
