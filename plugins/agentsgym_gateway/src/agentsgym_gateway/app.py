@@ -1,0 +1,197 @@
+"""The gateway's HTTP application: OpenAI's routes, per session, recorded.
+
+Routes, each also under a path prefix ``/s/<key>`` for programs that cannot set a key:
+``GET /v1/models``, ``POST /v1/chat/completions``, ``POST /v1/completions`` and
+``POST /v1/responses`` (:mod:`agentsgym_gateway.responses_api`). Every call needs a
+session's key; the answer is the backend's (see :mod:`agentsgym_gateway.wire`).
+"""
+
+# No `from __future__ import annotations`: FastAPI reads the handlers' annotations.
+import json
+import logging
+from typing import Any
+
+from agentsgym_gateway.backend import Backend, BackendAnswer
+from agentsgym_gateway.limits import BodyTooLarge, read_bounded
+from agentsgym_gateway.records import CallRecord
+from agentsgym_gateway.responses_api import UNSUPPORTED, to_chat_body, to_response
+from agentsgym_gateway.sessions import GatewaySession, SessionStore
+from agentsgym_gateway.streaming import chat_events, completion_events
+from agentsgym_gateway.tool_parsing import with_parsed_calls
+from agentsgym_gateway.wire import BackendRequest, dumps, prepare, program_view, record_of
+
+logger = logging.getLogger(__name__)
+
+ERROR_TEXT_CHARS = 2000
+"""How much of a backend's error body a failed call's record keeps."""
+
+
+def _error(status: int, message: str, kind: str, code: str | None = None) -> Any:
+    from fastapi.responses import JSONResponse
+
+    body = {"error": {"message": message, "type": kind, "param": None, "code": code}}
+    return JSONResponse(body, status_code=status)
+
+
+def _bearer(request: Any) -> str | None:
+    header = request.headers.get("authorization") or ""
+    scheme, _, token = header.partition(" ")
+    return token.strip() if scheme.lower() == "bearer" and token.strip() else None
+
+
+class GatewayApp:
+    """Builds the FastAPI app over a session store and a backend."""
+
+    def __init__(
+        self,
+        store: SessionStore,
+        backend: Backend,
+        max_body_bytes: int,
+        tool_parser: str | None = None,
+    ) -> None:
+        self.store = store
+        self.backend = backend
+        self.max_body_bytes = max_body_bytes
+        self.tool_parser = tool_parser
+        self.backend_token_ids = True
+        """Whether the backend takes ``return_token_ids``; turned off (and the calls
+        recorded ``retokenized``) the first time it refuses the field."""
+
+    def session_of(self, request: Any, key: str | None) -> GatewaySession | None:
+        return self.store.find(key if key is not None else _bearer(request))
+
+    def build(self) -> Any:
+        from contextlib import asynccontextmanager
+
+        from fastapi import FastAPI, Request
+
+        @asynccontextmanager
+        async def lifespan(app: Any) -> Any:
+            yield
+            await self.backend.aclose()
+
+        app = FastAPI(title="agentsgym model gateway", lifespan=lifespan)
+
+        async def models(request: Request, key: str | None = None) -> Any:
+            if self.session_of(request, key) is None:
+                return self._unauthorised()
+            return self._passthrough(await self.backend.get("/models"))
+
+        async def chat(request: Request, key: str | None = None) -> Any:
+            return await self.forward(request, key, "chat")
+
+        async def completions(request: Request, key: str | None = None) -> Any:
+            return await self.forward(request, key, "completions")
+
+        async def responses(request: Request, key: str | None = None) -> Any:
+            return await self.respond(request, key)
+
+        for prefix in ("", "/s/{key}"):
+            app.get(prefix + "/v1/models")(models)
+            app.post(prefix + "/v1/chat/completions")(chat)
+            app.post(prefix + "/v1/completions")(completions)
+            app.post(prefix + "/v1/responses")(responses)
+        return app
+
+    @staticmethod
+    def _unauthorised() -> Any:
+        return _error(
+            401,
+            "no open gateway session has this key: use the OPENAI_API_KEY (or base URL) "
+            "the gateway gave this program",
+            "invalid_request_error",
+            "invalid_api_key",
+        )
+
+    @staticmethod
+    def _passthrough(answer: BackendAnswer) -> Any:
+        from fastapi.responses import Response
+
+        return Response(answer.content, answer.status, media_type=answer.media_type)
+
+    async def read_json(self, request: Any) -> dict[str, Any] | Any:
+        """The request body as a JSON object, or the error response to send instead."""
+        try:
+            raw = await read_bounded(request, self.max_body_bytes)
+        except BodyTooLarge as exc:
+            return _error(413, str(exc), "invalid_request_error")
+        try:
+            body = json.loads(raw)
+        except ValueError as exc:
+            return _error(400, f"the request body is not JSON ({exc})", "invalid_request_error")
+        if not isinstance(body, dict):
+            return _error(400, "the request body must be a JSON object", "invalid_request_error")
+        return body
+
+    async def call_backend(
+        self, session: GatewaySession, kind: str, body: dict[str, Any]
+    ) -> tuple[BackendRequest, BackendAnswer, CallRecord]:
+        """One recorded backend call (``kind``: chat or completions)."""
+        path = "/chat/completions" if kind == "chat" else "/completions"
+        prepared = prepare(kind, body, token_ids=self.backend_token_ids)
+        try:
+            answer = await self.backend.post(path, dumps(prepared.body))
+            if answer.status == 400 and b"return_token_ids" in answer.content:
+                self.backend_token_ids = False
+                logger.warning("the backend refuses return_token_ids: calls are retokenized")
+                prepared = prepare(kind, body, token_ids=False)
+                answer = await self.backend.post(path, dumps(prepared.body))
+        except Exception as exc:  # noqa: BLE001 - answered as a 502 and recorded
+            logger.warning("the backend could not be reached: %s", type(exc).__name__)
+            message = f"the gateway could not reach its backend: {type(exc).__name__}"
+            answer = BackendAnswer(502, dumps({"error": {"message": message}}), "application/json")
+        if answer.status != 200:
+            record = CallRecord(index=-1, endpoint="chat" if kind == "chat" else "completions")
+            record.status = answer.status
+            record.error = answer.content[:ERROR_TEXT_CHARS].decode("utf-8", "replace")
+        else:
+            response = answer.json()
+            record = record_of(kind, body, response)
+            parse = kind == "chat" and self.tool_parser and body.get("tools")
+            if parse and with_parsed_calls(response):  # what vLLM's parser would have sent
+                answer = BackendAnswer(200, dumps(response), answer.media_type)
+                record.tool_calls = response["choices"][0]["message"]["tool_calls"]
+        session.add(record)
+        return prepared, answer, record
+
+    async def forward(self, request: Any, key: str | None, kind: str) -> Any:
+        from fastapi.responses import Response, StreamingResponse
+
+        session = self.session_of(request, key)
+        if session is None:
+            return self._unauthorised()
+        body = await self.read_json(request)
+        if not isinstance(body, dict):
+            return body
+        prepared, answer, _ = await self.call_backend(session, kind, body)
+        if answer.status != 200:
+            return self._passthrough(answer)
+        if not prepared.added and not prepared.stream:
+            return self._passthrough(answer)  # the backend's bytes, untouched
+        view = program_view(kind, answer.json(), prepared.added)
+        if prepared.stream:
+            events = chat_events if kind == "chat" else completion_events
+            return StreamingResponse(
+                events(view, prepared.include_usage), media_type="text/event-stream"
+            )
+        return Response(dumps(view), 200, media_type=answer.media_type)
+
+    async def respond(self, request: Any, key: str | None) -> Any:
+        """A Responses API call, served as one recorded chat completion."""
+        from fastapi.responses import Response
+
+        session = self.session_of(request, key)
+        if session is None:
+            return self._unauthorised()
+        body = await self.read_json(request)
+        if not isinstance(body, dict):
+            return body
+        for field, message in UNSUPPORTED.items():
+            if body.get(field):
+                return _error(400, message, "invalid_request_error")
+        prepared, answer, record = await self.call_backend(session, "chat", to_chat_body(body))
+        record.endpoint = "responses"
+        if answer.status != 200:
+            return self._passthrough(answer)
+        chat = program_view("chat", answer.json(), prepared.added)
+        return Response(dumps(to_response(body, chat)), 200, media_type="application/json")

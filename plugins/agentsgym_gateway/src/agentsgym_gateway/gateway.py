@@ -1,0 +1,107 @@
+"""ModelGateway: the token-exact gateway between agent programs and a model backend.
+
+::
+
+    from agentsgym_gateway import ModelGateway
+
+    with ModelGateway("http://127.0.0.1:8000/v1") as gateway:
+        session = gateway.open_session()
+        # the program runs with OPENAI_BASE_URL=session.base_url,
+        # OPENAI_API_KEY=session.api_key
+        calls = gateway.close_session(session)   # its CallRecords, in order
+
+It listens on 127.0.0.1 unless given another host.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+from agentsgym_gateway.app import GatewayApp
+from agentsgym_gateway.backend import Backend
+from agentsgym_gateway.limits import DEFAULT_MAX_BODY_BYTES
+from agentsgym_gateway.records import CallRecord
+from agentsgym_gateway.server import BackgroundServer
+from agentsgym_gateway.sessions import GatewaySession, SessionStore
+from agentsgym_gateway.tool_parsing import TOOL_PARSERS
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class SessionHandle:
+    """What one program needs: its base URL and key (``repr`` hides the key)."""
+
+    session_id: str
+    base_url: str
+    api_key: str = field(repr=False)
+    prefixed_base_url: str = field(repr=False)
+    """The same session as a path prefix, for programs that cannot set a key."""
+
+    def environment(self) -> dict[str, str]:
+        """``OPENAI_BASE_URL`` and ``OPENAI_API_KEY`` for the program's process."""
+        return {"OPENAI_BASE_URL": self.base_url, "OPENAI_API_KEY": self.api_key}
+
+
+class ModelGateway:
+    """See the module docstring.
+
+    :param backend_url: the backend's OpenAI base URL (``http://host:port/v1``).
+    :param backend_api_key: the backend's key, if it needs one (never recorded or logged).
+    :param tool_parser: ``"hermes"`` to read tool calls out of a text-only backend's
+        replies, as vLLM's parser does; ``None`` passes replies as they are.
+    :param max_body_bytes: the largest request body accepted (HTTP 413 above it).
+    """
+
+    def __init__(
+        self,
+        backend_url: str,
+        *,
+        backend_api_key: str | None = None,
+        tool_parser: str | None = None,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    ) -> None:
+        if tool_parser is not None and tool_parser not in TOOL_PARSERS:
+            raise ValueError(
+                f"unknown tool_parser {tool_parser!r}; choose one of {', '.join(TOOL_PARSERS)} "
+                "or None (the backend parses its own calls)"
+            )
+        self.store = SessionStore()
+        self.gateway_app = GatewayApp(
+            self.store, Backend(backend_url, backend_api_key), max_body_bytes, tool_parser
+        )
+        self.app = self.gateway_app.build()
+        self._server = BackgroundServer(self.app, host, port)
+
+    @property
+    def url(self) -> str:
+        return self._server.url
+
+    def start(self) -> ModelGateway:
+        self._server.start()
+        logger.info("model gateway on %s", self.url)
+        return self
+
+    def stop(self) -> None:
+        self._server.stop()
+
+    def __enter__(self) -> ModelGateway:  # noqa: PYI034 - a plain class, not subclassed
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def open_session(self, session_id: str | None = None) -> SessionHandle:
+        session, key = self.store.open(session_id)
+        return SessionHandle(session.session_id, f"{self.url}/v1", key, f"{self.url}/s/{key}/v1")
+
+    def session(self, handle: SessionHandle) -> GatewaySession | None:
+        return self.store.find(handle.api_key)
+
+    def close_session(self, handle: SessionHandle) -> list[CallRecord]:
+        """Stop the session's calls (later ones get HTTP 401) and return its records."""
+        session = self.store.close(handle.api_key)
+        return [] if session is None else list(session.calls)

@@ -1,0 +1,74 @@
+"""Gateway sessions: one per agent program, found by an unguessable key.
+
+A program presents its key as ``Authorization: Bearer <key>`` (what ``OPENAI_API_KEY``
+becomes in every OpenAI client) or in a path prefix ``/s/<key>/v1/...`` (for programs
+that cannot set a key). The store keeps only a hash of each key, so neither a record
+nor a log line ever holds one, and a request reaches only the session its key opens.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import threading
+from dataclasses import dataclass, field
+
+from agentsgym_gateway.records import CallRecord
+
+KEY_BYTES = 32
+"""256 random bits per key (``secrets.token_urlsafe``): not guessable."""
+KEY_PREFIX = "agw-"
+
+
+def _digest(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+@dataclass
+class GatewaySession:
+    """The calls of one program, in the order their answers arrived."""
+
+    session_id: str
+    calls: list[CallRecord] = field(default_factory=list)
+    closed: bool = False
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def add(self, record: CallRecord) -> CallRecord:
+        with self._lock:
+            record.index = len(self.calls)
+            self.calls.append(record)
+        return record
+
+
+class SessionStore:
+    """Open sessions by the hash of their key; thread-safe."""
+
+    def __init__(self) -> None:
+        self._by_digest: dict[str, GatewaySession] = {}
+        self._lock = threading.Lock()
+
+    def open(self, session_id: str | None = None) -> tuple[GatewaySession, str]:
+        """A new session and its key; the key is returned once and never stored."""
+        key = KEY_PREFIX + secrets.token_urlsafe(KEY_BYTES)
+        session = GatewaySession(session_id or secrets.token_hex(8))
+        with self._lock:
+            self._by_digest[_digest(key)] = session
+        return session, key
+
+    def find(self, key: str | None) -> GatewaySession | None:
+        """The open session of ``key``, or ``None`` (unknown, closed or missing key)."""
+        if not key:
+            return None
+        session = self._by_digest.get(_digest(key))
+        return None if session is None or session.closed else session
+
+    def close(self, key: str) -> GatewaySession | None:
+        """Stop accepting calls for ``key``; its calls stay with the returned session."""
+        with self._lock:
+            session = self._by_digest.pop(_digest(key), None)
+        if session is not None:
+            session.closed = True
+        return session
+
+    def __len__(self) -> int:
+        return len(self._by_digest)

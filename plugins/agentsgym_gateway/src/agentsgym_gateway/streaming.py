@@ -1,0 +1,65 @@
+"""A complete answer as the Server-Sent Events stream OpenAI's API would send.
+
+The gateway asks the backend for a complete answer (the ids come with it), and a
+program that asked to stream receives that answer in OpenAI's chunk format: the
+role, the text, each tool call, the finish reason, usage when ``stream_options``
+asked for it, then ``data: [DONE]``. The text is the same text; only its split into
+chunks differs from a streaming backend's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from agentsgym_gateway.wire import dumps
+
+
+def _event(payload: dict[str, Any]) -> bytes:
+    return b"data: " + dumps(payload) + b"\n\n"
+
+
+def chat_events(response: dict[str, Any], include_usage: bool) -> Iterator[bytes]:
+    """The chunks of a chat completion."""
+    head = {
+        "id": response.get("id"),
+        "object": "chat.completion.chunk",
+        "created": response.get("created"),
+        "model": response.get("model"),
+    }
+    for choice in response.get("choices") or []:
+        index = choice.get("index", 0)
+        message = choice.get("message") or {}
+
+        def chunk(delta: dict[str, Any], finish: str | None = None, i: int = index) -> bytes:
+            return _event({**head, "choices": [{"index": i, "delta": delta, "logprobs": None,
+                                                "finish_reason": finish}]})  # fmt: skip
+
+        yield chunk({"role": "assistant", "content": ""})
+        if message.get("content"):
+            yield chunk({"content": message["content"]})
+        for position, call in enumerate(message.get("tool_calls") or []):
+            yield chunk({"tool_calls": [{"index": position, **call}]})
+        yield chunk({}, choice.get("finish_reason") or "stop")
+    if include_usage:
+        yield _event({**head, "choices": [], "usage": response.get("usage")})
+    yield b"data: [DONE]\n\n"
+
+
+def completion_events(response: dict[str, Any], include_usage: bool) -> Iterator[bytes]:
+    """The chunks of a text completion."""
+    head = {
+        "id": response.get("id"),
+        "object": "text_completion",
+        "created": response.get("created"),
+        "model": response.get("model"),
+    }
+    for choice in response.get("choices") or []:
+        index = choice.get("index", 0)
+        text = {"index": index, "text": choice.get("text") or "", "logprobs": None}
+        yield _event({**head, "choices": [{**text, "finish_reason": None}]})
+        done = {"index": index, "text": "", "logprobs": None}
+        yield _event({**head, "choices": [{**done, "finish_reason": choice.get("finish_reason")}]})
+    if include_usage:
+        yield _event({**head, "choices": [], "usage": response.get("usage")})
+    yield b"data: [DONE]\n\n"

@@ -1,0 +1,111 @@
+"""What the gateway asks the backend for, and what it hands back to the program.
+
+The gateway asks every backend call for the ids it needs (vLLM's
+``return_token_ids: true``, ``logprobs``) and answers without streaming. What the
+program receives is the backend's answer as the program asked for it:
+
+* when the program asked for everything the gateway added, the backend's bytes,
+  untouched;
+* otherwise the backend's JSON with exactly the added fields taken out, written as
+  the backend wrote it (compact JSON, keys in the backend's order): for the loopback
+  server and any server writing compact JSON, the bytes it would have sent;
+* a program that asked to stream gets the same answer as Server-Sent Events
+  (:mod:`agentsgym_gateway.streaming`).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentsgym_gateway.records import CallRecord
+
+COMPLETION_LOGPROBS = 1
+"""A completions request's ``logprobs`` is a count of alternatives: 1 returns the
+sampled token's logprob with one alternative, the least that carries it."""
+
+
+@dataclass
+class BackendRequest:
+    """The body sent to the backend, and which of its fields the gateway added."""
+
+    body: dict[str, Any]
+    added: set[str] = field(default_factory=set)
+    stream: bool = False
+    include_usage: bool = False
+
+
+def prepare(kind: str, body: dict[str, Any], *, token_ids: bool = True) -> BackendRequest:
+    """The backend request for a program's ``chat`` or ``completions`` request
+    (``token_ids=False``: for a backend that refuses ``return_token_ids``)."""
+    sent = dict(body)
+    stream = bool(sent.pop("stream", False))
+    options = sent.pop("stream_options", None)
+    include_usage = bool(isinstance(options, dict) and options.get("include_usage"))
+    added: set[str] = set()
+    if token_ids and not sent.get("return_token_ids"):
+        sent["return_token_ids"] = True
+        added.add("return_token_ids")
+    if not sent.get("logprobs"):
+        sent["logprobs"] = True if kind == "chat" else COMPLETION_LOGPROBS
+        added.add("logprobs")
+    return BackendRequest(sent, added, stream, include_usage)
+
+
+def program_view(kind: str, response: dict[str, Any], added: set[str]) -> dict[str, Any]:
+    """The backend's answer without the fields that only the gateway asked for."""
+    view = dict(response)
+    choices = [dict(c) for c in view.get("choices") or []]
+    if "return_token_ids" in added:
+        view.pop("prompt_token_ids", None)
+        for choice in choices:
+            choice.pop("token_ids", None)
+            choice.pop("prompt_token_ids", None)
+    if "logprobs" in added:
+        for choice in choices:
+            if "logprobs" in choice:
+                choice["logprobs"] = None
+    if "choices" in view:
+        view["choices"] = choices
+    return view
+
+
+def dumps(body: Any) -> bytes:
+    """JSON as Starlette's JSONResponse (and so the loopback server) writes it."""
+    return json.dumps(
+        body, ensure_ascii=False, allow_nan=False, indent=None, separators=(",", ":")
+    ).encode("utf-8")
+
+
+def record_of(kind: str, request: dict[str, Any], response: dict[str, Any]) -> CallRecord:
+    """The call record of a successful answer (ids where the backend gave them)."""
+    choice = (response.get("choices") or [{}])[0]
+    record = CallRecord(index=-1, endpoint="chat" if kind == "chat" else "completions")
+    record.tools = request.get("tools")
+    record.finish_reason = choice.get("finish_reason")
+    record.completion_token_ids = _ints(choice.get("token_ids"))
+    if kind == "chat":
+        record.messages = list(request.get("messages") or [])
+        message = choice.get("message") or {}
+        record.text = message.get("content") or ""
+        record.tool_calls = message.get("tool_calls") or None
+        record.prompt_token_ids = _ints(response.get("prompt_token_ids"))
+        content = (choice.get("logprobs") or {}).get("content")
+        record.logprobs = [float(t["logprob"]) for t in content] if content else None
+    else:
+        record.prompt = request.get("prompt")
+        record.text = choice.get("text") or ""
+        record.prompt_token_ids = _ints(choice.get("prompt_token_ids"))
+        values = (choice.get("logprobs") or {}).get("token_logprobs")
+        record.logprobs = [float(v) for v in values] if values else None
+    ids = record.completion_token_ids
+    if record.logprobs is not None and (ids is None or len(ids) != len(record.logprobs)):
+        record.logprobs = None  # logprobs that do not pair with the ids describe nothing
+    return record
+
+
+def _ints(values: Any) -> list[int] | None:
+    if not isinstance(values, list):
+        return None
+    return [int(v) for v in values]
