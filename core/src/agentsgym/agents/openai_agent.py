@@ -199,7 +199,7 @@ class OpenAIAgent:
 
             async def send(token_fields: bool) -> AgentAction:
                 body = await self._post("/completions", {"prompt": ids}, 1, token_fields)
-                return completion_action(first_choice(body, self.base_url), ids)
+                return completion_action(first_choice(body, self.base_url), ids, body)
 
         else:
             prompt = chat_prompt(messages, tools)

@@ -2,7 +2,9 @@
 
 A chat reply without prompt ids is text only (what the model conditioned on is
 unknown, so the runner retokenizes it); a completion reply's prompt is the episode's
-exact ids when the server does not echo them.
+exact ids when the server does not echo them. A reply's top-level ``policy_version``
+(agentsgym's loopback model server sends it; a trainer's server can) becomes the
+action's: the version of the weights that generated it.
 """
 
 from __future__ import annotations
@@ -46,11 +48,15 @@ def chat_action(body: dict[str, Any], choice: dict[str, Any]) -> AgentAction:
         logprobs = [float(item["logprob"]) for item in content]
     action = action_of(text, ids, logprobs, choice.get("finish_reason"), prompt_ids)
     action.tool_calls = message.get("tool_calls") or None  # parsed by the server
+    action.policy_version = policy_version_of(body)
     return action
 
 
-def completion_action(choice: dict[str, Any], prompt_token_ids: list[int]) -> AgentAction:
-    """A completion reply to the episode's ids as an action."""
+def completion_action(
+    choice: dict[str, Any], prompt_token_ids: list[int], body: dict[str, Any] | None = None
+) -> AgentAction:
+    """A completion reply to the episode's ids as an action (``body``: the whole reply,
+    for its ``policy_version``)."""
     ids = choice.get("token_ids")
     prompt_ids = choice.get("prompt_token_ids")
     logprobs = None
@@ -59,9 +65,17 @@ def completion_action(choice: dict[str, Any], prompt_token_ids: list[int]) -> Ag
         logprobs = [float(x) if x is not None else float("nan") for x in token_logprobs]
     if not is_ids(prompt_ids):
         prompt_ids = list(prompt_token_ids)
-    return action_of(
+    action = action_of(
         choice.get("text") or "", ids, logprobs, choice.get("finish_reason"), prompt_ids
     )
+    action.policy_version = policy_version_of(body)
+    return action
+
+
+def policy_version_of(body: Any) -> int | None:
+    """The reply's ``policy_version`` (an integer), or ``None`` when it has none."""
+    version = body.get("policy_version") if isinstance(body, dict) else None
+    return version if isinstance(version, int) and not isinstance(version, bool) else None
 
 
 def action_of(

@@ -24,6 +24,14 @@ With ``vllm=True`` (default) it behaves like vLLM: ``return_token_ids: true`` ad
 token. With ``vllm=False`` it behaves like OpenAI's API: unknown request fields are
 rejected with HTTP 400 and no token ids are ever returned.
 
+Weights and versions: ``POST /v1/update_weights`` with ``{"checkpoint": FOLDER}``
+loads a model folder into a policy that has ``load_weights`` (agentsgym-trl's
+``ModelPolicy``); ``{}`` or ``{"version": N}`` only moves the version (a scripted
+policy has no weights). It answers ``{"policy_version": N}``, and every completion
+then carries a top-level ``policy_version``: the version that generated it (the
+policy's own when it reports one), which the ``openai`` agent records on each turn.
+:meth:`OpenAICompatServer.update_weights` does the same from Python.
+
 For tests of failure handling: :meth:`OpenAICompatServer.fail_next` answers the next
 requests with an HTTP error, ``delay`` holds every request, ``requests`` records
 the request bodies and ``max_in_flight`` the largest number of requests served at
@@ -57,6 +65,7 @@ class Reply:
     logprobs: list[float] | None = None
     prompt_token_ids: list[int] | None = None
     finish_reason: str = "stop"
+    policy_version: int | None = None
 
 
 class Policy(Protocol):
@@ -211,6 +220,7 @@ class OpenAICompatServer:
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
         self._background: BackgroundServer | None = None
+        self.policy_version = 0
         self.app = self._build_app()
 
     # ------------------------------------------------------------------ control
@@ -222,6 +232,29 @@ class OpenAICompatServer:
         """Answer the next ``count`` completion requests with HTTP ``status`` (0 clears)."""
         with self._lock:
             self._failures = [status] * count
+
+    def update_weights(
+        self,
+        checkpoint: str | None = None,
+        *,
+        state_dict: Any = None,
+        version: int | None = None,
+    ) -> int:
+        """Load new weights into the policy (a folder or a ``state_dict``; neither: the
+        version moves only) and return the new version (``version``, default: one more)."""
+        if checkpoint is not None or state_dict is not None:
+            loader = getattr(self.policy, "load_weights", None)
+            if loader is None:
+                raise ValueError(
+                    f"this server's policy ({type(self.policy).__name__}) has no weights to "
+                    "load; send only a version, or serve a ModelPolicy"
+                )
+            new = int(loader(checkpoint, state_dict=state_dict, version=version))
+        else:
+            new = self.policy_version + 1 if version is None else int(version)
+        with self._lock:
+            self.policy_version = new
+        return new
 
     def start(self) -> "OpenAICompatServer":
         # uvicorn's default keep-alive (5 s), as vLLM's server runs it: clients must
@@ -333,6 +366,21 @@ class OpenAICompatServer:
             # A JSONResponse of plain dicts skips FastAPI's jsonable_encoder walk.
             return JSONResponse(self._response(kind, body, reply))
 
+        @app.post("/v1/update_weights")
+        async def update_weights(request: Request) -> Any:
+            denied = unauthorised(request)
+            if denied is not None:
+                return denied
+            body = await request.json() if await request.body() else {}
+            checkpoint, version = body.get("checkpoint"), body.get("version")
+            if version is not None and not isinstance(version, int):
+                return error(400, f"version must be an integer, got {version!r}", "BadRequestError")
+            try:
+                new = await run_in_threadpool(self.update_weights, checkpoint, version=version)
+            except (ValueError, OSError) as exc:
+                return error(400, f"cannot load the weights: {exc}", "BadRequestError")
+            return {"policy_version": new}
+
         @app.post("/v1/chat/completions")
         async def chat(request: Request) -> Any:
             return await serve(request, "chat")
@@ -361,6 +409,9 @@ class OpenAICompatServer:
                 "total_tokens": n_prompt + n_completion,
             },
         }
+        if self.vllm:  # an extension field; a strict (OpenAI-like) server sends none
+            own = getattr(reply, "policy_version", None)
+            response["policy_version"] = own if own is not None else self.policy_version
         if kind == "chat":
             response["object"] = "chat.completion"
             choice["message"] = {"role": "assistant", "content": reply.text}

@@ -44,6 +44,7 @@ def loss_summary(stats: dict[str, list[Any]]) -> dict[str, float]:
             is_ratio_mean=float(ratios.mean()),
             is_ratio_min=float(ratios.min()),
             is_ratio_max=float(ratios.max()),
+            is_ratio_std=float(ratios.float().std(unbiased=False)),
         )
     if (gaps := joined("gaps")) is not None:
         out.update(
