@@ -301,6 +301,8 @@ class TRLGRPOAdapter:
         if self._agent is None:
             self._agent = TransformersAgent(model, tokenizer=self.tokenizer, **self.sampling)
         self._agent.model = model
+        # TRL calls for rollouts between its updates: the weights are global_step's
+        self._agent.policy_version = int(trainer.state.global_step)
         return self._agent
 
     # ------------------------------------------------------------------ train
