@@ -13,6 +13,8 @@ import pytest
 import agentsgym
 from agentsgym import RewardTerm, hookimpl, hookspecs
 from agentsgym.testing import run_cli
+from agentsgym_classical.tictactoe import TicTacToeEnv
+from agentsgym_classical.tictactoe_agents import HeuristicAgent
 from agentsgym_scaffold import install_plugin
 from envs_for_tests import CountdownEnv, CountingAgent
 
@@ -67,6 +69,11 @@ def test_every_hook_spec_is_called_by_the_core(site: Path) -> None:
     env = CountdownEnv(env_config={}, plugins=[recorder])
     episode = env.run_trial([{"start": 2}], CountingAgent()).episodes[0]
     assert episode.error is None and episode.num_turns == 2
+    # the role hooks are called only for an env that declares roles
+    assert sorted(recorder.CALLED) == sorted(set(spec_names()) - {"turn_role", "role_rewards"})
+    two_roles = TicTacToeEnv(env_config={}, plugins=[recorder])
+    played = two_roles.run_trial([{"seed": 0}], HeuristicAgent()).episodes
+    assert [e.role for e in played] == ["x", "o"] and all(e.ok for e in played)
     assert sorted(recorder.CALLED) == sorted(spec_names())
 
 

@@ -21,6 +21,7 @@ __all__ = [
     "MAX_STEPS_PER_EPISODE",
     "Agent",
     "AgentAction",
+    "AgentSpan",
     "AgentSpec",
     "Attempts",
     "ChatTokenizer",
@@ -44,11 +45,14 @@ __all__ = [
     "RegisterTrainer",
     "RetryPolicy",
     "RewardTerm",
+    "Role",
     "RolloutSource",
     "ScriptedAgent",
     "StepCallback",
     "StepMetrics",
+    "StepRecord",
     "StepResult",
+    "TokenSegment",
     "TrainResult",
     "TrainerAdapter",
     "TrajectoryBatch",
@@ -57,6 +61,7 @@ __all__ = [
     "TurnOutcome",
     "arun_dataset",
     "arun_trial",
+    "assign_token_rewards",
     "call_agent",
     "check_env",
     "describe_validation_error",
@@ -126,11 +131,11 @@ _LAZY_MODULES = {
     ),
     "agentsgym.randomness": ("episode_numpy_rng", "episode_random", "global_random", "task_seed"),
     "agentsgym.retry": ("Attempts", "RetryPolicy", "retry_async", "retry_sync"),
-    "agentsgym.rewards": ("discounted_returns",),
+    "agentsgym.rewards": ("assign_token_rewards", "discounted_returns"),
     "agentsgym.rows": ("DatasetRow", "parse_rows", "rows_to_dataset"),
     "agentsgym.specs": ("EnvSpec", "ExecutorFlag"),
     "agentsgym.testing": ("check_env",),
-    "agentsgym.tokenization": ("ChatTokenizer", "reply_as_rendered"),
+    "agentsgym.tokenization": ("AgentSpan", "ChatTokenizer", "reply_as_rendered"),
     "agentsgym.trainers": (
         "RolloutSource",
         "StepCallback",
@@ -138,13 +143,21 @@ _LAZY_MODULES = {
         "TrainResult",
         "TrainerAdapter",
     ),
-    "agentsgym.trajectory": ("Episode", "TrajectoryBatch", "TrajectoryGroup", "records_to_dataset"),
+    "agentsgym.trajectory": (
+        "Episode",
+        "StepRecord",
+        "TokenSegment",
+        "TrajectoryBatch",
+        "TrajectoryGroup",
+        "records_to_dataset",
+    ),
     "agentsgym.types": (
         "AgentAction",
         "EpisodeContext",
         "Message",
         "Messages",
         "RewardTerm",
+        "Role",
         "StepResult",
     ),
 }
@@ -204,11 +217,11 @@ if TYPE_CHECKING:
         validate_env_id,
     )
     from agentsgym.retry import Attempts, RetryPolicy, retry_async, retry_sync
-    from agentsgym.rewards import discounted_returns
+    from agentsgym.rewards import assign_token_rewards, discounted_returns
     from agentsgym.rows import DatasetRow, parse_rows, rows_to_dataset
     from agentsgym.specs import EnvSpec, ExecutorFlag
     from agentsgym.testing import check_env
-    from agentsgym.tokenization import ChatTokenizer, reply_as_rendered
+    from agentsgym.tokenization import AgentSpan, ChatTokenizer, reply_as_rendered
     from agentsgym.trainers import (
         RolloutSource,
         StepCallback,
@@ -216,12 +229,20 @@ if TYPE_CHECKING:
         TrainerAdapter,
         TrainResult,
     )
-    from agentsgym.trajectory import Episode, TrajectoryBatch, TrajectoryGroup, records_to_dataset
+    from agentsgym.trajectory import (
+        Episode,
+        StepRecord,
+        TokenSegment,
+        TrajectoryBatch,
+        TrajectoryGroup,
+        records_to_dataset,
+    )
     from agentsgym.types import (
         AgentAction,
         EpisodeContext,
         Message,
         Messages,
         RewardTerm,
+        Role,
         StepResult,
     )

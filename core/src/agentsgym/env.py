@@ -10,10 +10,12 @@ from agentsgym import randomness
 from agentsgym.aio import run_sync, sync_twin
 from agentsgym.config import EnvConfig
 from agentsgym.engine import DEFAULT_MAX_CONCURRENCY, EPISODE_HOOK_NAMES, aplay_episode, arun_trial
+from agentsgym.errors import RunSettingsError
 from agentsgym.hookspecs import PROJECT_NAME
 from agentsgym.plugins import new_plugin_manager
 from agentsgym.rows import rows_to_dataset
 from agentsgym.tokenization import ChatTokenizer
+from agentsgym.types import Role
 
 if TYPE_CHECKING:
     import datasets
@@ -34,9 +36,17 @@ class MultistepEnv:
         without token fields (messages and rewards only).
     :param env_config: settings constant across tasks, validated by ``config_class``.
     :param plugins: extra plugins for this env's hook relay (step wrappers, reward terms).
+    :param role_tokenizers: for an env with ``roles``, the tokenizer of a role whose model
+        differs from the one of ``tokenizer`` (by role name): that role's token stream
+        is rendered with its own chat template.
     """
 
     config_class: ClassVar[type[EnvConfig]] = EnvConfig
+    roles: ClassVar[tuple[Role, ...]] = ()
+    """The agents of an env with several (a game's seats); empty for a single-agent env.
+    Such an env implements ``turn_role`` (whose turn it is) and takes ``role`` in its
+    ``format_prompt``; each role plays with its own agent, conversation and token stream
+    (docs/plugin-authors.md, "Several agents in one episode")."""
     run_hooks_inline: bool = False
     """``True`` when every hook computes for microseconds and never waits (board games):
     the runner then calls the turns on its event loop, sparing a worker thread's hop. A
@@ -48,12 +58,19 @@ class MultistepEnv:
         env_config: dict[str, Any] | None = None,
         *,
         plugins: Iterable[object] = (),
+        role_tokenizers: dict[str, Any] | None = None,
     ) -> None:
         self.config = self.config_class.parse(env_config, env_name=type(self).__name__)
         self.env_config: dict[str, Any] = self.config.model_dump()
         self.tokenizer = tokenizer
         template_kwargs = self.config.chat_template_kwargs
         self.chat = ChatTokenizer(tokenizer, template_kwargs) if tokenizer is not None else None
+        self.role_chats = {
+            role: ChatTokenizer(role_tokenizer, template_kwargs)
+            for role, role_tokenizer in check_role_names(self, role_tokenizers or {}).items()
+        }
+        """The chat tokenizer of each role whose model differs (others use ``chat``)."""
+        self._trainable_roles = tuple(r.name for r in self.roles if r.trainable)
         self.spec: EnvSpec | None = None
         self.sessions: dict[str, dict[str, Any]] = {}
         self.plugin_manager = new_plugin_manager()
@@ -74,6 +91,21 @@ class MultistepEnv:
             return self.spec.id
         cls = type(self)
         return f"{cls.__module__}:{cls.__qualname__}"
+
+    @property
+    def role_names(self) -> tuple[str, ...]:
+        """The names of the declared roles, in declaration order (empty: one agent)."""
+        return tuple(role.name for role in self.roles)
+
+    @property
+    def trainable_roles(self) -> tuple[str, ...]:
+        """The roles whose episodes go into training batches: those declared
+        ``trainable`` unless set (``env.trainable_roles = ["x"]``)."""
+        return self._trainable_roles
+
+    @trainable_roles.setter
+    def trainable_roles(self, names: Iterable[str]) -> None:
+        self._trainable_roles = tuple(check_role_names(self, dict.fromkeys(names)))
 
     @property
     def default_agent(self) -> str | None:
@@ -119,7 +151,7 @@ class MultistepEnv:
     async def arun_trial(
         self,
         task_data_list: list[dict[str, Any]],
-        agent: Agent,
+        agent: Agent | dict[str, Agent],
         num_rollouts: int = 1,
         *,
         max_concurrency: int | None = None,
@@ -128,7 +160,9 @@ class MultistepEnv:
     ) -> TrajectoryBatch:
         """Play ``num_rollouts`` trials per task, up to ``max_concurrency`` at once, and pad
         each task's group. Agents' per-rollout seeds derive from ``seed``; ``on_episode``
-        is called after every finished episode (progress bars)."""
+        is called after every finished episode (progress bars). In an env with ``roles``,
+        ``agent`` is a dict of agents by role, or one agent for every role (self-play);
+        the batch holds one group per task and trainable role."""
         max_concurrency = max_concurrency or DEFAULT_MAX_CONCURRENCY
         return await arun_trial(
             self, task_data_list, agent, num_rollouts,
@@ -167,3 +201,14 @@ class MultistepEnv:
         dataset keeps its meaning when a package changes its defaults. Rows are shared:
         override this to leave out secrets (API keys belong in the environment)."""
         return self.config.model_dump(mode="json")
+
+
+def check_role_names(env: MultistepEnv, by_role: dict[str, Any]) -> dict[str, Any]:
+    """``by_role`` unchanged, once every key is one of the env's declared roles."""
+    unknown = [name for name in by_role if name not in env.role_names]
+    if unknown:
+        declared = ", ".join(env.role_names) or "none: it plays with one agent"
+        raise RunSettingsError(
+            f"{type(env).__name__} has no role {unknown[0]!r}; its roles are {declared}"
+        )
+    return by_role

@@ -54,7 +54,9 @@ __all__ = [
     "register_models",
     "register_trainers",
     "reward_shaping",
+    "role_rewards",
     "step_episode",
+    "turn_role",
 ]
 
 PROJECT_NAME = "agentsgym"
@@ -266,7 +268,24 @@ def initialize_episode(env: PlayableEnv, session_id: str, task_data: dict[str, A
 
 
 @hookspec(firstresult=True)
-def format_prompt(env: PlayableEnv, state: Any, step: int) -> str | Messages:
+def turn_role(env: PlayableEnv, state: Any, step: int) -> str:
+    """Say whose turn it is, in an env with several roles (``MultistepEnv.roles``).
+
+    Called before every :func:`format_prompt` of an env that declares roles: at
+    ``step == 0`` right after :func:`initialize_episode`, then after every
+    :func:`step_episode` that did not end the episode. Never called for an env that
+    declares no roles (it has one agent, and every ``role`` argument is ``None``).
+
+    :param env: the env instance.
+    :param state: the current episode state.
+    :param step: number of actions taken so far in this episode, by every role.
+    :return: the name of the role that acts next, one of the env's declared roles.
+        ``firstresult``; a name the env did not declare fails the episode.
+    """
+
+
+@hookspec(firstresult=True)
+def format_prompt(env: PlayableEnv, state: Any, step: int, role: str | None) -> str | Messages:
     """Produce the message(s) the agent sees before its next action.
 
     Called before every agent action: at ``step == 0`` right after
@@ -276,15 +295,18 @@ def format_prompt(env: PlayableEnv, state: Any, step: int) -> str | Messages:
     :param env: the env instance.
     :param state: the current episode state.
     :param step: number of agent actions taken so far in this episode.
-    :return: the *new* messages appended to the conversation: a string (one ``user``
-        message) or a list of ``{"role": ..., "content": ...}`` dicts (step 0 may start
-        with a ``system`` message). ``firstresult``.
+    :param role: the role about to act (what :func:`turn_role` said), ``None`` in an env
+        without roles. Each role has a conversation of its own: return what *this* role
+        observes since its last action.
+    :return: the *new* messages appended to the conversation (the acting role's): a
+        string (one ``user`` message) or a list of ``{"role": ..., "content": ...}`` dicts
+        (a role's first prompt may start with a ``system`` message). ``firstresult``.
     """
 
 
 @hookspec(firstresult=True)
 def step_episode(
-    env: PlayableEnv, state: Any, action: str, step: int, reply: AgentAction
+    env: PlayableEnv, state: Any, action: str, step: int, reply: AgentAction, role: str | None
 ) -> StepResult:
     """Apply the agent's action to the episode.
 
@@ -298,6 +320,8 @@ def step_episode(
     :param reply: the full :class:`~agentsgym.types.AgentAction`: ``reply.truncated`` says
         the model was cut at its generation length limit (no end-of-turn token),
         ``reply.token_ids`` are the sampled ids when the agent returned them.
+    :param role: the role that acted (``None`` in an env without roles); the step reward
+        is that role's.
     :return: ``(next_state, reward, done, info)`` (a :class:`StepResult` or a plain
         4-tuple): the new state, the step reward earned by this action, whether the
         episode is over, and a JSON-serialisable dict of diagnostics kept in the episode's
@@ -314,6 +338,7 @@ def reward_shaping(
     step_result: StepResult,
     step: int,
     reply: AgentAction,
+    role: str | None,
 ) -> RewardTerm | list[RewardTerm] | None:
     """Add a named term to the step reward.
 
@@ -326,6 +351,8 @@ def reward_shaping(
     :param step_result: what :func:`step_episode` returned.
     :param step: index of this action in the episode.
     :param reply: the full :class:`~agentsgym.types.AgentAction`.
+    :param role: the role that acted (``None`` in an env without roles): the terms are
+        its own.
     :return: ``RewardTerm(name, value)`` (or a ``(name, value)`` tuple), a list of them,
         or ``None`` for no term. Terms add to the step reward, and each is also summed per
         name into the episode's ``metrics["reward/<name>"]``.
@@ -352,4 +379,27 @@ def finish_episode(
         the reward of the episode's last action (so an outcome reward at the step limit
         lands on the last reply's tokens) and summed into ``metrics["reward/<name>"]``.
         Ignored for a failed episode or one without actions.
+    """
+
+
+@hookspec(firstresult=True)
+def role_rewards(
+    env: PlayableEnv, state: Any, truncated: bool, error: str | None
+) -> dict[str, float] | None:
+    """The outcome reward of each role, at the end of an episode with several roles.
+
+    Called once at the end of every episode of an env that declares roles, after
+    :func:`finish_episode`, unless the episode failed. Never called for an env without
+    roles (its ``finish_episode`` terms are the outcome).
+
+    :param env: the env instance.
+    :param state: the last state.
+    :param truncated: the runner ended the episode at the step limit, not the env.
+    :param error: always ``None`` today (a failed episode earns nothing); kept so that an
+        implementation may take the same arguments as :func:`finish_episode`.
+    :return: ``{role: reward}`` for any of the declared roles (a zero-sum game returns
+        opposite values), or ``None`` for none. Each reward is added to the reward of
+        that role's last action, as the term ``outcome`` (``metrics["reward/outcome"]``
+        of the role's episode); a role that never acted cannot carry one, and its value
+        is kept in its metrics only. ``firstresult``.
     """

@@ -5,7 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, TypedDict
 
-__all__ = ["AgentAction", "EpisodeContext", "Message", "Messages", "RewardTerm", "StepResult"]
+__all__ = [
+    "AgentAction",
+    "EpisodeContext",
+    "Message",
+    "Messages",
+    "RewardTerm",
+    "Role",
+    "StepResult",
+]
 
 
 class Message(TypedDict, total=False):
@@ -77,7 +85,8 @@ class EpisodeContext:
     """Who is playing what: given on every call of an episode to agents whose
     ``get_action`` takes a ``context`` argument. ``seed`` is per rollout: the same for
     every episode of one trial and across runs, different across the rollouts of a task
-    (docs/plugin-authors.md). ``tools``: the episode's tool schemas, if it has tools."""
+    (docs/plugin-authors.md). ``tools``: the episode's tool schemas, if it has tools;
+    ``role``: the role being played, in an env with roles."""
 
     session_id: str
     env_id: str
@@ -87,3 +96,28 @@ class EpisodeContext:
     seed: int
     step: int = 0
     tools: tuple[dict[str, Any], ...] = field(default=(), hash=False)  # dicts: unhashable
+    role: str | None = None
+    """The role this agent plays, in an env with several (``None``: the only agent)."""
+
+
+@dataclass(frozen=True)
+class Role:
+    """One of the agents of an env with several (``MultistepEnv.roles``): a two-player
+    game's seats, a questioner and its answerer. Each role has its own agent, its own
+    conversation and token stream, and its own rewards.
+
+    ``name``: what ``turn_role`` returns and ``--agent NAME=AGENT`` names (no ``/``:
+    env ids have one). ``trainable``: its episodes go into training batches (a scripted
+    or frozen opponent's do not). ``description``: one line for ``describe``.
+    """
+
+    name: str
+    trainable: bool = True
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.name or "/" in self.name or "=" in self.name or "." in self.name:
+            raise ValueError(
+                f"role name {self.name!r} must be a non-empty name without '/', '=' or '.' "
+                "(--agent ROLE=NAME and --agent-option ROLE.key=value parse them)"
+            )

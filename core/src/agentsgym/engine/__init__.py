@@ -6,7 +6,7 @@ the trials of :func:`arun_trial`); the env server drives it for remote clients.
 Satellite packages (the env server, executors) import from here, never from the modules.
 """
 
-from agentsgym.engine.episode import EpisodeRun, aplay_episode
+from agentsgym.engine.episode import EpisodeRun, aplay_episode, aplay_role_episodes
 from agentsgym.engine.hook_results import as_messages, as_step_result, collect_terms
 from agentsgym.engine.hook_runtime import EPISODE_HOOK_NAMES, HookRuntime, has_async_hooks
 from agentsgym.engine.playable import PlayableEnv
@@ -27,6 +27,7 @@ from agentsgym.engine.trials import (
     arun_trial,
     check_run_settings,
     make_group,
+    make_groups,
     rollout_seed,
     run_trial,
 )
@@ -48,6 +49,7 @@ __all__ = [
     "TurnOutcome",
     "WorkerPool",
     "aplay_episode",
+    "aplay_role_episodes",
     "aplay_trial",
     "arun_jobs",
     "arun_trial",
@@ -57,6 +59,7 @@ __all__ = [
     "collect_terms",
     "has_async_hooks",
     "make_group",
+    "make_groups",
     "rollout_seed",
     "run_trial",
 ]

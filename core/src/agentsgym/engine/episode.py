@@ -3,7 +3,8 @@
 The session decides everything about the episode (tool turns, truncation, hook
 budgets, reward terms, tokens; see :mod:`agentsgym.engine.session`). This driver
 asks the agent for each action, feeds it to the session, and bounds the whole
-episode by ``episode_timeout_seconds``. A failure (the agent's or the env's) is
+episode by ``episode_timeout_seconds``. In an env with roles it asks the agent of the
+role whose turn it is (one agent in every role is self-play), each with its own state. A failure (the agent's or the env's) is
 recorded on the episode, never raised: one bad episode must not sink a batch.
 """
 
@@ -15,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from agentsgym.agents import AgentCaller
 from agentsgym.engine.hook_runtime import HookRuntime
 from agentsgym.engine.session import EpisodeSession
-from agentsgym.errors import EpisodeError, EpisodeTimeoutError
+from agentsgym.errors import EpisodeError, EpisodeTimeoutError, RunSettingsError
 from agentsgym.trajectory import Episode
 from agentsgym.types import EpisodeContext
 from agentsgym.worker_pool import WorkerPool
@@ -23,17 +24,22 @@ from agentsgym.worker_pool import WorkerPool
 if TYPE_CHECKING:
     from agentsgym.engine.playable import PlayableEnv
 
-__all__ = ["EpisodeRun", "aplay_episode"]
+__all__ = ["EpisodeRun", "aplay_episode", "aplay_role_episodes"]
 
 
 class EpisodeRun:
-    """One episode of the task registered under ``session_id``, played by an agent."""
+    """One episode of the task registered under ``session_id``, played by an agent.
+
+    In an env with roles, ``caller`` may be a dict of callers by role (every role must
+    have one), or one caller that plays every role (self-play); ``agent_state`` is then
+    a dict of states by role (``None``: each role starts from ``None``).
+    """
 
     def __init__(
         self,
         env: PlayableEnv,
         session_id: str,
-        caller: AgentCaller,
+        caller: AgentCaller | dict[str, AgentCaller],
         agent_state: Any,
         *,
         context: EpisodeContext,
@@ -45,22 +51,41 @@ class EpisodeRun:
                 "env.new_session(task_data)"
             )
         self.env = env
-        self.caller = caller
-        self.agent_state = agent_state
-        self.context = context
         self.session = EpisodeSession(
             env,
             session_id,
             env.sessions[session_id],
             runtime=runtime,
-            token_in=caller.token_in,
         )
+        self.callers = callers_by_role(caller, self.session.roles, env)
+        self.caller = next(iter(self.callers.values()))
+        roles = self.session.roles
+        if roles:
+            states = agent_state if isinstance(agent_state, dict) else {}
+            self.agent_states: dict[str | None, Any] = {r: states.get(r) for r in roles}
+            self.session.token_in = {r: self.callers[r].token_in for r in roles}
+        else:
+            self.agent_states = {None: agent_state}
+            self.session.token_in = self.caller.token_in
+        self.context = context
+
+    @property
+    def agent_state(self) -> Any:
+        """The agent's state (in an env with roles: the states by role)."""
+        if self.session.roles:
+            return dict(self.agent_states)
+        return self.agent_states[None]
 
     @property
     def episode(self) -> Episode:
         return self.session.episode
 
     async def play(self) -> Episode:
+        """Play the episode; the (first role's) episode record."""
+        return (await self.play_roles())[0]
+
+    async def play_roles(self) -> tuple[Episode, ...]:
+        """Play the episode; every role's episode record, in the env's role order."""
         session = self.session
         budget = self.env.config.episode_timeout_seconds
         try:
@@ -73,25 +98,27 @@ class EpisodeRun:
                     "episode_timeout_seconds=N"
                 )
             )
-        session.episode.agent_state = self.agent_state
+        for role, view in session.views.items():
+            view.episode.agent_state = self.agent_states[role]
         finished = await session.finish()
-        return finished.episode
+        return finished.episodes
 
     async def _play_turns(self) -> None:
         session = self.session
-        caller = self.caller
         try:
             await session.start()
             while not session.over:
-                session.phase = "the agent"
-                action, self.agent_state = await caller.act(
+                role = session.role
+                caller = self.callers[role]
+                session.phase = "the agent" if role is None else f"the agent of role {role!r}"
+                action, self.agent_states[role] = await caller.act(
                     session.messages,
-                    self.agent_state,
+                    self.agent_states[role],
                     prompt_token_ids=session.prompt_token_ids() if caller.token_in else None,
                     context=self._context() if caller.takes_context else None,
                     pool=session.runtime.pool,
                 )
-                await session.step(action)
+                await session.step(action, role=role)
         except Exception as exc:  # noqa: BLE001 - recorded: one bad episode must not sink a batch
             session.fail(exc)  # the session's own failures are recorded already
 
@@ -106,7 +133,31 @@ class EpisodeRun:
             c.seed,
             self.session.steps_taken,
             self.session.tools,
+            self.session.role,
         )
+
+
+def callers_by_role(caller: Any, roles: tuple[str, ...], env: PlayableEnv) -> dict[str | None, Any]:
+    """Who plays each role (``None``: the only agent of an env without roles): ``caller``
+    is one agent or caller, or a dict of them by role; RunSettingsError unless every
+    role has one."""
+    if not isinstance(caller, dict):
+        return {role: caller for role in roles} if roles else {None: caller}
+    name = type(env).__name__
+    if not roles:
+        raise RunSettingsError(
+            f"{name} has no roles, but agents were given by role ({', '.join(caller)}); "
+            "give it one agent"
+        )
+    missing = [role for role in roles if role not in caller]
+    unknown = [role for role in caller if role not in roles]
+    if missing or unknown:
+        problem = f"no agent for role {missing[0]!r}" if missing else f"no role {unknown[0]!r}"
+        raise RunSettingsError(
+            f"{name} has {problem}; its roles are {', '.join(roles)}: give an agent for each "
+            "(--agent ROLE=NAME), or one agent for all of them (self-play)"
+        )
+    return {role: caller[role] for role in roles}
 
 
 async def aplay_episode(
@@ -120,7 +171,25 @@ async def aplay_episode(
 ) -> Episode:
     """Play one episode of the task registered under ``session_id``; unpadded.
     Without a ``runtime`` (one env's for the whole run) it makes a small worker pool."""
-    caller = agent if isinstance(agent, AgentCaller) else AgentCaller(agent)
+    return (
+        await aplay_role_episodes(
+            env, session_id, agent, agent_state, context=context, runtime=runtime
+        )
+    )[0]
+
+
+async def aplay_role_episodes(
+    env: PlayableEnv,
+    session_id: str,
+    agent: Any,
+    agent_state: Any = None,
+    *,
+    context: EpisodeContext | None = None,
+    runtime: HookRuntime | None = None,
+) -> tuple[Episode, ...]:
+    """Play one episode; every role's record, in the env's role order (one without
+    roles). ``agent``: one agent (every role: self-play) or a dict of agents by role."""
+    caller = as_callers(agent)
     if context is None:
         context = EpisodeContext(session_id, env.env_id, 0, 0, 0, 0)
     pool = None
@@ -129,7 +198,18 @@ async def aplay_episode(
         runtime = HookRuntime(env, pool)
     try:
         run = EpisodeRun(env, session_id, caller, agent_state, context=context, runtime=runtime)
-        return await run.play()
+        return await run.play_roles()
     finally:
         if pool is not None:
             pool.close()
+
+
+def as_callers(agent: Any) -> AgentCaller | dict[str, AgentCaller]:
+    """An agent, or a dict of agents by role, as callers (one caller per distinct agent)."""
+    if not isinstance(agent, dict):
+        return agent if isinstance(agent, AgentCaller) else AgentCaller(agent)
+    made: dict[int, AgentCaller] = {}
+    for player in agent.values():
+        if id(player) not in made:
+            made[id(player)] = player if isinstance(player, AgentCaller) else AgentCaller(player)
+    return {role: made[id(player)] for role, player in agent.items()}

@@ -40,10 +40,12 @@ Generous: on a loaded machine the OS alone can hold a thread for a few hundred m
 
 EPISODE_HOOK_NAMES = (
     "initialize_episode",
+    "turn_role",
     "format_prompt",
     "step_episode",
     "reward_shaping",
     "finish_episode",
+    "role_rewards",
 )
 
 

@@ -29,8 +29,14 @@ raised again, so that the driver stops: one bad episode never sinks a batch. A d
 records its own failures (the agent's) with :meth:`EpisodeSession.fail`. ``finish``
 never raises and runs ``finish_episode`` once, however the episode ended.
 
-Every step takes an optional ``role``, carried on its outcome: the seam for episodes
-whose turns belong to several roles (one agent per role).
+An env that declares roles (``MultistepEnv.roles``: a game's seats) has one *view* per
+role: its own conversation, token stream (with its own chat template when the role's
+model differs) and steps, recorded as an :class:`~agentsgym.trajectory.Episode` of its
+own (``episode.role``). ``turn_role`` says whose turn it is before every prompt;
+:attr:`EpisodeSession.role` names it, and :attr:`messages`, :meth:`prompt_token_ids`
+and :attr:`episode` are that role's. The state and the hooks are shared; ``finish``
+settles ``role_rewards`` on each role's last action and closes every view
+(``FinishedEpisode.episodes``). An env without roles has one view, role ``None``.
 """
 
 from __future__ import annotations
@@ -44,6 +50,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from agentsgym.engine.hook_results import as_messages, as_step_result, collect_terms
+from agentsgym.engine.role_views import RoleView, check_turn_role, role_reward_values
 from agentsgym.errors import EpisodeError, EpisodeTimeoutError
 from agentsgym.redaction import redact_text
 from agentsgym.rewards import assign_token_rewards
@@ -107,6 +114,8 @@ class FinishedEpisode:
     episode: Episode
     terms: dict[str, float]
     error: str | None = None
+    episodes: tuple[Episode, ...] = ()
+    """Every role's episode, in the env's role order (``(episode,)`` without roles)."""
 
 
 class EpisodeSession:
@@ -116,6 +125,7 @@ class EpisodeSession:
     :param runtime: how the env's hooks are called (one per env and run).
     :param token_in: the driver's actions come from a model conditioned on this
         episode's own prompt ids (:meth:`prompt_token_ids`): their ids are ``sampled``.
+        With roles, a dict by role name (a role not in it: ``False``).
     """
 
     def __init__(
@@ -125,22 +135,29 @@ class EpisodeSession:
         task_data: dict[str, Any],
         *,
         runtime: HookRuntime,
-        token_in: bool = False,
+        token_in: bool | dict[str, bool] = False,
     ) -> None:
         self.env = env
         self.runtime = runtime
         self.token_in = token_in
-        self.episode = Episode(
-            session_id=session_id,
-            env_id=env.env_id,
-            task_data=task_data,
-            tokenized=env.chat is not None,
-        )
+        self.roles: tuple[str, ...] = tuple(getattr(env, "role_names", ()))
+        role_chats = getattr(env, "role_chats", {})
+        self.views = {
+            role: RoleView.new(env, session_id, task_data, role, role_chats.get(role, env.chat))
+            for role in (self.roles or (None,))
+        }
+        self.role: str | None = None
+        """The role whose turn it is (``None`` without roles, or before the first prompt)."""
+        self._last_role: str | None = None
+        self._turns = 0
+        self.episode = self.views[self.roles[0] if self.roles else None].episode
         self.toolbox: Any = None  # start asks the env (its code: it may fail)
         self.tools: tuple[dict[str, Any], ...] = ()
         self._tools_see_state = False  # the toolbox's respond takes state=
         self.tokens: EpisodeTokenizer | None = None
         self.spans: list[AgentSpan] = []
+        self._switch_to(self.roles[0] if self.roles else None)
+        self.role = None
         self.state: Any = None
         self.done = False
         self.phase = "initialize_episode"
@@ -159,8 +176,14 @@ class EpisodeSession:
 
     @property
     def steps_taken(self) -> int:
-        """Actions applied so far; the index of the next step."""
-        return len(self.episode.steps)
+        """Actions applied so far, by every role; the index of the next step."""
+        return self._turns
+
+    def _switch_to(self, role: str | None) -> None:
+        """Make ``role``'s view the current one: its episode, tokens and agent spans."""
+        view = self.views[role]
+        self.role = role
+        self.episode, self.tokens, self.spans = view.episode, view.tokens, view.spans
 
     @property
     def truncated(self) -> bool:
@@ -208,13 +231,23 @@ class EpisodeSession:
 
     async def step(self, action: AgentAction, *, role: str | None = None) -> TurnOutcome:
         """Apply one action: a tool turn if the env's toolbox answers its calls, else
-        ``step_episode`` and ``reward_shaping``; then the next prompt unless it ended."""
+        ``step_episode`` and ``reward_shaping``; then the next prompt unless it ended.
+        ``role``: who acts (``None``: whoever's turn it is); in an env with roles another
+        role's action is an error, and the episode goes on (without roles it is only a
+        label, carried on the outcome)."""
         if not self.started or self.over:
             state = "was not started" if not self.started else "is over"
             raise EpisodeError(
                 f"episode {self.episode.session_id} {state}: start a session before stepping "
                 "it, and stop at the step whose outcome is over"
             )
+        if self.roles and role is not None and role != self.role:
+            raise EpisodeError(
+                f"episode {self.episode.session_id}: an action of role {role!r}, but it is "
+                f"{self.role!r}'s turn (session.role); play the role whose turn it is"
+            )
+        if self.roles:
+            role = self.role
         try:
             answered = None
             if self.toolbox is not None:  # on the loop: a sync env's turn never waits
@@ -259,9 +292,12 @@ class EpisodeSession:
         self.toolbox = self.env.episode_tools(self.episode.task_data)
         self.tools = tuple(self.toolbox.schemas) if self.toolbox else ()
         self._tools_see_state = self.toolbox is not None and _takes_state(self.toolbox)
-        if self.env.chat is not None:
-            chat = self.env.chat.with_tools(self.tools) if self.tools else self.env.chat
-            self.tokens = EpisodeTokenizer(chat, self.env.config.on_template_mismatch)
+        for view in self.views.values():
+            if view.chat is not None:
+                chat = view.chat.with_tools(self.tools) if self.tools else view.chat
+                view.tokens = EpisodeTokenizer(chat, self.env.config.on_template_mismatch)
+        self._switch_to(self.roles[0] if self.roles else None)
+        self.role = None
         self.state = await self._hook(
             "initialize_episode",
             session_id=self.episode.session_id,
@@ -275,7 +311,11 @@ class EpisodeSession:
         await self._prompt(0)
 
     async def _prompt(self, step: int) -> Messages:
-        prompt = await self._hook("format_prompt", state=self.state, step=step)
+        if self.roles:
+            named = await self._hook("turn_role", state=self.state, step=step)
+            self._live()
+            self._switch_to(check_turn_role(named, self.roles, self.env))
+        prompt = await self._hook("format_prompt", state=self.state, step=step, role=self.role)
         self._live()
         return await self._add_env_messages(as_messages(prompt, self.env))
 
@@ -291,6 +331,8 @@ class EpisodeSession:
     ) -> TurnOutcome:
         """Apply an action; prompt for the next one unless the episode ended."""
         self._live()
+        acting = self.role  # None without roles, whatever label the driver gave
+        self._last_role = acting
         message: Message = {"role": "assistant", "content": action.text}
         if action.tool_calls:
             message["tool_calls"] = action.tool_calls
@@ -302,7 +344,7 @@ class EpisodeSession:
             span = await self.runtime.cpu(
                 self.tokens.add_agent_turn,
                 _as_written(self.tokens.chat, action, answered),
-                token_in=self.token_in,
+                token_in=self._token_in(acting),
             )
             if action.prompt_token_ids is not None and len(self.tokens.segments) > segments_before:
                 action.info = {**action.info, SERVER_PROMPT_MISMATCH_KEY: True}
@@ -314,7 +356,13 @@ class EpisodeSession:
             result = StepResult(self.state, 0.0, False, {TOOL_CALLS_KEY: calls})
             terms: dict[str, float] = {}
         else:
-            hook_args = {"state": self.state, "action": action.text, "step": step, "reply": action}
+            hook_args = {
+                "state": self.state,
+                "action": action.text,
+                "step": step,
+                "reply": action,
+                "role": acting,
+            }
             returned = await self._hook("step_episode", **hook_args)
             self._live()
             result = as_step_result(returned, self.env)
@@ -343,6 +391,7 @@ class EpisodeSession:
             policy_version=action.policy_version,
         )
         self.episode.steps.append(record)
+        self._turns += 1
         if span is not None:
             self.spans.append(span)
         self.state = result.state
@@ -384,6 +433,7 @@ class EpisodeSession:
             self.fail(error)
         if truncated:
             self.episode.truncated = True
+        self._share_outcome()
         terms: dict[str, float] = {}
         finish_error = None
         try:
@@ -401,12 +451,25 @@ class EpisodeSession:
                 self._finalise()
             except Exception as exc:  # noqa: BLE001 - recorded on the episode
                 self.fail(exc)
-        self._finished = FinishedEpisode(self.episode, terms, finish_error)
+        self._share_outcome()
+        episodes = tuple(view.episode for view in self.views.values())
+        self._finished = FinishedEpisode(self.episode, terms, finish_error, episodes)
         return self._finished
+
+    def _share_outcome(self) -> None:
+        """One game, one outcome: the first error and a truncation hold for every role."""
+        if len(self.views) < 2:
+            return
+        episodes = [view.episode for view in self.views.values()]
+        first_error = next((e.error for e in episodes if e.error is not None), None)
+        truncated = any(e.truncated for e in episodes)
+        for episode in episodes:
+            episode.error = episode.error or first_error
+            episode.truncated = truncated
 
     async def _finish_turn(self, error: str | None) -> dict[str, float]:
         # Its own turn and budget; not through _hook, which stops an abandoned episode's turns.
-        episode = self.episode
+        episode = self.views[self._last_role].episode if self._turns else self.episode
         self.phase = "finish_episode"
         results = await self.runtime.call(
             "finish_episode",
@@ -417,21 +480,31 @@ class EpisodeSession:
         )
         terms = collect_terms(results)
         if terms and episode.error is None and episode.steps:
-            last = episode.steps[-1]
-            settled = dict(last.reward_terms)  # a new dict: the step's outcome keeps its own
-            for name, value in terms.items():
-                settled[name] = settled.get(name, 0.0) + value
-            last.reward_terms = settled
-            last.reward += sum(terms.values())
-        if self.tokens is not None and episode.error is None:
-            self.phase = "tokenizing the end of the episode"
-            await self.runtime.cpu(self.tokens.finish, episode.messages)
+            _settle(episode.steps[-1], terms)
+        if self.roles and episode.error is None:
+            self.phase = "role_rewards"
+            returned = await self.runtime.call(
+                "role_rewards", state=self.state, truncated=episode.truncated, error=None
+            )
+            for role, value in role_reward_values(returned, self.roles, self.env).items():
+                view = self.views[role]
+                view.outcome = value
+                if view.episode.steps:
+                    _settle(view.episode.steps[-1], {"outcome": value})
+        for view in self.views.values():
+            if view.tokens is not None and episode.error is None and view.episode.messages:
+                self.phase = "tokenizing the end of the episode"
+                await self.runtime.cpu(view.tokens.finish, view.episode.messages)
         await self.runtime.cpu(self._finalise)
         return terms
 
     def _finalise(self) -> None:
         self._finalised = True
-        episode = self.episode
+        for view in self.views.values():
+            self._finalise_view(view)
+
+    def _finalise_view(self, view: RoleView) -> None:
+        episode = view.episode
         step_rewards = [s.reward for s in episode.steps]
         episode.final_reward = float(sum(step_rewards))
         metrics: dict[str, float] = {"turns": float(len(episode.steps))}
@@ -441,17 +514,19 @@ class EpisodeSession:
         metrics["reward/env"] = episode.final_reward - sum(
             v for k, v in metrics.items() if k.startswith("reward/")
         )
+        if view.outcome is not None:
+            metrics["outcome"] = view.outcome
         episode.metrics = metrics
-        tokens = self.tokens
+        tokens = view.tokens
         if tokens is None:
             return
-        has_logprobs = episode.has_logprobs = tokens.has_logprobs and bool(self.spans)
+        has_logprobs = episode.has_logprobs = tokens.has_logprobs and bool(view.spans)
         episode.segments = [TokenSegment.from_builder(b, has_logprobs) for b in tokens.segments]
         episode.segment_rewards = [
             rewards_array(r)
             for r in assign_token_rewards(
                 self.env.config.reward_strategy,
-                self.spans[: len(step_rewards)],
+                view.spans[: len(step_rewards)],
                 step_rewards,
                 episode.final_reward,
                 [len(s) for s in tokens.segments],
@@ -463,6 +538,20 @@ class EpisodeSession:
             except Exception as exc:  # noqa: BLE001 - logged and recorded on the episode
                 episode.error = redact_text(f"{type(exc).__name__}: {exc}")
                 logger.error("episode %s broke a token invariant: %s", episode.session_id, exc)
+
+    def _token_in(self, role: str | None) -> bool:
+        if isinstance(self.token_in, dict):
+            return bool(self.token_in.get(role or "", False))
+        return self.token_in
+
+
+def _settle(step: StepRecord, terms: dict[str, float]) -> None:
+    """Add closing reward terms to a step (a new dict: the step's outcome keeps its own)."""
+    settled = dict(step.reward_terms)
+    for name, value in terms.items():
+        settled[name] = settled.get(name, 0.0) + value
+    step.reward_terms = settled
+    step.reward += sum(terms.values())
 
 
 def _as_written(chat: Any, action: AgentAction, answered: Any) -> AgentAction:

@@ -1,7 +1,9 @@
 """The runner: trials of episodes as asyncio tasks, and the padded groups they make.
 
 A *trial* is one rollout of one task: ``episodes_per_trial`` episodes played in
-sequence by one agent, keeping its state (the last one is scored).
+sequence by one agent, keeping its state (the last one is scored). In an env with roles
+each episode is one record per role (``episode.role``), and a task's rollouts make one
+group per trainable role.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentsgym.agents import AgentCaller, follow_concurrency
 from agentsgym.aio import sync_twin
-from agentsgym.engine.episode import aplay_episode
+from agentsgym.engine.episode import aplay_role_episodes, callers_by_role
 from agentsgym.engine.hook_runtime import HookRuntime
 from agentsgym.errors import RunSettingsError
 from agentsgym.trajectory import Episode, TrajectoryBatch, TrajectoryGroup, zero_rewards
@@ -42,7 +44,8 @@ TrialCallback = Callable[["TrialJob", list[Episode]], None]
 @dataclass(frozen=True)
 class TrialJob:
     """One trial to play: a task of an env, which rollout of it this is, and who plays
-    (``agent``: ``None`` for the run's agent, or the agent of a mixed dataset row's env)."""
+    (``agent``: ``None`` for the run's agent, or the agent of a mixed dataset row's env;
+    in an env with roles, either may be a dict of agents by role)."""
 
     env: PlayableEnv
     task_data: dict[str, Any]
@@ -69,13 +72,14 @@ def check_run_settings(num_rollouts: int, max_concurrency: int) -> None:
 
 async def aplay_trial(
     job: TrialJob,
-    caller: AgentCaller,
+    caller: AgentCaller | dict[str, AgentCaller],
     runtime: HookRuntime,
     *,
     seed: int = 0,
     on_episode: EpisodeCallback | None = None,
 ) -> list[Episode]:
-    """Play the ``episodes_per_trial`` episodes of one trial; the last is scored."""
+    """Play the ``episodes_per_trial`` episodes of one trial; the last is scored. With
+    roles, each episode adds one record per role, in the env's role order."""
     env = job.env
     session_id = env.new_session(job.task_data)
     episode_seed = rollout_seed(seed, env.env_id, job.task_data, job.rollout_index)
@@ -86,22 +90,26 @@ async def aplay_trial(
             context = EpisodeContext(
                 session_id, env.env_id, job.task_index, job.rollout_index, index, episode_seed
             )
-            episode = await aplay_episode(
+            played = await aplay_role_episodes(
                 env, session_id, caller, agent_state, context=context, runtime=runtime
             )
-            episode.task_index, episode.rollout_index = job.task_index, job.rollout_index
-            episode.episode_index = index
-            if index < env.config.free_shots:  # a leading episode that earns no reward
-                episode.free_shot = True
-                episode.metrics["raw_final_reward"] = episode.final_reward
-                episode.final_reward = 0.0
-                zero_rewards(episode)
-            episodes.append(episode)
-            if on_episode is not None:
-                on_episode(episode)
-            if not episode.ok:
+            for episode in played:
+                episode.task_index, episode.rollout_index = job.task_index, job.rollout_index
+                episode.episode_index = index
+                if index < env.config.free_shots:  # a leading episode that earns no reward
+                    episode.free_shot = True
+                    episode.metrics["raw_final_reward"] = episode.final_reward
+                    episode.final_reward = 0.0
+                    zero_rewards(episode)
+                episodes.append(episode)
+                if on_episode is not None:
+                    on_episode(episode)
+            if not all(episode.ok for episode in played):
                 break
-            agent_state = episode.agent_state
+            if played[0].role is None:
+                agent_state = played[0].agent_state
+            else:
+                agent_state = {episode.role: episode.agent_state for episode in played}
     finally:
         env.sessions.pop(session_id, None)
     return episodes
@@ -133,9 +141,17 @@ async def arun_jobs(
                 f"trial {job.key} of {job.env.env_id} has no agent: give one for the run or "
                 "for its env"
             )
-        if id(player) not in callers:
-            callers[id(player)] = AgentCaller(player)
-            follow_concurrency(player, max_concurrency)
+        callers_by_role(player, tuple(getattr(job.env, "role_names", ())), job.env)
+        for one in player.values() if isinstance(player, dict) else (player,):
+            if id(one) not in callers:
+                callers[id(one)] = AgentCaller(one)
+                follow_concurrency(one, max_concurrency)
+
+    def caller_of(player: Any) -> AgentCaller | dict[str, AgentCaller]:
+        if isinstance(player, dict):
+            return {role: callers[id(one)] for role, one in player.items()}
+        return callers[id(player)]
+
     pool = WorkerPool(max_concurrency + EXTRA_WORKER_THREADS)
     envs = {id(job.env): job.env for job in jobs}
     runtimes = {key: HookRuntime(env, pool) for key, env in envs.items()}
@@ -145,7 +161,7 @@ async def arun_jobs(
         for job in pending:
             player = job.agent if job.agent is not None else agent
             episodes = await aplay_trial(
-                job, callers[id(player)], runtimes[id(job.env)], seed=seed, on_episode=on_episode
+                job, caller_of(player), runtimes[id(job.env)], seed=seed, on_episode=on_episode
             )
             results[job.key] = episodes
             if on_trial is not None:
@@ -164,23 +180,48 @@ async def arun_jobs(
 
 
 def make_group(
-    env: PlayableEnv, task_index: int, task_data: dict[str, Any], trials: list[list[Episode]]
+    env: PlayableEnv,
+    task_index: int,
+    task_data: dict[str, Any],
+    trials: list[list[Episode]],
+    role: str | None = None,
 ) -> TrajectoryGroup:
-    """The padded group of one task's trials."""
+    """The padded group of one task's trials (with ``role``: that role's episodes)."""
+    chat = env.chat
+    if role is not None:
+        trials = [[e for e in trial if e.role == role] for trial in trials]
+        chat = getattr(env, "role_chats", {}).get(role, chat)
     return TrajectoryGroup(
         task_index=task_index,
         task_data=dict(task_data),
         env_id=env.env_id,
         trials=trials,
-        pad_token_id=env.chat.pad_token_id if env.chat is not None else None,
-        tokenized=env.chat is not None,
+        pad_token_id=chat.pad_token_id if chat is not None else None,
+        tokenized=chat is not None,
+        role=role,
     )
+
+
+def make_groups(
+    env: PlayableEnv,
+    task_index: int,
+    task_data: dict[str, Any],
+    trials: list[list[Episode]],
+    *,
+    roles: Sequence[str] | None = None,
+) -> list[TrajectoryGroup]:
+    """The groups of one task's trials: one, or one per role of an env with roles
+    (``roles``: which ones, by default those the env trains)."""
+    if not getattr(env, "roles", ()):
+        return [make_group(env, task_index, task_data, trials)]
+    chosen = getattr(env, "trainable_roles", ()) if roles is None else roles
+    return [make_group(env, task_index, task_data, trials, role) for role in chosen]
 
 
 async def arun_trial(
     env: PlayableEnv,
     task_data_list: list[dict[str, Any]],
-    agent: Agent,
+    agent: Agent | dict[str, Agent],
     num_rollouts: int = 1,
     *,
     max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
@@ -188,7 +229,9 @@ async def arun_trial(
     on_episode: EpisodeCallback | None = None,
     on_trial: TrialCallback | None = None,
 ) -> TrajectoryBatch:
-    """Play ``num_rollouts`` trials of every task, concurrently; one group per task."""
+    """Play ``num_rollouts`` trials of every task, concurrently; one group per task (per
+    task and trainable role in an env with roles). ``agent``: one agent (in an env with
+    roles, it plays every role: self-play) or a dict of agents by role."""
     check_run_settings(num_rollouts, max_concurrency)
     jobs = [
         TrialJob(env, task_data, task_index, rollout_index)
@@ -213,8 +256,11 @@ async def arun_trial(
             failed[0].error,
         )
     groups = [
-        make_group(env, index, task_data, [results[(index, r)] for r in range(num_rollouts)])
+        group
         for index, task_data in enumerate(task_data_list)
+        for group in make_groups(
+            env, index, task_data, [results[(index, r)] for r in range(num_rollouts)]
+        )
     ]
     return TrajectoryBatch(groups)
 

@@ -103,6 +103,9 @@ class TrajectoryGroup(_PaddedLists):
     trials: list[list[Episode]]
     pad_token_id: int | None
     tokenized: bool
+    role: str | None = None
+    """The role whose episodes these are, in an env with roles (one group per task and
+    role: a trainer sees it as an ordinary group)."""
 
     @cached_property
     def episodes(self) -> list[Episode]:

@@ -66,6 +66,9 @@ class Episode:
     tokenized: bool = False
     has_logprobs: bool = False
     agent_state: Any = field(default=None, repr=False)
+    role: str | None = None
+    """The role this episode is the view of, in an env with several (``None``: one agent).
+    Its messages, steps, tokens and rewards are that role's alone."""
 
     @property
     def num_turns(self) -> int:
@@ -182,9 +185,12 @@ class Episode:
 
     def to_record(self, *, token_fields: bool = True) -> dict[str, Any]:
         """A flat, JSON-friendly row (unpadded token fields of the first segment; ``None``
-        without ``token_fields``)."""
+        without ``token_fields``). A role's episode has a ``role`` column; a single-agent
+        episode's row has none, as before roles existed."""
         tokens = self.tokenized and bool(self.segments)
+        role = {"role": self.role} if self.role is not None else {}
         return {
+            **role,
             "session_id": self.session_id,
             "env_id": self.env_id,
             "task_index": self.task_index,

@@ -19,12 +19,14 @@ def rollout_features() -> dict[str, Any]:
     ints = datasets.List(datasets.Value("int64"))
     return {
         "session_id": datasets.Value("string"),
+        "role": datasets.Value("string"),
         "env_id": datasets.Value("string"),
         "task_index": int_,
         "rollout_index": int_,
         "episode_index": int_,
         "group_index": int_,
         "segment_index": int_,
+        "trial_rows": int_,
         "task_data": datasets.Json(),
         "final_reward": datasets.Value("float64"),
         "num_turns": int_,

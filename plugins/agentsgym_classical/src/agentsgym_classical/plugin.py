@@ -58,6 +58,13 @@ def register_envs(register: RegisterEnv) -> None:
         description="one operation on small numbers, answered with the number only "
         "(a format-following task a small model learns on a CPU)",
     )
+    register(
+        "classical/TicTacToe-v0",
+        "agentsgym_classical.tictactoe:TicTacToeEnv",
+        description="tic-tac-toe for two agents, roles x and o (self-play, or a scripted "
+        "opponent: --agent o=classical/tictactoe-heuristic)",
+        default_agent="classical/tictactoe-heuristic",
+    )
 
 
 @hookimpl
@@ -72,4 +79,14 @@ def register_agents(register: RegisterAgent) -> None:
         "agentsgym/bisect",
         "agentsgym_classical.guess_number:BisectAgent",
         description="plays GuessTheNumber by bisection",
+    )
+    register(
+        "classical/tictactoe-random",
+        "agentsgym_classical.tictactoe_agents:RandomMoveAgent",
+        description="plays TicTacToe with random legal moves (option: seed)",
+    )
+    register(
+        "classical/tictactoe-heuristic",
+        "agentsgym_classical.tictactoe_agents:HeuristicAgent",
+        description="plays TicTacToe: win, block, centre, corner (options: randomness, seed)",
     )

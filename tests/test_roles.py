@@ -1,0 +1,106 @@
+"""Envs with several roles: per-role views and token streams, per-role rewards, an
+agent per role or one for all (self-play), groups per (task, trainable role), output
+rows with a role column. The game is classical/TicTacToe-v0 (agentsgym-classical)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import agentsgym
+from agentsgym import ScriptedAgent
+from agentsgym.output import expected_rows, rollout_rows
+from agentsgym_classical.tictactoe import TicTacToeEnv
+from agentsgym_classical.tictactoe_agents import HeuristicAgent, RandomMoveAgent
+
+
+@pytest.fixture(scope="module")
+def tokenizer() -> Any:
+    return agentsgym.load_tokenizer("smollm2")
+
+
+def test_each_role_has_its_own_conversation_tokens_and_outcome(tokenizer: Any) -> None:
+    env = TicTacToeEnv(tokenizer)
+    agents = {"x": HeuristicAgent(), "o": RandomMoveAgent(seed=3)}
+    batch = env.run_trial([{"seed": 1}], agents, num_rollouts=3)
+    assert [g.role for g in batch.groups] == ["x", "o"]
+    for x, o in zip(batch.groups[0].episodes, batch.groups[1].episodes):
+        assert x.ok and o.ok and x.session_id == o.session_id
+        assert x.metrics["outcome"] == -o.metrics["outcome"]  # zero-sum
+        assert x.final_reward == x.metrics["outcome"]
+        # x moved first, so it acted once more than o or as often
+        assert x.num_turns - o.num_turns in (0, 1)
+        assert "you play X" in x.messages[0]["content"]
+        assert "you play O" in o.messages[0]["content"]
+        for episode in (x, o):
+            assert [m["role"] for m in episode.messages[1::2]] == ["assistant"] * episode.num_turns
+            episode.check()  # lengths, mask, rewards on agent tokens only
+            rendered = tokenizer.apply_chat_template(episode.messages, tokenize=False)
+            assert tokenizer.decode(episode.full_token_ids) == rendered
+
+
+def test_one_agent_plays_every_role_in_self_play() -> None:
+    env = TicTacToeEnv()
+    batch = env.run_trial([{"seed": 0}], HeuristicAgent(), num_rollouts=2)
+    outcomes = [e.metrics["outcome"] for e in batch.all_episodes]
+    assert outcomes == [0.0, 0.0, 0.0, 0.0]  # the heuristic draws against itself
+
+
+def test_batches_hold_only_trainable_roles() -> None:
+    env = TicTacToeEnv()
+    env.trainable_roles = ["o"]
+    batch = env.run_trial([{"seed": 0}, {"seed": 2}], HeuristicAgent())
+    assert [(g.task_index, g.role) for g in batch.groups] == [(0, "o"), (1, "o")]
+    assert {e.role for e in batch.episodes} == {"o"}
+    with pytest.raises(agentsgym.errors.RunSettingsError, match="its roles are x, o"):
+        env.trainable_roles = ["z"]
+
+
+def test_an_illegal_move_forfeits_and_a_missing_agent_is_named() -> None:
+    env = TicTacToeEnv()
+    batch = env.run_trial([{"seed": 0}], {"x": ScriptedAgent("[5]"), "o": ScriptedAgent("[5]")})
+    x, o = batch.all_episodes
+    assert (x.metrics["outcome"], o.metrics["outcome"]) == (1.0, -1.0)
+    assert o.steps[-1].info == {"move": 5, "legal": False}
+    with pytest.raises(agentsgym.errors.RunSettingsError, match="no agent for role 'o'.*ROLE=NAME"):
+        env.run_trial([{"seed": 0}], {"x": HeuristicAgent()})
+
+
+def test_output_rows_carry_the_role_and_their_trial_size() -> None:
+    from agentsgym.aio import run_sync
+    from agentsgym.engine import TrialJob, arun_jobs
+
+    env = TicTacToeEnv()
+    job = TrialJob(env, {"seed": 0}, 0, 0)
+    episodes = run_sync(arun_jobs([job], HeuristicAgent()))[(0, 0)]
+    rows = rollout_rows(job, episodes)
+    assert [row["role"] for row in rows] == ["x", "o"]
+    assert all(expected_rows(row) == 2 for row in rows)
+    single = agentsgym.make("agentsgym/GuessTheNumber-v0")
+    plain = single.run_trial([{"seed": 1}], agentsgym.make_agent("agentsgym/bisect"))
+    assert "role" not in plain.to_records()[0]  # a single-agent env's rows as before
+
+
+def test_a_turn_of_the_wrong_role_is_refused() -> None:
+    from agentsgym import EpisodeSession
+    from agentsgym.aio import run_sync
+    from agentsgym.engine import HookRuntime, WorkerPool
+
+    env = TicTacToeEnv()
+    pool = WorkerPool(1)
+    session = EpisodeSession(env, "s", {"seed": 0}, runtime=HookRuntime(env, pool))
+
+    async def play() -> None:
+        await session.start()
+        assert session.role == "x"
+        with pytest.raises(agentsgym.errors.EpisodeError, match="it is 'x''s turn"):
+            await session.step(agentsgym.AgentAction("[1]"), role="o")
+        outcome = await session.step(agentsgym.AgentAction("[1]"), role="x")
+        assert outcome.role == "x" and session.role == "o"
+        assert session.messages[-1]["content"].startswith("We play")  # o's own view
+
+    try:
+        run_sync(play())
+    finally:
+        pool.close()
