@@ -4,6 +4,7 @@ rows with a role column. The game is classical/TicTacToe-v0 (agentsgym-classical
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -104,3 +105,32 @@ def test_a_turn_of_the_wrong_role_is_refused() -> None:
         run_sync(play())
     finally:
         pool.close()
+
+
+def test_the_command_line_gives_each_role_its_agent(tmp_path: Any) -> None:
+    from agentsgym.testing import run_cli
+
+    out = tmp_path / "games.jsonl"
+    args = [
+        "rollout",
+        "classical/TicTacToe-v0",
+        "--num-tasks",
+        "2",
+        "--num-rollouts",
+        "1",
+        "--out",
+        str(out),
+    ]
+    roles = [
+        "--agent",
+        "x=classical/tictactoe-heuristic",
+        "--agent",
+        "o=classical/tictactoe-random",
+    ]
+    result = run_cli(*args, *roles, "--agent-option", "o.seed=7")
+    assert result.code == 0, result.output
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [row["role"] for row in rows] == ["x", "o", "x", "o"]
+    assert all(row["trial_rows"] == 2 for row in rows)
+    wrong = run_cli(*args, "--overwrite", "--agent", "z=classical/tictactoe-random")
+    assert wrong.code != 0 and "no env of this run has the role 'z'" in wrong.output

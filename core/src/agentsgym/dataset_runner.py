@@ -8,7 +8,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from agentsgym.aio import sync_twin
-from agentsgym.engine import DEFAULT_MAX_CONCURRENCY, check_run_settings, make_group
+from agentsgym.engine import DEFAULT_MAX_CONCURRENCY, check_run_settings, make_groups
 from agentsgym.errors import RunSettingsError
 from agentsgym.executors import (
     AgentSpec,
@@ -110,7 +110,7 @@ async def arun_dataset(
     groups = []
     for index, row in enumerate(parsed):
         episodes = [results[(index, r)] for r in range(num_rollouts) if (index, r) in results]
-        groups.append(make_group(envs[row.env_key()], index, row.task_data, episodes))
+        groups.extend(make_groups(envs[row.env_key()], index, row.task_data, episodes))
     return TrajectoryBatch(groups)
 
 

@@ -1,6 +1,10 @@
 """Who plays which env: ``--agent NAME`` (every env), ``--agent ENV_ID=NAME`` (one env
 of a mixed rows file), else the env's ``default_agent``. ``--agent-option key=value``
 goes to every agent that takes it, so one ``base_url=...`` serves every ``openai`` agent.
+In an env with roles, ``--agent ROLE=NAME`` chooses one role's agent (a role name has
+no ``/`` or ``:``, an env id or class path has) and ``--agent-option ROLE.key=value``
+gives that agent an option; a role without its own agent plays with the env's agent
+(self-play when no role has its own).
 Agents are checked before any file is touched; a remote executor gets
 :class:`~agentsgym.AgentSpec` recipes that each worker builds (never a live agent).
 """
@@ -26,6 +30,7 @@ class AgentChoices:
 
     default: str | None = None
     per_env: dict[str, str] = field(default_factory=dict)
+    per_role: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def parse(cls, values: Sequence[str] | str | None) -> AgentChoices:
@@ -33,6 +38,7 @@ class AgentChoices:
             values = [values]
         default: str | None = None
         per_env: dict[str, str] = {}
+        per_role: dict[str, str] = {}
         for value in values or []:
             env_id, sep, name = value.partition("=")
             if not sep:
@@ -45,13 +51,33 @@ class AgentChoices:
                 continue
             env_id, name = env_id.strip(), name.strip()
             if not env_id or not name:
-                raise AgentError(f"--agent must be NAME or ENV_ID=NAME, got {value!r}")
+                raise AgentError(f"--agent must be NAME, ENV_ID=NAME or ROLE=NAME, got {value!r}")
+            if is_role_name(env_id):
+                if per_role.get(env_id, name) != name:
+                    raise AgentError(
+                        f"--agent names two agents for role {env_id}: {per_role[env_id]} and {name}"
+                    )
+                per_role[env_id] = name
+                continue
             if per_env.get(env_id, name) != name:
                 raise AgentError(
                     f"--agent names two agents for {env_id}: {per_env[env_id]} and {name}"
                 )
             per_env[env_id] = name
-        return cls(default, per_env)
+        return cls(default, per_env, per_role)
+
+    def role_agents(self, envs: Mapping[str, MultistepEnv]) -> dict[str, str]:
+        """The agents chosen by role, once every role named is one of the envs' roles."""
+        roles = {role for env in envs.values() for role in getattr(env, "role_names", ())}
+        unknown = sorted(set(self.per_role) - roles)
+        if unknown:
+            known = ", ".join(sorted(roles)) or "none (no env of this run has roles)"
+            raise AgentError(
+                f"--agent {unknown[0]}={self.per_role[unknown[0]]}: no env of this run has the "
+                f"role {unknown[0]!r} (its roles: {known}); an env id has a '/' "
+                "(--agent ENV_ID=NAME)"
+            )
+        return dict(self.per_role)
 
     def resolve(
         self, env_ids: Iterable[str], envs: Mapping[str, MultistepEnv] | None = None
@@ -79,6 +105,25 @@ class AgentChoices:
                 )
             chosen[env_id] = name
         return chosen
+
+
+def is_role_name(key: str) -> bool:
+    """``--agent KEY=NAME``: a role's name has no '/' or ':' (env ids and class paths do)."""
+    return "/" not in key and ":" not in key
+
+
+def role_options(options: dict[str, Any], roles: Iterable[str]) -> tuple[dict, dict]:
+    """``--agent-option`` split into the run's options and each role's (``ROLE.key``)."""
+    roles = set(roles)
+    shared: dict[str, Any] = {}
+    by_role: dict[str, dict[str, Any]] = {}
+    for key, value in options.items():
+        role, dot, name = key.partition(".")
+        if dot and role in roles:
+            by_role.setdefault(role, {})[name] = value
+        else:
+            shared[key] = value
+    return shared, by_role
 
 
 def options_per_agent(names: Iterable[str], options: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -112,6 +157,11 @@ class RunAgents:
     by_env: dict[str, str]
     options: dict[str, dict[str, Any]]
     built: dict[str, Any] = field(default_factory=dict)
+    by_role: dict[str, str] = field(default_factory=dict)
+    """The agent of each role that has its own (``--agent ROLE=NAME``)."""
+    role_options: dict[str, dict[str, Any]] = field(default_factory=dict)
+    built_roles: dict[str, Any] = field(default_factory=dict)
+    env_roles: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     @classmethod
     def choose(
@@ -124,10 +174,26 @@ class RunAgents:
         envs: Mapping[str, MultistepEnv] | None = None,
     ) -> RunAgents:
         by_env = choices.resolve(env_ids, envs)
+        by_role = choices.role_agents(envs or {})
+        options, per_role_options = role_options(options, by_role)
         shares = options_per_agent(by_env.values(), options)
-        agents = cls(by_env, shares)
+        agents = cls(by_env, shares, by_role=by_role, role_options=per_role_options)
+        agents.env_roles = {
+            env_id: tuple(getattr(env, "role_names", ())) for env_id, env in (envs or {}).items()
+        }
+        registry = get_registry()
+        for role, name in by_role.items():
+            check_options(
+                load_factory(registry.agent(name), "agent"),
+                per_role_options.get(role, {}),
+                what=f"agent {name!r} of role {role!r}",
+            )
         if build:
-            agents.built = {n: build_component(get_registry().agent(n), shares[n]) for n in shares}
+            agents.built = {n: build_component(registry.agent(n), shares[n]) for n in shares}
+            agents.built_roles = {
+                role: build_component(registry.agent(name), per_role_options.get(role, {}))
+                for role, name in by_role.items()
+            }
         return agents
 
     @property
@@ -137,8 +203,20 @@ class RunAgents:
         return names.pop() if len(names) == 1 else None
 
     def players(self, *, remote: bool) -> dict[str, Any]:
-        """Env id -> the built agent, or its recipe for an executor that plays elsewhere."""
-        return {
-            env_id: AgentSpec(name, self.options[name]) if remote else self.built[name]
-            for env_id, name in self.by_env.items()
-        }
+        """Env id -> the built agent, or its recipe for an executor that plays elsewhere;
+        for an env with roles of their own agents, a dict of them by role."""
+        players: dict[str, Any] = {}
+        for env_id, name in self.by_env.items():
+            player = AgentSpec(name, self.options[name]) if remote else self.built[name]
+            roles = self.env_roles.get(env_id, ())
+            if roles and any(role in self.by_role for role in roles):
+                player = {role: self._role_player(role, player, remote) for role in roles}
+            players[env_id] = player
+        return players
+
+    def _role_player(self, role: str, env_player: Any, remote: bool) -> Any:
+        if role not in self.by_role:
+            return env_player
+        if remote:
+            return AgentSpec(self.by_role[role], self.role_options.get(role, {}))
+        return self.built_roles[role]

@@ -111,11 +111,15 @@ def rollout(
     agent: list[str] | None = typer.Option(
         None,
         "--agent",
-        help="agent of every env, or ENV_ID=AGENT for one env (repeatable); "
-        "an env without one plays with its default agent",
+        help="agent of every env, ENV_ID=AGENT for one env, or ROLE=AGENT for one role of "
+        "an env with roles (repeatable; a role has no '/'); an env without one plays with "
+        "its default agent",
     ),
     agent_option: list[str] | None = typer.Option(
-        None, "--agent-option", help="key=value, repeatable; goes to every agent that takes it"
+        None,
+        "--agent-option",
+        help="key=value, repeatable; goes to every agent that takes it (ROLE.key=value: "
+        "to that role's agent only)",
     ),
     env_config: list[str] | None = typer.Option(None, "--env-config", help="key=value, repeatable"),
     tokenizer: str = tokenizer_cli_option(),

@@ -76,7 +76,8 @@ class RunPlan:
     def close(self) -> None:
         """Close what the run built and holds open: the agents and envs that define
         ``close()`` (clients of model and env servers)."""
-        for built in [*self.agents.built.values(), *self.envs.values()]:
+        agents = [*self.agents.built.values(), *self.agents.built_roles.values()]
+        for built in [*agents, *self.envs.values()]:
             if callable(close := getattr(built, "close", None)):
                 close()
 
