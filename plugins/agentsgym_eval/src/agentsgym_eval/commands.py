@@ -51,7 +51,7 @@ from agentsgym.cli import (
     tokenizer_option,
 )
 from agentsgym.errors import AgentsGymError, OutputError
-from agentsgym_eval.samples import EvalReport, samples_from_rows, summarize, trial_sample
+from agentsgym_eval.samples import EvalReport, samples_from_rows, summarize, trial_samples
 
 
 def eval_command(
@@ -65,9 +65,14 @@ def eval_command(
         None, "--num-tasks", min=1, max=MAX_TASKS, help="first N tasks (default: all)"
     ),
     split: str = typer.Option("eval", "--split", help="eval or train"),
-    agent: str | None = typer.Option(None, "--agent", help="agent name (default: the env's)"),
+    agent: list[str] | None = typer.Option(
+        None,
+        "--agent",
+        help="agent name (default: the env's); ROLE=NAME for one role of an env with roles "
+        "(repeatable)",
+    ),
     agent_option: list[str] | None = typer.Option(
-        None, "--agent-option", help="key=value, repeatable"
+        None, "--agent-option", help="key=value, repeatable (ROLE.key=value: one role's agent)"
     ),
     env_config: list[str] | None = typer.Option(None, "--env-config", help="key=value, repeatable"),
     tokenizer: str = tokenizer_cli_option(),
@@ -117,8 +122,13 @@ def eval_command(
 
 
 def sample_rows(job: TrialJob, episodes: list[Episode]) -> list[dict[str, object]]:
-    """The per-sample row of one finished trial."""
-    return [trial_sample(episodes).model_dump()]
+    """The per-sample rows of one finished trial: one, or one per role (with ``role``,
+    ``outcome`` and ``trial_rows``, which --resume reads); a single-agent env's row has
+    none of those keys."""
+    samples = trial_samples(episodes)
+    if samples[0].role is None:
+        return [samples[0].model_dump(exclude={"role", "outcome"})]
+    return [{**sample.model_dump(), "trial_rows": len(samples)} for sample in samples]
 
 
 def write_summary(result: FinishResult) -> EvalReport:
@@ -155,6 +165,11 @@ def print_report(report: EvalReport, results: Path, summary: Path) -> None:
     table.add_row("mean reward", f"{report.mean_reward:.4f}")
     table.add_row("mean turns", f"{report.mean_turns:.3g}")
     table.add_row("failed samples", str(report.num_failed))
+    for role, figures in report.roles.items():
+        if figures.win_rate is not None:
+            rates = f"{figures.win_rate:.3f} / {figures.draw_rate:.3f} / {figures.loss_rate:.3f}"
+            table.add_row(f"{role}: win / draw / loss", rates)
+        table.add_row(f"{role}: mean reward", f"{figures.mean_reward:.4f}")
     console.print(table)
     if report.num_failed:
         console.print(

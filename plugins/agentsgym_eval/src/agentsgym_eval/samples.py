@@ -18,6 +18,11 @@ a sample (one rollout of one task) is scored:
   nothing is inflated) and is reported separately (``num_ungraded``), so a slow
   grader is never mistaken for a wrong model.
 
+In an env with several roles (a game's seats) every role of a trial is a sample of its
+own (``role``, and ``outcome``: what the env's ``role_rewards`` gave it); pass@k and
+the other figures group samples per task and role, and ``EvalReport.roles`` holds each
+role's win, draw and loss rates (:func:`role_reports`).
+
 A failed episode (an exception in the env or the agent) is a wrong sample with no
 answer, so a crash never inflates the scores. Its error text is kept redacted
 (:func:`agentsgym.redaction.redact_text`): an exception can quote the configuration
@@ -65,6 +70,40 @@ class Sample(BaseModel):
     error: str | None = None
     messages: list[dict[str, Any]] = Field(default_factory=list)
     step_infos: list[dict[str, Any]] = Field(default_factory=list)
+    role: str | None = Field(default=None, description="the role played (envs with roles)")
+    outcome: float | None = Field(default=None, description="the role's outcome (role_rewards)")
+
+
+class RoleReport(BaseModel):
+    """The figures of one role of an env with roles: win, draw and loss rates from the
+    outcomes ``role_rewards`` gave it (``None`` when it gave none), and its mean reward."""
+
+    num_samples: int
+    win_rate: float | None = Field(description="outcome > 0; None when the env gave none")
+    draw_rate: float | None
+    loss_rate: float | None = Field(description="outcome < 0, or the sample failed")
+    mean_reward: float
+
+
+def role_reports(samples: Sequence[Sample]) -> dict[str, RoleReport]:
+    """``{role: figures}`` of the samples that have a role (empty without roles)."""
+    by_role: dict[str, list[Sample]] = {}
+    for sample in samples:
+        if sample.role is not None:
+            by_role.setdefault(sample.role, []).append(sample)
+    reports = {}
+    for role, group in by_role.items():
+        rates: tuple[float | None, ...] = (None, None, None)
+        if any(s.outcome is not None for s in group):
+            rates = metrics.win_draw_loss([None if s.error else s.outcome for s in group])
+        reports[role] = RoleReport(
+            num_samples=len(group),
+            win_rate=rates[0],
+            draw_rate=rates[1],
+            loss_rate=rates[2],
+            mean_reward=statistics.fmean(s.final_reward for s in group),
+        )
+    return reports
 
 
 class EvalReport(BaseModel):
@@ -84,6 +123,9 @@ class EvalReport(BaseModel):
     best_at_k: float = Field(description="mean over tasks of the best reward among the samples")
     mean_reward: float
     mean_turns: float
+    roles: dict[str, RoleReport] = Field(
+        default_factory=dict, description="each role's figures (envs with roles): win rates"
+    )
 
 
 def sample_from_episode(episode: Episode) -> Sample:
@@ -111,6 +153,8 @@ def sample_from_episode(episode: Episode) -> Sample:
         error=None if episode.error is None else redact_text(episode.error),
         messages=[dict(m) for m in episode.messages],
         step_infos=infos,
+        role=episode.role,
+        outcome=episode.metrics.get("outcome") if episode.role is not None else None,
     )
 
 
@@ -123,6 +167,16 @@ def trial_sample(episodes: Sequence[Episode]) -> Sample:
     if not episodes:
         raise ValueError("a trial with no episode has no sample")
     return sample_from_episode(episodes[-1])
+
+
+def trial_samples(episodes: Sequence[Episode]) -> list[Sample]:
+    """The samples of one played trial: one, or one per role (each role's last episode)."""
+    if not episodes or episodes[-1].role is None:
+        return [trial_sample(episodes)]
+    last: dict[str, Episode] = {}
+    for episode in episodes:
+        last[str(episode.role)] = episode
+    return [sample_from_episode(episode) for episode in last.values()]
 
 
 def samples_from_batch(batch: TrajectoryBatch) -> list[Sample]:
@@ -138,7 +192,8 @@ def samples_from_batch(batch: TrajectoryBatch) -> list[Sample]:
 def samples_from_rows(rows: Sequence[dict[str, Any]]) -> list[Sample]:
     """Samples read back from a per-sample results file (``Sample.model_dump()`` rows)."""
     return sorted(
-        (Sample.model_validate(row) for row in rows), key=lambda s: (s.task_index, s.rollout_index)
+        (Sample.model_validate(row) for row in rows),
+        key=lambda s: (s.task_index, s.rollout_index),
     )
 
 
@@ -163,9 +218,9 @@ def summarize(
     """
     if not samples:
         raise ValueError("no samples to summarize: did any task get played?")
-    by_task: dict[int, list[Sample]] = {}
+    by_task: dict[tuple[int, str | None], list[Sample]] = {}  # per task and role
     for sample in samples:
-        by_task.setdefault(sample.task_index, []).append(sample)
+        by_task.setdefault((sample.task_index, sample.role), []).append(sample)
     sizes = {len(group) for group in by_task.values()}
     if len(sizes) != 1:
         raise ValueError(f"tasks have different numbers of samples {sorted(sizes)}; expected one n")
@@ -174,7 +229,7 @@ def summarize(
     counts = [(n, sum(s.correct for s in g)) for g in groups]
     return EvalReport(
         env_id=env_id,
-        num_tasks=len(groups),
+        num_tasks=len({s.task_index for s in samples}),
         num_rollouts=n,
         num_samples=len(samples),
         num_failed=sum(1 for s in samples if s.error is not None),
@@ -187,6 +242,7 @@ def summarize(
         best_at_k=statistics.fmean(metrics.best_at_k([s.final_reward for s in g]) for g in groups),
         mean_reward=statistics.fmean(s.final_reward for s in samples),
         mean_turns=statistics.fmean(s.num_turns for s in samples),
+        roles=role_reports(samples),
     )
 
 
