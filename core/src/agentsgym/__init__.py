@@ -32,7 +32,9 @@ __all__ = [
     "EpisodeContext",
     "EpisodeSession",
     "ExecutorFlag",
+    "FinishedEpisode",
     "FunctionAgent",
+    "HookRuntime",
     "Message",
     "Messages",
     "MultistepEnv",
@@ -59,6 +61,7 @@ __all__ = [
     "TrajectoryGroup",
     "TrialJob",
     "TurnOutcome",
+    "WorkerPool",
     "arun_dataset",
     "arun_trial",
     "assign_token_rewards",
@@ -103,6 +106,8 @@ _LAZY_MODULES = {
     "agentsgym.engine": (
         "DEFAULT_MAX_CONCURRENCY",
         "EpisodeSession",
+        "FinishedEpisode",
+        "HookRuntime",
         "TrialJob",
         "TurnOutcome",
         "arun_trial",
@@ -111,6 +116,7 @@ _LAZY_MODULES = {
     "agentsgym.executors": ("AgentSpec",),
     "agentsgym.factory": ("DEFAULT_TOKENIZER", "load_tokenizer", "make"),
     "agentsgym.loop_pools": ("PerLoop",),
+    "agentsgym.worker_pool": ("WorkerPool",),
     "agentsgym.hookspecs": (
         "RegisterAgent",
         "RegisterEnv",
@@ -189,6 +195,8 @@ if TYPE_CHECKING:
     from agentsgym.engine import (
         DEFAULT_MAX_CONCURRENCY,
         EpisodeSession,
+        FinishedEpisode,
+        HookRuntime,
         TrialJob,
         TurnOutcome,
         arun_trial,
@@ -246,3 +254,4 @@ if TYPE_CHECKING:
         Role,
         StepResult,
     )
+    from agentsgym.worker_pool import WorkerPool

@@ -24,11 +24,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from agentsgym import MultistepEnv
-from agentsgym.engine import EpisodeSession, HookRuntime, WorkerPool
+from agentsgym import EpisodeSession, HookRuntime, Messages, MultistepEnv, WorkerPool, redact
 from agentsgym.errors import EnvConfigError
-from agentsgym.redaction import redact
-from agentsgym.types import Messages
 from agentsgym_serve.errors import BadEnvConfig, ConfigLocked, EnvFailure, NoTask, ServerFull
 
 if TYPE_CHECKING:

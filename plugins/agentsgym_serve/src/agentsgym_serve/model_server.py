@@ -49,7 +49,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from agentsgym.types import Messages
+from agentsgym import Messages
 from agentsgym_serve.server import BackgroundServer
 
 VLLM_KEEP_ALIVE_SECONDS = 5
@@ -97,8 +97,7 @@ class ScriptedPolicy:
         self._lock = threading.Lock()
         self.chat_tokenizer = None
         if tokenizer is not None:
-            from agentsgym import load_tokenizer
-            from agentsgym.tokenization import ChatTokenizer
+            from agentsgym import ChatTokenizer, load_tokenizer
 
             self.chat_tokenizer = ChatTokenizer(load_tokenizer(tokenizer))
 

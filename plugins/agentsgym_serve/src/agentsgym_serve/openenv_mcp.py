@@ -53,8 +53,7 @@ from openenv.core.env_server.mcp_types import (
 )
 from pydantic import ValidationError
 
-from agentsgym import MultistepEnv
-from agentsgym.types import AgentAction
+from agentsgym import AgentAction, MultistepEnv
 from agentsgym_serve.errors import (
     EpisodeState,
     ServeError,

@@ -46,8 +46,7 @@ from typing import Annotated, Any
 import annotated_types
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
-from agentsgym.engine import TurnOutcome
-from agentsgym.types import AgentAction, Messages
+from agentsgym import AgentAction, Messages, TurnOutcome
 from agentsgym_serve.errors import NoTask, SessionClosed, SessionFailed
 from agentsgym_serve.host import observation_text
 from agentsgym_serve.openenv_models import OBSERVATION_SHAPES, AgentsgymAction

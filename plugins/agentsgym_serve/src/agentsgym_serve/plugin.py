@@ -9,7 +9,7 @@ from agentsgym import hookimpl
 if TYPE_CHECKING:
     import typer
 
-    from agentsgym.hookspecs import RegisterEnvSource
+    from agentsgym import RegisterEnvSource
 
 
 @hookimpl

@@ -29,8 +29,7 @@ import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
-from agentsgym.engine import TurnOutcome
-from agentsgym.types import AgentAction
+from agentsgym import AgentAction, TurnOutcome
 from agentsgym_serve.errors import (
     EnvFailure,
     EpisodeState,

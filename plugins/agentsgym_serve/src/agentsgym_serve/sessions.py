@@ -36,7 +36,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from agentsgym.types import Messages
+from agentsgym import Messages
 from agentsgym_serve.errors import (
     IdsExhausted,
     ServerFull,
@@ -46,7 +46,7 @@ from agentsgym_serve.errors import (
 )
 
 if TYPE_CHECKING:
-    from agentsgym.engine import EpisodeSession
+    from agentsgym import EpisodeSession
 
 Origin = Literal["agentgym", "agentsgym", "openenv"]
 DEFAULT_MAX_SESSIONS = 1024
