@@ -20,9 +20,17 @@ from agentsgym.agents.base import (
 from agentsgym.agents.scripted import FunctionAgent, ScriptedAgent
 
 __all__ = [
-    "REPAIRED_SURROGATES_KEY", "Agent", "AgentCaller", "FunctionAgent", "OpenAIAgent",
-    "ScriptedAgent", "acall_agent", "as_action", "call_agent", "follow_concurrency",
-]  # fmt: skip
+    "REPAIRED_SURROGATES_KEY",
+    "Agent",
+    "AgentCaller",
+    "FunctionAgent",
+    "OpenAIAgent",
+    "ScriptedAgent",
+    "acall_agent",
+    "as_action",
+    "call_agent",
+    "follow_concurrency",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -6,6 +6,11 @@ from agentsgym.tokenization.incremental import reply_as_rendered, supports_incre
 from agentsgym.tokenization.stream import AgentSpan, EpisodeTokenizer, SegmentBuilder
 
 __all__ = [
-    "AgentSpan", "ChatTokenizer", "EpisodeTokenizer", "SegmentBuilder", "reply_as_rendered",
-    "supports_incremental", "tokenizer_lock",
-]  # fmt: skip
+    "AgentSpan",
+    "ChatTokenizer",
+    "EpisodeTokenizer",
+    "SegmentBuilder",
+    "reply_as_rendered",
+    "supports_incremental",
+    "tokenizer_lock",
+]

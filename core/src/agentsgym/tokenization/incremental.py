@@ -179,9 +179,15 @@ def _agrees(chat: ChatTokenizer, first: Messages, turns: list[tuple[Any, Message
         whole = chat.render(messages, add_generation_prompt=generation)
         reference = whole[len(held) :] if whole.startswith(held) else None
         cheap = cheap_turn(
-            chat, base, view_of_base, reply, new, add_generation_prompt=generation,
-            reply_text=reply_text, roles=roles,
-        )  # fmt: skip
+            chat,
+            base,
+            view_of_base,
+            reply,
+            new,
+            add_generation_prompt=generation,
+            reply_text=reply_text,
+            roles=roles,
+        )
         if cheap is not None and cheap[0] != reference:
             logger.debug("cheap turn %r disagrees with the whole rendering %r", cheap[0], reference)
             return False

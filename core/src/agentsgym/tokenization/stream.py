@@ -148,9 +148,15 @@ class EpisodeTokenizer:
         if not usable or base is None or view is None:
             return None
         return cheap_turn(
-            self.chat, base, view, reply, new_messages, add_generation_prompt=add_generation_prompt,
-            reply_text=self._reply_text, roles=self.roles,
-        )  # fmt: skip
+            self.chat,
+            base,
+            view,
+            reply,
+            new_messages,
+            add_generation_prompt=add_generation_prompt,
+            reply_text=self._reply_text,
+            roles=self.roles,
+        )
 
     def _whole_turn(self, messages: Messages, first_new: int) -> None:
         self.whole_renders += 1
@@ -237,7 +243,9 @@ class EpisodeTokenizer:
             # first token generated nothing, so its end-of-turn is context.
             generated = ids or ([] if action.truncated else eot)
             segment.extend(
-                generated, agent=True, logprobs=action.logprobs if ids else [math.nan] * len(generated)
+                generated,
+                agent=True,
+                logprobs=action.logprobs if ids else [math.nan] * len(generated),
             )
             if not generated or (ids and eot and ids[-len(eot) :] != eot):
                 # The model stopped without its end-of-turn (length limit, stop string);
