@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from typing import Any
 
 from agentsgym_gateway.app import GatewayApp
 from agentsgym_gateway.backend import Backend
@@ -48,6 +49,8 @@ class ModelGateway:
     """See the module docstring.
 
     :param backend_url: the backend's OpenAI base URL (``http://host:port/v1``).
+    :param backend: instead of a URL, a backend object (an
+        :class:`~agentsgym_gateway.agent_backend.AgentBackend`: a run's in-process agent).
     :param backend_api_key: the backend's key, if it needs one (never recorded or logged).
     :param tool_parser: ``"hermes"`` to read tool calls out of a text-only backend's
         replies, as vLLM's parser does; ``None`` passes replies as they are.
@@ -56,8 +59,9 @@ class ModelGateway:
 
     def __init__(
         self,
-        backend_url: str,
+        backend_url: str | None = None,
         *,
+        backend: Any = None,
         backend_api_key: str | None = None,
         tool_parser: str | None = None,
         host: str = "127.0.0.1",
@@ -69,10 +73,12 @@ class ModelGateway:
                 f"unknown tool_parser {tool_parser!r}; choose one of {', '.join(TOOL_PARSERS)} "
                 "or None (the backend parses its own calls)"
             )
+        if (backend_url is None) == (backend is None):
+            raise ValueError("give the gateway a backend_url or a backend object (one of them)")
+        if backend is None:
+            backend = Backend(str(backend_url), backend_api_key)
         self.store = SessionStore()
-        self.gateway_app = GatewayApp(
-            self.store, Backend(backend_url, backend_api_key), max_body_bytes, tool_parser
-        )
+        self.gateway_app = GatewayApp(self.store, backend, max_body_bytes, tool_parser)
         self.app = self.gateway_app.build()
         self._server = BackgroundServer(self.app, host, port)
 

@@ -54,7 +54,7 @@ def to_messages(body: dict[str, Any]) -> list[dict[str, Any]]:
             if last and last["role"] == "assistant" and "tool_calls" in last:
                 last["tool_calls"].append(call)
             else:
-                messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+                messages.append({"role": "assistant", "content": "", "tool_calls": [call]})
         elif kind == "function_call_output":
             output = item.get("output")
             text = output if isinstance(output, str) else _text_of(output)

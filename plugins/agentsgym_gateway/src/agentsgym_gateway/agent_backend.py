@@ -1,0 +1,92 @@
+"""An in-process agent as the gateway's backend (a local model: ``--agent transformers``).
+
+A chat call is rendered with the env's chat template (the request's messages, with its
+tools) into the exact prompt ids, and the agent is called with them (a token-in agent
+such as agentsgym-trl's transformers agent is conditioned on those very ids, so a
+call that rewrote its history is answered on the rewritten history). The answer is a
+chat completion, as vLLM writes one with ``return_token_ids``: prompt ids, sampled ids
+and logprobs. The agent's own sampling settings apply; the request's are not read.
+Text completions need a server backend (HTTP 400 says so).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+import time
+from typing import Any
+
+from agentsgym import EpisodeContext, call_agent
+from agentsgym_gateway.backend import BackendAnswer
+from agentsgym_gateway.wire import dumps
+
+AGENT_MODEL = "agentsgym-policy"
+"""The model name an agent backend serves (any name a program asks for is answered)."""
+
+
+def _answer(status: int, body: Any) -> BackendAnswer:
+    return BackendAnswer(status, dumps(body), "application/json")
+
+
+class AgentBackend:
+    """Answers chat completions with ``agent``, rendering prompts with ``chat``."""
+
+    def __init__(self, agent: Any, chat: Any, env_id: str = "harness") -> None:
+        self.agent = agent
+        self.chat = chat
+        self.env_id = env_id
+        self.base_url = "agent://" + type(agent).__name__
+
+    async def get(self, path: str) -> BackendAnswer:
+        model = {"id": AGENT_MODEL, "object": "model", "created": 0, "owned_by": "agentsgym"}
+        return _answer(200, {"object": "list", "data": [model]})
+
+    async def post(self, path: str, body: bytes) -> BackendAnswer:
+        if path != "/chat/completions":
+            message = "an agent backend answers chat completions only; use a model server"
+            return _answer(400, {"error": {"message": message, "type": "invalid_request_error"}})
+        request = json.loads(body)
+        return await asyncio.to_thread(self._chat, request)
+
+    def _chat(self, request: dict[str, Any]) -> BackendAnswer:
+        messages = request.get("messages") or []
+        tools = request.get("tools") or []
+        rendering = self.chat.with_tools(tools) if tools else self.chat
+        prompt_ids = rendering.encode_prompt(messages)
+        context = EpisodeContext("gateway", self.env_id, 0, 0, 0, 0, tools=tuple(tools))
+        action, _ = call_agent(self.agent, messages, None, prompt_ids, context=context)
+        ids = action.token_ids
+        if ids is None:  # a text-only agent: recorded as retokenized
+            ids_fields: dict[str, Any] = {}
+        else:
+            ids_fields = {"token_ids": list(ids)}
+        logprobs = None
+        if action.logprobs is not None and request.get("logprobs"):
+            logprobs = {"content": [{"token": "", "logprob": float(v), "bytes": [],
+                                     "top_logprobs": []} for v in action.logprobs]}  # fmt: skip
+        choice = {
+            "index": 0,
+            "message": {"role": "assistant", "content": action.text},
+            "logprobs": logprobs,
+            "finish_reason": "length" if action.truncated else "stop",
+            **ids_fields,
+        }
+        response: dict[str, Any] = {
+            "id": f"chatcmpl-{secrets.token_hex(12)}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": request.get("model") or AGENT_MODEL,
+            "choices": [choice],
+            "usage": {
+                "prompt_tokens": len(prompt_ids),
+                "completion_tokens": len(ids or []),
+                "total_tokens": len(prompt_ids) + len(ids or []),
+            },
+        }
+        if ids is not None:
+            response["prompt_token_ids"] = list(action.prompt_token_ids or prompt_ids)
+        return _answer(200, response)
+
+    async def aclose(self) -> None:
+        """Nothing to close: the agent belongs to the run."""

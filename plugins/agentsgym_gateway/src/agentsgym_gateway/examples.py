@@ -1,0 +1,50 @@
+"""The example harness envs: an addition task played by two unmodified programs.
+
+* ``gateway/OpenAIToolLoop-v0``: a plain ``openai`` client tool loop;
+* ``gateway/AgentsSDK-v0``: an OpenAI Agents SDK app with one function tool.
+
+A task is ``{"a": int, "b": int}``; the program gets "What is a + b?" on stdin and
+scores 1.0 when the sum is in its final output. Both need ``openai`` (and the second
+``openai-agents``) installed where they run.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+from typing import Any, ClassVar
+
+from agentsgym_gateway.harness import HarnessEnv
+from agentsgym_gateway.programs import CommandProgram, ProgramOutcome
+
+PROGRAMS = Path(__file__).resolve().parent / "example_programs"
+
+
+class AdditionHarness(HarnessEnv):
+    """Addition tasks; subclasses name the program."""
+
+    program_file: ClassVar[str] = ""
+    environment: ClassVar[dict[str, str]] = {}
+
+    def program(self, task_data: dict[str, Any]) -> CommandProgram:
+        return CommandProgram(
+            (sys.executable, str(PROGRAMS / self.program_file)), dict(self.environment)
+        )
+
+    def prepare(self, task_data: dict[str, Any], workdir: Path) -> str:
+        return f"What is {task_data['a']} + {task_data['b']}?"
+
+    def verify(self, task_data: dict[str, Any], workdir: Path, outcome: ProgramOutcome) -> float:
+        expected = str(int(task_data["a"]) + int(task_data["b"]))
+        return 1.0 if expected in re.findall(r"-?\d+", outcome.stdout) else 0.0
+
+
+class OpenAIToolLoopEnv(AdditionHarness):
+    program_file: ClassVar[str] = "openai_tool_loop.py"
+
+
+class AgentsSDKEnv(AdditionHarness):
+    program_file: ClassVar[str] = "agents_sdk_calculator.py"
+    # The SDK exports traces to OpenAI's servers by default: off, the run is offline.
+    environment: ClassVar[dict[str, str]] = {"OPENAI_AGENTS_DISABLE_TRACING": "1"}

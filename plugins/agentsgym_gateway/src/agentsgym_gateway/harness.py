@@ -1,0 +1,224 @@
+"""HarnessEnv: an env whose episodes are runs of an unmodified agent program.
+
+An env package subclasses it and says three things per task:
+
+* :meth:`HarnessEnv.program`: the program (a command line, or a Python callable of a
+  :class:`~agentsgym_gateway.programs.ProgramRun`);
+* :meth:`HarnessEnv.prepare`: what goes into the task's working directory, and the
+  program's input;
+* :meth:`HarnessEnv.verify`: the score of the final state (an answer, files, tests).
+
+``env.run_trial(tasks, agent, num_rollouts)`` (and ``agentsgym eval``, which calls it)
+runs the programs concurrently, each with its own gateway session in front of the
+model: a model server (``backend_url`` in the env_config, or an ``openai`` agent's
+``base_url``), or the agent itself (a local model, such as ``transformers``; see
+:mod:`~agentsgym_gateway.agent_backend`), within ``episode_timeout_seconds``; each session's calls become one
+episode (:func:`~agentsgym_gateway.episodes.episode_from_calls`) in the same padded
+groups as any env's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field
+
+from agentsgym import (
+    EnvConfig,
+    Episode,
+    MultistepEnv,
+    TrajectoryBatch,
+    TrajectoryGroup,
+    hookimpl,
+    redact_text,
+    run_sync,
+)
+from agentsgym.errors import EpisodeError, RunSettingsError
+from agentsgym_gateway.agent_backend import AGENT_MODEL, AgentBackend
+from agentsgym_gateway.episodes import episode_from_calls
+from agentsgym_gateway.gateway import ModelGateway, SessionHandle
+from agentsgym_gateway.programs import ProgramOutcome, ProgramRun, as_program
+
+DEFAULT_CONCURRENCY = 64
+
+
+class HarnessConfig(EnvConfig):
+    """A harness env's settings: where the model is, and how calls are read."""
+
+    backend_url: str | None = Field(
+        default=None,
+        description="the model server's OpenAI base URL (http://host:port/v1); default: the "
+        "base_url of the openai agent playing the env",
+    )
+    model: str | None = Field(
+        default=None, description="the model the programs ask for; default: the agent's model"
+    )
+    tool_parser: Literal["hermes"] | None = Field(
+        default=None,
+        description="read <tool_call> blocks of a text-only backend into tool_calls, as "
+        "vLLM's hermes parser does",
+    )
+
+
+class HarnessEnv(MultistepEnv):
+    """See the module docstring. Subclasses implement :meth:`program` and :meth:`verify`."""
+
+    config_class = HarnessConfig
+
+    # ------------------------------------------------------------ what a subclass says
+    def program(self, task_data: dict[str, Any]) -> Any:
+        """The program of a task: a command line, a callable or a Program."""
+        raise NotImplementedError(
+            f"{type(self).__name__} must implement program(task_data): a command line (list "
+            "of strings) or a callable taking a ProgramRun"
+        )
+
+    def prepare(self, task_data: dict[str, Any], workdir: Path) -> str:
+        """Set up ``workdir`` for the task and return the program's input (default: the
+        task's ``prompt``)."""
+        return str(task_data.get("prompt", ""))
+
+    def verify(self, task_data: dict[str, Any], workdir: Path, outcome: ProgramOutcome) -> float:
+        """The score of the program's final state (its output, its files)."""
+        raise NotImplementedError(
+            f"{type(self).__name__} must implement verify(task_data, workdir, outcome)"
+        )
+
+    # ------------------------------------------------------------ the engine's hooks
+    def _not_hooks(self, *args: Any, **kwargs: Any) -> Any:
+        raise EpisodeError(
+            f"{self.env_id} is a harness env: its episodes are runs of a program, played by "
+            "env.run_trial(tasks, agent) (or agentsgym eval), not turn by turn"
+        )
+
+    initialize_episode = hookimpl(specname="initialize_episode")(_not_hooks)
+    format_prompt = hookimpl(specname="format_prompt")(_not_hooks)
+    step_episode = hookimpl(specname="step_episode")(_not_hooks)
+
+    # ------------------------------------------------------------ playing programs
+    def _gateway(self, agent: Any) -> tuple[ModelGateway, str]:
+        """A gateway in front of the model server (``backend_url``, else an openai
+        agent's ``base_url``), else in front of the agent itself; and the model name."""
+        parser = self.config.tool_parser
+        url = self.config.backend_url or getattr(agent, "base_url", None)
+        if url:
+            model = self.config.model or getattr(agent, "model", None)
+            if not model:
+                raise RunSettingsError(
+                    f"{self.env_id}: name the model its programs ask for: model in the "
+                    "env_config, or an openai agent's model"
+                )
+            key = None if self.config.backend_url else getattr(agent, "api_key", None)
+            return ModelGateway(url, backend_api_key=key, tool_parser=parser), str(model)
+        if agent is None:
+            raise RunSettingsError(
+                f"{self.env_id} needs a model for its programs: an agent (an openai agent "
+                "with base_url and model, or a local one such as transformers), or "
+                "backend_url and model in its env_config"
+            )
+        backend = AgentBackend(agent, self.chat, self.env_id)
+        return ModelGateway(backend=backend, tool_parser=parser), self.config.model or AGENT_MODEL
+
+    async def arun_trial(  # type: ignore[override]
+        self,
+        task_data_list: list[dict[str, Any]],
+        agent: Any = None,
+        num_rollouts: int = 1,
+        *,
+        max_concurrency: int | None = None,
+        seed: int = 0,
+        on_episode: Callable[[Episode], None] | None = None,
+    ) -> TrajectoryBatch:
+        """Run ``num_rollouts`` programs per task through one gateway; one group per task."""
+        if self.chat is None:
+            raise RunSettingsError(
+                f"{self.env_id} needs the model's tokenizer to pad its episodes: "
+                "agentsgym.make(id, tokenizer=...)"
+            )
+        gateway, model = self._gateway(agent)
+        limit = asyncio.Semaphore(max_concurrency or DEFAULT_CONCURRENCY)
+        await asyncio.to_thread(gateway.start)
+        try:
+
+            async def play(task_index: int, rollout_index: int) -> Episode:
+                async with limit:
+                    task = task_data_list[task_index]
+                    episode = await self.aplay_program(gateway, task, model)
+                episode.task_index, episode.rollout_index = task_index, rollout_index
+                if on_episode is not None:
+                    on_episode(episode)
+                return episode
+
+            keys = [(t, r) for t in range(len(task_data_list)) for r in range(num_rollouts)]
+            episodes = await asyncio.gather(*(play(t, r) for t, r in keys))
+        finally:
+            await asyncio.to_thread(gateway.stop)
+        played = dict(zip(keys, episodes))
+        groups = [
+            TrajectoryGroup(
+                task_index=t,
+                task_data=dict(task),
+                env_id=self.env_id,
+                trials=[[played[(t, r)]] for r in range(num_rollouts)],
+                pad_token_id=self.chat.pad_token_id,
+                tokenized=True,
+            )
+            for t, task in enumerate(task_data_list)
+        ]
+        return TrajectoryBatch(groups)
+
+    def run_trial(self, *args: Any, **kwargs: Any) -> TrajectoryBatch:  # type: ignore[override]
+        """:meth:`arun_trial` from plain code."""
+        return run_sync(self.arun_trial(*args, **kwargs))
+
+    async def aplay_program(
+        self, gateway: ModelGateway, task_data: dict[str, Any], model: str
+    ) -> Episode:
+        """One program run for ``task_data`` through ``gateway``: its episode (a failure,
+        the program's or the verifier's, is recorded on it, never raised)."""
+        handle = gateway.open_session()
+        timeout = self.config.episode_timeout_seconds
+        reward, error, outcome = 0.0, None, None
+        calls: list[Any] | None = None
+        with tempfile.TemporaryDirectory(prefix="agentsgym-harness-") as folder:
+            workdir = Path(folder)
+            try:
+                text = await asyncio.to_thread(self.prepare, task_data, workdir)
+                run = ProgramRun(handle.base_url, handle.api_key, model, workdir, text, task_data)
+                outcome = await as_program(self.program(task_data)).run(run, timeout)
+                calls = gateway.close_session(handle)  # a program's stray calls end here
+                error = outcome.failure(timeout)
+                if error is None:
+                    reward = float(
+                        await asyncio.to_thread(self.verify, task_data, workdir, outcome)
+                    )
+            except Exception as exc:  # noqa: BLE001 - one failed program never sinks the run
+                error = f"{type(exc).__name__}: {exc}"
+            if calls is None:
+                calls = gateway.close_session(handle)
+        if error is None and not calls:
+            error = "the program made no model call: nothing to train on"
+        episode = episode_from_calls(
+            calls,
+            session_id=handle.session_id,
+            env_id=self.env_id,
+            task_data=task_data,
+            reward=reward if error is None else 0.0,
+            chat=self.chat,
+            reward_strategy=self.config.reward_strategy,
+            error=None if error is None else _safe(error, handle),
+        )
+        if outcome is not None:
+            episode.metrics["program_exit_code"] = float(
+                -1 if outcome.exit_code is None else outcome.exit_code
+            )
+        return episode
+
+
+def _safe(error: str, handle: SessionHandle) -> str:
+    """An error without the session's key (a program may print its environment)."""
+    return redact_text(error.replace(handle.api_key, "***"))
