@@ -36,9 +36,17 @@ logger = logging.getLogger(__name__)
 
 SUFFIXES = (".parquet", ".jsonl", ".json")
 TOKEN_COLUMNS = ("full_token_ids", "agent_token_mask", "per_token_rewards")
-# Written by agentsgym but derivable, so not kept.
+# Written by agentsgym but derivable, or not shown (policy versions), so not kept.
 IGNORED_COLUMNS = frozenset(
-    {"full_attention_mask", "num_tokens", "num_agent_tokens", "step_token_sources"}
+    {
+        "full_attention_mask",
+        "num_tokens",
+        "num_agent_tokens",
+        "step_token_sources",
+        "step_policy_versions",
+        "min_policy_version",
+        "max_policy_version",
+    }
 )
 EPISODE_COLUMNS = frozenset(ViewedEpisode.model_fields) - {"index", "kind", "tokens"}
 KNOWN_COLUMNS = EPISODE_COLUMNS | frozenset(TOKEN_COLUMNS) | IGNORED_COLUMNS
