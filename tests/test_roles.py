@@ -134,3 +134,22 @@ def test_the_command_line_gives_each_role_its_agent(tmp_path: Any) -> None:
     assert all(row["trial_rows"] == 2 for row in rows)
     wrong = run_cli(*args, "--overwrite", "--agent", "z=classical/tictactoe-random")
     assert wrong.code != 0 and "no env of this run has the role 'z'" in wrong.output
+
+
+class OnlyXMoves(TicTacToeEnv):
+    """A broken game: turn_role never gives o its turn."""
+
+    @agentsgym.hookimpl(tryfirst=True)
+    def turn_role(self, state: Any) -> str:
+        return "x"
+
+
+def test_check_env_names_a_role_that_never_acts() -> None:
+    from agentsgym.testing import check_env, register_env
+
+    with register_env(
+        "tests/OnlyXMoves-v0", OnlyXMoves, default_agent="classical/tictactoe-random"
+    ):
+        report = check_env("tests/OnlyXMoves-v0", tokenizer=None, raise_on_failure=False)
+    roles = next(c for c in report.checks if "own view" in c.name)
+    assert roles.status == "failed" and "role 'o' never acted" in roles.detail

@@ -39,6 +39,7 @@ from agentsgym.testing.check_report import (
     EnvCheckError,
     require,
 )
+from agentsgym.testing.check_roles import check_roles, games
 from agentsgym.testing.check_tokens import check_token_rows
 from agentsgym.testing.check_tools import check_tools
 from agentsgym.trajectory import Episode, TrajectoryBatch
@@ -149,6 +150,8 @@ class _Checker:
             self.deterministic,
         )
         self.check("an env with run_hooks_inline never waits in its hooks", self.inline)
+        if getattr(env_class(self._spec()), "roles", ()):  # single-agent envs: as before
+            self.check("each role plays with its own view and token stream", self.roles)
 
     def check(self, name: str, fn: Callable[[], str | None]) -> None:
         try:
@@ -241,13 +244,14 @@ class _Checker:
             raise CheckFailed(f"{len(failed)} episodes failed, first: {failed[0].error}")
         require(len(batch) > 0, "no trajectories")
         max_steps = env.config.max_steps_per_episode
-        for episode in batch.all_episodes:
-            require(episode.messages, "an episode has no messages")
+        for game in games(batch.all_episodes).values():
+            turns = sum(episode.num_turns for episode in game)  # with roles: every role's
+            require(all(e.messages for e in game), "an episode has no messages")
             require(
-                1 <= episode.num_turns <= max_steps,
-                f"episode took {episode.num_turns} turns; max_steps_per_episode is {max_steps}",
+                1 <= turns <= max_steps,
+                f"episode took {turns} turns; max_steps_per_episode is {max_steps}",
             )
-            require(math.isfinite(episode.final_reward), "non-finite final reward")
+            require(all(math.isfinite(e.final_reward) for e in game), "non-finite final reward")
         return env, batch
 
     def plays_without_tokenizer(self) -> str:
@@ -301,7 +305,7 @@ class _Checker:
         failed = [e.error for e in episodes if e.error and "finish_episode" in e.error]
         if failed:
             raise CheckFailed(f"finish_episode failed: {failed[0]}")
-        expected = Counter(e.session_id for e in episodes)
+        expected = Counter(session for session, _ in games(episodes))
         seen = Counter(session for session, _ in probe.calls)
         if seen != expected:
             session = next(s for s in expected | seen if expected[s] != seen[s])
@@ -338,21 +342,23 @@ class _Checker:
                 "being cut at max_steps_per_episode (finish_episode gets truncated=True)"
             )
         cut = 0
-        for episode in batch.all_episodes:
-            done = bool(episode.steps) and episode.steps[-1].done
-            require(episode.num_turns == 1, f"an episode took {episode.num_turns} turns, limit 1")
-            require(
-                episode.truncated == (not done),
-                f"episode done={done} but truncated={episode.truncated}",
-            )
-            cut += episode.truncated
+        for game in games(batch.all_episodes).values():  # with roles: one episode per role
+            steps = [step for episode in game for step in episode.steps]
+            done = len(steps) == 1 and steps[0].done
+            require(len(steps) == 1, f"an episode took {len(steps)} turns, limit 1")
+            for episode in game:
+                require(
+                    episode.truncated == (not done),
+                    f"episode done={done} but truncated={episode.truncated}",
+                )
+            cut += game[0].truncated
         truncated_calls = sum(truncated for _, truncated in probe.calls)
         require(
             truncated_calls == cut,
             f"{cut} episodes were cut but finish_episode saw truncated=True "
             f"{truncated_calls} times",
         )
-        return f"{cut} of {len(batch.all_episodes)} episodes cut after one step"
+        return f"{cut} of {len(games(batch.all_episodes))} episodes cut after one step"
 
     def deterministic(self) -> str:
         tasks = self.task_list(max(self.num_tasks, 2))
@@ -368,7 +374,7 @@ class _Checker:
         for key in sorted(first.keys() | second.keys()):
             difference = episode_difference(first.get(key), second.get(key))
             if difference:
-                task, rollout, index = key
+                task, rollout, index, _ = key
                 raise CheckFailed(
                     f"task {task} rollout {rollout} episode {index}: {difference}. Played once "
                     f"alone and once with {jobs} episodes at once (a deterministic agent that "
@@ -383,3 +389,6 @@ class _Checker:
     def inline(self) -> str:
         self.played()
         return check_inline_promise(self.make(), self.hook_timer)
+
+    def roles(self) -> str:
+        return check_roles(self.make(), self.played())

@@ -32,9 +32,9 @@ class FinishProbe:
             raise
 
 
-def episode_key(episode: Episode) -> tuple[int, int, int]:
-    """Where an episode sits in its batch: (task, rollout, episode of the trial)."""
-    return episode.task_index, episode.rollout_index, episode.episode_index
+def episode_key(episode: Episode) -> tuple[int, int, int, str]:
+    """Where an episode sits in its batch: (task, rollout, episode of the trial, role)."""
+    return episode.task_index, episode.rollout_index, episode.episode_index, episode.role or ""
 
 
 def episode_difference(first: Episode | None, second: Episode | None) -> str:
