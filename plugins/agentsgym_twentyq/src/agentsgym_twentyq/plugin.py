@@ -24,6 +24,13 @@ def register_envs(register: RegisterEnv) -> None:
         default_agent=QUESTIONER,
         hardcore=True,
     )
+    register(
+        "twentyq/TwentyQuestions-v0-duel",
+        "agentsgym_twentyq.duel:TwentyQuestionsDuelEnv",
+        description="20 Questions for two agents: roles questioner and gamemaster (a model "
+        "gamemaster rewarded for agreeing with the offline oracle)",
+        default_agent=QUESTIONER,
+    )
 
 
 @hookimpl
@@ -33,4 +40,16 @@ def register_agents(register: RegisterAgent) -> None:
         "agentsgym_twentyq.questioner:ReferenceQuestioner",
         description="scripted TwentyQuestions player that halves the candidate words "
         "(options: natural_split, level)",
+    )
+    register(
+        "twentyq/oracle-gamemaster",
+        "agentsgym_twentyq.oracle_agent:OracleGamemasterAgent",
+        description="scripted gamemaster role of TwentyQuestions-v0-duel: answers as the "
+        "offline rules gamemaster",
+    )
+    register(
+        "twentyq/duel-reference",
+        "agentsgym_twentyq.oracle_agent:ReferenceDuelAgent",
+        description="plays either role of TwentyQuestions-v0-duel: the reference questioner "
+        "or the oracle gamemaster (option: natural_split)",
     )
