@@ -34,6 +34,11 @@ RULES = (
 
 class TicTacToeConfig(EnvConfig):
     max_steps_per_episode: int = Field(default=9, ge=1, le=9)
+    trainable_roles: list[str] | None = Field(
+        default=None,
+        description="the roles whose episodes go into training batches (default: both); "
+        "'[\"x\"]' trains x against a frozen o",
+    )
 
 
 @dataclass
@@ -55,6 +60,11 @@ class TicTacToeEnv(MultistepEnv):
         Role("o", description="plays O"),
     )
     run_hooks_inline = True  # a board of nine cells: a thread hop would cost more
+
+    def __init__(self, tokenizer: Any = None, env_config: dict[str, Any] | None = None, **kw: Any):
+        super().__init__(tokenizer, env_config, **kw)
+        if self.config.trainable_roles is not None:
+            self.trainable_roles = self.config.trainable_roles
 
     @hookimpl
     def initialize_episode(self, session_id: str, task_data: dict[str, Any]) -> TicTacToeState:
