@@ -148,7 +148,11 @@ class RolloutSource:
     plays them with the policy model's ``tokenizer``. Steps take the rows
     ``tasks_per_step`` at a time, reshuffled (under ``seed``) each pass; ``num_rollouts``
     is the GRPO group size. Env instances are built once per (env_class_path,
-    env_config) and reused."""
+    env_config) and reused. ``executor`` (a registered name such as ``"ray"``, or an
+    executor object) and ``executor_options`` say where the trials play, as for
+    :func:`~agentsgym.run_dataset`; a remote executor needs the agent as a recipe
+    (:class:`~agentsgym.AgentSpec`) and the tokenizer as a name or path, which each
+    worker loads."""
 
     def __init__(
         self,
@@ -162,6 +166,8 @@ class RolloutSource:
         shuffle: bool = True,
         seed: int = 0,
         on_episode: EpisodeCallback | None = None,
+        executor: Any = "local",
+        executor_options: Mapping[str, Any] | None = None,
     ) -> None:
         self.rows = parse_rows(rows)
         if not self.rows:
@@ -171,12 +177,15 @@ class RolloutSource:
                 "num_rollouts, tasks_per_step and max_concurrency must be at least 1"
             )
         self.tokenizer = load_tokenizer(tokenizer)
+        self._tokenizer_source = tokenizer if isinstance(tokenizer, (str, Path)) else None
         self.num_rollouts = num_rollouts
         self.tasks_per_step = tasks_per_step
         self.max_concurrency = max_concurrency
         self.allow_class_paths = allow_class_paths
         self.shuffle = shuffle
         self.on_episode = on_episode
+        self.executor = executor
+        self.executor_options = dict(executor_options or {})
         self._rng = random.Random(seed)
         self._order: list[int] = []
         self._envs: dict[tuple[str, str], MultistepEnv] = {}
@@ -224,12 +233,25 @@ class RolloutSource:
             rows,
             agent,
             rollouts,
-            tokenizer=self.tokenizer,
+            tokenizer=self._tokenizer_for_executor(),
             envs=self._envs,
             allow_class_paths=self.allow_class_paths,
             max_concurrency=self.max_concurrency,
             on_episode=self.on_episode,
+            executor=self.executor,
+            executor_options=self.executor_options or None,
         )
+
+    def _tokenizer_for_executor(self) -> Any:
+        """The loaded tokenizer, or for a remote executor its name (each worker loads it)."""
+        if not isinstance(self.executor, str) or self.executor == "local":
+            return self.tokenizer  # an executor object is the caller's to match
+        if self._tokenizer_source is None:
+            raise TrainerOptionError(
+                f"the {self.executor} executor loads the tokenizer in each worker: give "
+                "RolloutSource the tokenizer's name or path, not a loaded tokenizer"
+            )
+        return str(self._tokenizer_source)
 
     def is_multi_turn(self, episode: Episode) -> bool:
         """Whether the episode's env allows more than one agent action per episode
