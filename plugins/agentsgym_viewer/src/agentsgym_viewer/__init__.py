@@ -15,7 +15,7 @@ from agentsgym_viewer.errors import (
     ViewFilterError,
     ViewOutputError,
 )
-from agentsgym_viewer.filtering import EpisodeFilter
+from agentsgym_viewer.filtering import EpisodeFilter, game_of
 from agentsgym_viewer.html import render_page, write_html
 from agentsgym_viewer.loading import TrajectoryFile, load_trajectories
 from agentsgym_viewer.model import (
@@ -26,7 +26,7 @@ from agentsgym_viewer.model import (
     ViewedStep,
 )
 from agentsgym_viewer.pager import Pager
-from agentsgym_viewer.terminal import episode_table, render_episode
+from agentsgym_viewer.terminal import episode_table, render_episode, render_game
 from agentsgym_viewer.tokens import TokenDecoder, check_tokenizer, load_decoder
 
 __all__ = [
@@ -45,9 +45,11 @@ __all__ = [
     "ViewerError",
     "check_tokenizer",
     "episode_table",
+    "game_of",
     "load_decoder",
     "load_trajectories",
     "render_episode",
+    "render_game",
     "render_page",
     "write_html",
 ]

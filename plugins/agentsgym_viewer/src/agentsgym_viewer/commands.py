@@ -26,9 +26,10 @@ from agentsgym_viewer import (
     ViewedEpisode,
     check_tokenizer,
     episode_table,
+    game_of,
     load_decoder,
     load_trajectories,
-    render_episode,
+    render_game,
     write_html,
 )
 
@@ -144,14 +145,19 @@ def view(
         )
         return
     if chosen is not None:
-        _print_episode(chosen, decoder, tokens, search)
+        _print_episode(chosen, decoder, tokens, search, game_of(chosen, trajectories.episodes))
         return
     if not selection:
         _no_match(trajectories, filters)
     console.print(_table(trajectories, selection))
+    shown: set[int] = set()
     for item in selection:
+        if item.index in shown:  # drawn already, beside another role of its game
+            continue
+        game = [e for e in game_of(item, trajectories.episodes) if e in selection] or [item]
+        shown.update(e.index for e in game)
         console.print(Rule())
-        _print_episode(item, decoder, tokens, search)
+        _print_episode(item, decoder, tokens, search, game)
 
 
 def _select(
@@ -213,11 +219,16 @@ def _decoder(tokenizer: str, trajectories: TrajectoryFile) -> TokenDecoder | Non
 
 
 def _print_episode(
-    episode: ViewedEpisode, decoder: TokenDecoder | None, tokens: bool, search: str | None
+    episode: ViewedEpisode,
+    decoder: TokenDecoder | None,
+    tokens: bool,
+    search: str | None,
+    game: list[ViewedEpisode] | None = None,
 ) -> None:
+    """One episode, or the roles of its game side by side (``game``)."""
     console.print(
-        render_episode(
-            episode,
+        render_game(
+            game or [episode],
             decoder,
             show_tokens=tokens,
             color=console.color_system is not None,

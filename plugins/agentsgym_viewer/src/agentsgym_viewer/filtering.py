@@ -78,3 +78,19 @@ class EpisodeFilter(BaseModel):
     def apply(self, episodes: Iterable[ViewedEpisode]) -> list[ViewedEpisode]:
         """The episodes that match, in file order."""
         return [e for e in episodes if self.matches(e)]
+
+
+def game_of(episode: ViewedEpisode, episodes: Iterable[ViewedEpisode]) -> list[ViewedEpisode]:
+    """The rows of every role of ``episode``'s game (same task, rollout and episode of
+    the trial; each role's first segment), in file order; ``[episode]`` without a role."""
+    if episode.role is None or episode.task_index is None:
+        return [episode]
+
+    def key(row: ViewedEpisode) -> tuple[int | None, int | None, int]:
+        return row.task_index, row.rollout_index, row.episode_index or 0
+
+    game: dict[str, ViewedEpisode] = {}
+    for other in episodes:
+        if other.role is not None and other.role not in game and key(other) == key(episode):
+            game[other.role] = episode if other.role == episode.role else other
+    return list(game.values())

@@ -46,6 +46,8 @@ IGNORED_COLUMNS = frozenset(
         "step_policy_versions",
         "min_policy_version",
         "max_policy_version",
+        "trial_rows",  # how many rows a trial of several roles has (--resume reads it)
+        "outcome",  # an eval row's role outcome: the final reward shows it
     }
 )
 EPISODE_COLUMNS = frozenset(ViewedEpisode.model_fields) - {"index", "kind", "tokens"}

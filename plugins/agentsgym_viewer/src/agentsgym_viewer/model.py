@@ -232,6 +232,7 @@ class ViewedEpisode(BaseModel):
     rollout_index: int | None = None
     episode_index: int | None = None
     group_index: int | None = None
+    role: str | None = Field(default=None, description="the role played (envs with roles)")
     segment_index: int | None = None
     num_segments: int | None = None
     task_data: dict[str, Any] = Field(default_factory=dict)

@@ -81,6 +81,8 @@ def episode_title(episode: ViewedEpisode, mark: Highlight | None = None) -> Text
         parts.append(f"episode {episode.episode_index}")
     if (episode.num_segments or 1) > 1:
         parts.append(f"segment {(episode.segment_index or 0) + 1}/{episode.num_segments}")
+    if episode.role is not None:
+        parts.append(f"role {episode.role}")
     env = mark.text(episode.env_id, "bold cyan") if episode.env_id else "(env unknown)"
     return Text.assemble((f"#{episode.index}", "bold"), "  ", env, "  ", " \u00b7 ".join(parts))
 
@@ -275,27 +277,48 @@ def render_episode(
     return Group(*parts)
 
 
+def render_game(
+    game: Sequence[ViewedEpisode],
+    decoder: TokenDecoder | None = None,
+    *,
+    show_tokens: bool = True,
+    color: bool = True,
+    search: str | None = None,
+) -> RenderableType:
+    """The roles of one game side by side: a column per role, each its own episode view
+    (what that role saw and did); one episode alone is drawn as :func:`render_episode`."""
+    if len(game) < 2:
+        return render_episode(game[0], decoder, show_tokens=show_tokens, color=color, search=search)
+    grid = Table.grid(expand=True, padding=(0, 1))
+    for _ in game:
+        grid.add_column(ratio=1)
+    views = [
+        render_episode(episode, decoder, show_tokens=show_tokens, color=color, search=search)
+        for episode in game
+    ]
+    grid.add_row(*views)
+    return grid
+
+
 def episode_table(
     episodes: Sequence[ViewedEpisode], title: str, caption: str | None = None
 ) -> Table:
     """One line per episode: the list the pager and ``--list`` show."""
     table = Table(title=title, title_justify="left", caption=caption, caption_justify="left")
-    for name, justify in (
-        ("#", "right"),
-        ("env", "left"),
-        ("task", "right"),
-        ("rollout", "right"),
-        ("reward", "right"),
-        ("turns", "right"),
-        ("status", "left"),
-    ):
+    with_roles = any(e.role is not None for e in episodes)  # a column only where it says something
+    columns = [("#", "right"), ("env", "left"), ("task", "right"), ("rollout", "right")]
+    columns += [("role", "left")] if with_roles else []
+    columns += [("reward", "right"), ("turns", "right"), ("status", "left")]
+    for name, justify in columns:
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
     for e in episodes:
+        role = [e.role or ""] if with_roles else []
         table.add_row(
             str(e.index),
             e.env_id or "?",
             _opt(e.task_index),
             _opt(e.rollout_index),
+            *role,
             Text(fmt_reward(e.final_reward), _reward_style(e.final_reward)),
             str(e.num_turns),
             status_text(e),
