@@ -188,10 +188,18 @@ async def aplay_role_episodes(
     runtime: HookRuntime | None = None,
 ) -> tuple[Episode, ...]:
     """Play one episode; every role's record, in the env's role order (one without
-    roles). ``agent``: one agent (every role: self-play) or a dict of agents by role."""
-    caller = as_callers(agent)
+    roles). ``agent``: one agent (every role: self-play) or a dict of agents by role.
+
+    An env with an ``aplay_own_episode(task_data, agent, context)`` coroutine plays its
+    episodes itself (a harness env runs an agent program whose model calls a gateway
+    records) and returns the Episode: the engine hands it the agent, nothing more."""
     if context is None:
         context = EpisodeContext(session_id, env.env_id, 0, 0, 0, 0)
+    own = getattr(env, "aplay_own_episode", None)
+    if own is not None:
+        player = agent.agent if isinstance(agent, AgentCaller) else agent
+        return (await own(env.sessions[session_id], player, context),)
+    caller = as_callers(agent)
     pool = None
     if runtime is None:
         pool = WorkerPool(2, name="agentsgym-episode")

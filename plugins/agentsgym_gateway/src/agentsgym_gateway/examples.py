@@ -10,6 +10,7 @@ scores 1.0 when the sum is in its final output. Both need ``openai`` (and the se
 
 from __future__ import annotations
 
+import random
 import re
 import sys
 from pathlib import Path
@@ -19,6 +20,11 @@ from agentsgym_gateway.harness import HarnessEnv
 from agentsgym_gateway.programs import CommandProgram, ProgramOutcome
 
 PROGRAMS = Path(__file__).resolve().parent / "example_programs"
+
+
+def _additions(seed: int, count: int) -> list[dict[str, int]]:
+    rng = random.Random(seed)
+    return [{"a": rng.randint(1, 99), "b": rng.randint(1, 99)} for _ in range(count)]
 
 
 class AdditionHarness(HarnessEnv):
@@ -31,6 +37,12 @@ class AdditionHarness(HarnessEnv):
         return CommandProgram(
             (sys.executable, str(PROGRAMS / self.program_file)), dict(self.environment)
         )
+
+    def get_train_dataset(self) -> Any:
+        return self.make_dataset(_additions(seed=0, count=64))
+
+    def get_eval_dataset(self) -> Any:
+        return self.make_dataset(_additions(seed=1, count=16))
 
     def prepare(self, task_data: dict[str, Any], workdir: Path) -> str:
         return f"What is {task_data['a']} + {task_data['b']}?"

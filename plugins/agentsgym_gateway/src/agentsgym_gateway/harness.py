@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import tempfile
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
@@ -30,6 +31,7 @@ from pydantic import Field
 from agentsgym import (
     EnvConfig,
     Episode,
+    EpisodeContext,
     MultistepEnv,
     TrajectoryBatch,
     TrajectoryGroup,
@@ -69,6 +71,11 @@ class HarnessEnv(MultistepEnv):
 
     config_class = HarnessConfig
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._gateways: dict[int, tuple[ModelGateway, str]] = {}
+        self._gateways_lock = threading.Lock()
+
     # ------------------------------------------------------------ what a subclass says
     def program(self, task_data: dict[str, Any]) -> Any:
         """The program of a task: a command line, a callable or a Program."""
@@ -91,8 +98,8 @@ class HarnessEnv(MultistepEnv):
     # ------------------------------------------------------------ the engine's hooks
     def _not_hooks(self, *args: Any, **kwargs: Any) -> Any:
         raise EpisodeError(
-            f"{self.env_id} is a harness env: its episodes are runs of a program, played by "
-            "env.run_trial(tasks, agent) (or agentsgym eval), not turn by turn"
+            f"{self.env_id} is a harness env: its episodes are runs of a program "
+            "(aplay_own_episode), never played turn by turn through its hooks"
         )
 
     initialize_episode = hookimpl(specname="initialize_episode")(_not_hooks)
@@ -170,6 +177,32 @@ class HarnessEnv(MultistepEnv):
             for t, task in enumerate(task_data_list)
         ]
         return TrajectoryBatch(groups)
+
+    # ------------------------------------------------ the engine (rollout, train, eval)
+    async def aplay_own_episode(
+        self, task_data: dict[str, Any], agent: Any, context: EpisodeContext
+    ) -> Episode:
+        """One episode for the engine (``agentsgym rollout``, ``train``): a program run
+        through this env's gateway for ``agent``, started on first use, kept until
+        :meth:`close`. The run's ``--max-concurrency`` bounds the programs at once."""
+        gateway, model = await asyncio.to_thread(self._shared_gateway, agent)
+        return await self.aplay_program(gateway, task_data, model)
+
+    def _shared_gateway(self, agent: Any) -> tuple[ModelGateway, str]:
+        with self._gateways_lock:
+            made = self._gateways.get(id(agent))
+            if made is None:
+                gateway, model = self._gateway(agent)
+                made = self._gateways[id(agent)] = (gateway.start(), model)
+            return made
+
+    def close(self) -> None:
+        """Stop the gateways this env started for the engine's episodes."""
+        with self._gateways_lock:
+            gateways, self._gateways = list(self._gateways.values()), {}
+        for gateway, _ in gateways:
+            gateway.stop()
+        super().close()
 
     def run_trial(self, *args: Any, **kwargs: Any) -> TrajectoryBatch:  # type: ignore[override]
         """:meth:`arun_trial` from plain code."""
