@@ -66,6 +66,7 @@ def episode_data(episode: ViewedEpisode) -> dict[str, Any]:
         "ep": episode.episode_index or 0,
         "seg": episode.segment_index or 0,
         "nseg": episode.num_segments or 1,
+        "role": episode.role,
         "r": _finite(episode.final_reward),
         "turns": episode.num_turns,
         "trunc": episode.truncated,

@@ -113,6 +113,7 @@
     if (e.rollout !== null) parts.push("rollout " + e.rollout);
     if (e.ep) parts.push("episode " + e.ep);
     if (e.nseg > 1) parts.push("segment " + (e.seg + 1) + "/" + e.nseg);
+    if (e.role) parts.push("role " + e.role);
     return parts.join(" \u00b7 ");
   }
 
