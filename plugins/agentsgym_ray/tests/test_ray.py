@@ -312,3 +312,21 @@ def test_a_worker_closes_the_envs_it_built() -> None:
     env.close = lambda: closed.append(env.env_id)  # type: ignore[method-assign]
     worker.close()
     assert closed == [GUESS] and worker.envs == {}
+
+
+def test_an_env_with_roles_plays_on_ray_with_an_agent_per_role(
+    local_ray: Any, tmp_path: Any
+) -> None:
+    from agentsgym.testing import run_cli
+
+    common = ("rollout", "classical/TicTacToe-v0", "--num-tasks", "3", "--num-rollouts", "2")
+    x, o = "x=classical/tictactoe-random", "o=classical/tictactoe-heuristic"
+    roles = ("--agent", x, "--agent", o)
+    local = run_cli(*common, *roles, "--out", str(tmp_path / "local.jsonl"))
+    assert local.code == 0, local.output
+    on_ray = ("--executor", "ray", "--num-workers", "2")
+    remote = run_cli(*common, *roles, "--out", str(tmp_path / "ray.jsonl"), *on_ray)
+    assert remote.code == 0, remote.output
+    rows = cli_rows(tmp_path / "ray.jsonl")
+    assert rows == cli_rows(tmp_path / "local.jsonl")
+    assert [row["role"] for row in rows[:2]] == ["x", "o"]

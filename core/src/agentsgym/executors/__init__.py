@@ -70,10 +70,19 @@ class AgentSpec:
         return self.factory(**dict(self.options))
 
 
+def role_agents(**by_role: AgentSpec) -> dict[str, Any]:
+    """The agents of an env's roles, built from their recipes: the factory of the
+    AgentSpec that :func:`as_agent_spec` makes of a dict of agents by role."""
+    return {role: spec.build() for role, spec in by_role.items()}
+
+
 def as_agent_spec(agent: Any, options: Mapping[str, Any] | None = None) -> AgentSpec:
-    """An AgentSpec from a spec, a registered name, or a factory; an agent object is refused."""
+    """An AgentSpec from a spec, a registered name, or a factory; an agent object is refused.
+    A dict of them by role (an env with roles) becomes one spec that builds that dict."""
     if isinstance(agent, AgentSpec):
         return agent
+    if isinstance(agent, dict):
+        return AgentSpec(role_agents, {role: as_agent_spec(one) for role, one in agent.items()})
     if isinstance(agent, str) or (callable(agent) and not hasattr(agent, "get_action")):
         return AgentSpec(agent, dict(options or {}))
     raise AgentError(
@@ -85,7 +94,10 @@ def as_agent_spec(agent: Any, options: Mapping[str, Any] | None = None) -> Agent
 
 
 def built_agent(agent: Any) -> Any:
-    """An agent object from an agent, a registered name or an AgentSpec (None stays None)."""
+    """An agent object from an agent, a registered name or an AgentSpec (None stays None);
+    a dict of them by role, the dict of the built agents."""
+    if isinstance(agent, dict):
+        return {role: built_agent(one) for role, one in agent.items()}
     if isinstance(agent, (AgentSpec, str)):
         return as_agent_spec(agent).build()
     return agent
