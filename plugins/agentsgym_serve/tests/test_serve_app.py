@@ -57,17 +57,37 @@ def test_agentgym_protocol_round_trip(http: httpx.Client) -> None:
         "reward": 0.0,
         "score": 0.0,
         "done": False,
+        # the extras some of AgentGym's clients read (WebShop's, SciWorld's, ALFWorld's)
+        "state": first,
+        "task_description": first,
+        "available_actions": [],
     }
     env_id = created.json()["id"]
     # data_idx 3 of the served train split is the task {"seed": 6}
     expected = local_turns(6, ["[50]", "hello", "[25]"])
     reset = http.post("/reset", json={"id": env_id, "data_idx": 3}).json()
-    assert reset == {"observation": expected[0][0], "reward": 0.0, "score": 0.0, "done": False}
+    prompt = expected[0][0]
+    extras = {"task_description": prompt, "available_actions": []}
+    assert reset == {
+        "observation": prompt,
+        "reward": 0.0,
+        "score": 0.0,
+        "done": False,
+        "state": prompt,
+        **extras,
+    }
     score = 0.0
     for action, (observation, reward, done) in zip(["[50]", "hello", "[25]"], expected[1:]):
         step = http.post("/step", json={"id": env_id, "action": action}).json()
         score += reward
-        assert step == {"observation": observation, "reward": reward, "score": score, "done": done}
+        assert step == {
+            "observation": observation,
+            "reward": reward,
+            "score": score,
+            "done": done,
+            "state": observation,
+            **extras,
+        }
     assert http.get("/observation", params={"id": env_id}).json() == {
         "observation": expected[-1][0]
     }

@@ -3,7 +3,10 @@ in ``[low, high]`` from "higher"/"lower" hints, guessing with an integer in squa
 brackets (``[50]``). Reward 1.0 for finding it, 0.0 otherwise.
 
 A guess is the first ``[N]`` of a reply: the bracket is the format the task asks for
-(a bare number is not a guess, and clients of AgentGym's protocol rely on that). A
+(a bare number is not a guess). Served over AgentGym's protocol, whose BabyAI and
+TextCraft clients strip the brackets (``[50]`` reaches the server as ``50``), an action
+of letters, digits, commas and spaces is put back into ``[...]``
+(``agentgym_action_format``, read by agentsgym-serve only). A
 reply cut at the agent's length limit without a bracketed guess holds no guess, and
 the feedback says it was cut off."""
 
@@ -61,6 +64,8 @@ class GuessTheNumberEnv(MultistepEnv):
     # Its hooks compare two integers: a worker-thread hop would cost more than the turn.
     # A subclass whose hooks wait (I/O, sleeps, a slow grader) sets it back to False.
     run_hooks_inline = True
+    # agentsgym serve, AgentGym's protocol only: a sanitised "50" is stepped as "[50]"
+    agentgym_action_format = "[{action}]"
 
     @hookimpl
     def initialize_episode(self, session_id: str, task_data: dict[str, Any]) -> GuessState:

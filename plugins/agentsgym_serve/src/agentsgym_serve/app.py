@@ -27,6 +27,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from starlette.responses import Response
 
+from agentsgym_serve.agentgym_shapes import CREATE_SHAPES, check_action_format
 from agentsgym_serve.errors import BodyTooLarge, ServeError
 from agentsgym_serve.host import DEFAULT_MAX_ENV_CONFIGS, DEFAULT_THREADS, EnvHost
 from agentsgym_serve.logs import AccessLogMiddleware
@@ -79,6 +80,8 @@ def create_app(
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     openenv: bool | None = None,
     observation: str = "agentsgym",
+    agentgym_create: str = "object",
+    agentgym_action_format: str | None = None,
 ) -> FastAPI:
     """The server of one env (see the module docstring).
 
@@ -100,7 +103,15 @@ def create_app(
         messages, reward terms) or ``"textarena"`` (the shape of OpenEnv's text envs:
         a cumulative transcript in ``messages[0].content``, which TRL's OpenEnv
         examples read); see :mod:`agentsgym_serve.openenv_models`.
+    :param agentgym_create: AgentGym's ``/create`` reply: ``"object"`` (``{"id",
+        "observation", ...}``) or ``"integer"`` (the bare id, which WebShop's, SQLGym's
+        and the tool envs' clients read); see :mod:`agentsgym_serve.agentgym_shapes`.
+    :param agentgym_action_format: AgentGym actions that are only letters, digits,
+        commas and spaces are put into it (``"[{action}]"``); default: the env's
+        ``agentgym_action_format``.
     """
+    if agentgym_create not in CREATE_SHAPES:
+        raise ValueError(f"agentgym_create must be object or integer, got {agentgym_create!r}")
     if observation not in ("agentsgym", "textarena"):
         raise ValueError(f"observation must be agentsgym or textarena, got {observation!r}")
     if agentgym_split not in ("train", "eval"):
@@ -117,7 +128,12 @@ def create_app(
         plugins=plugins,
     )
     table = SessionTable(max_sessions, idle_timeout)
-    service = EnvService(host, table, agentgym_split=agentgym_split)
+    service = EnvService(
+        host,
+        table,
+        agentgym_split=agentgym_split,
+        agentgym_action_format=check_action_format(agentgym_action_format),
+    )
     instance = secrets.token_hex(8)
     try:
         config_schema = host.env_class.config_class.model_json_schema()
@@ -166,6 +182,7 @@ def create_app(
         responses={413: {"model": ErrorReply, "description": "The request body is too large"}},
     )
     app.state.service = service
+    app.state.agentgym_create = agentgym_create
     app.state.env_info = env_info
     app.add_exception_handler(ServeError, _serve_error)
     app.add_exception_handler(RequestValidationError, _validation_error)

@@ -65,6 +65,20 @@ def serve_command(
         "or textarena (OpenEnv's text envs': a transcript in messages[0].content and a "
         "prompt, as TRL's OpenEnv examples read)",
     ),
+    agentgym_create: str = typer.Option(
+        "object",
+        "--agentgym-create",
+        help="AgentGym's /create reply: object (an id and an observation: BabyAI's, "
+        "TextCraft's, SciWorld's, ALFWorld's, lmrlgym's clients) or integer (the bare id: "
+        "WebShop's, SQLGym's, the tool envs' clients)",
+    ),
+    agentgym_action_format: str | None = typer.Option(
+        None,
+        "--agentgym-action-format",
+        help="put AgentGym actions that are only letters, digits, commas and spaces (what "
+        "BabyAI's and TextCraft's clients leave) into this format, e.g. '[{action}]' "
+        "(default: the env's agentgym_action_format)",
+    ),
     allow_class_paths: bool = typer.Option(
         False, "--allow-class-paths", help="let ENV_ID be a module:Class path (imports code)"
     ),
@@ -79,6 +93,10 @@ def serve_command(
         raise typer.BadParameter("--split must be train or eval")
     if observation not in ("agentsgym", "textarena"):
         raise typer.BadParameter("--observation must be agentsgym or textarena")
+    if agentgym_create not in ("object", "integer"):
+        raise typer.BadParameter("--agentgym-create must be object or integer")
+    if agentgym_action_format is not None and "{action}" not in agentgym_action_format:
+        raise typer.BadParameter("--agentgym-action-format must contain {action}")
     if log_level.lower() not in LOG_LEVELS:
         raise typer.BadParameter(f"--log-level must be one of {', '.join(LOG_LEVELS)}")
     from agentsgym_serve.app import create_app
@@ -98,6 +116,8 @@ def serve_command(
         threads=threads,
         max_body_bytes=max_body_bytes,
         observation=observation,
+        agentgym_create=agentgym_create,
+        agentgym_action_format=agentgym_action_format,
     )
     try:
         sock = bind_socket(host, port)

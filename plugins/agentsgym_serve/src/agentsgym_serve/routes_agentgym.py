@@ -1,10 +1,12 @@
 """AgentGym's protocol, as its env servers speak it (docs/serving.md).
 
-``POST /create`` -> ``{"id", "observation"}`` (task 0 started); ``POST /reset {"id",
-"data_idx"}`` and ``POST /step {"id", "action"}`` -> ``{"observation", "reward",
-"score", "done"}`` (``score``: the episode's rewards so far, which AgentGym's BabyAI
-client reads); ``GET /observation?id=`` -> ``{"observation"}``; ``POST /close
-{"id"}`` -> ``{"closed"}``.
+``POST /create`` -> ``{"id", "observation"}`` (task 0 started), or the bare id with
+``--agentgym-create integer``; ``POST /reset {"id", "data_idx"}`` and ``POST /step
+{"id", "action"}`` -> ``{"observation", "reward", "score", "done"}`` (``score``: the
+episode's rewards so far, which AgentGym's BabyAI client reads) and the extras of
+:mod:`agentsgym_serve.agentgym_shapes`; ``GET /observation?id=`` -> ``{"observation"}``
+(``?env_idx=`` -> the bare string, as WebShop's server answers); ``POST /close {"id"}``
+-> ``{"closed"}``. Every body may name its instance ``env_idx`` instead of ``id``.
 ``data_idx`` indexes the served env's dataset split (``--split``, train by default).
 Errors are JSON ``{"error", "detail"}`` with a 4xx status (AgentGym's servers answer
 200 with an ``error`` field, or crash with a 500; clients of either check for both).
@@ -15,6 +17,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Query, Request
 from starlette.responses import Response
 
+from agentsgym_serve.errors import ServeError
 from agentsgym_serve.responses import SafeJSONResponse
 from agentsgym_serve.schemas import (
     AgentGymClose,
@@ -35,6 +38,11 @@ reset_step_router = APIRouter(tags=[TAG])
 share the paths and tell the protocols apart by the body's ``id``)."""
 
 
+class MissingInstance(ServeError):
+    status = 422
+    code = "missing_instance"
+
+
 def _service(request: Request) -> EnvService:
     return request.app.state.service  # type: ignore[no-any-return]
 
@@ -46,7 +54,10 @@ def _service(request: Request) -> EnvService:
     summary="Create an env instance",
 )
 async def create(request: Request) -> Response:
-    return SafeJSONResponse(await _service(request).agentgym_create())
+    created = await _service(request).agentgym_create()
+    if getattr(request.app.state, "agentgym_create", "object") == "integer":
+        return SafeJSONResponse(created["id"])  # WebShop's, SQLGym's, the tool envs' shape
+    return SafeJSONResponse(created)
 
 
 @reset_step_router.post(
@@ -71,11 +82,17 @@ async def step(body: AgentGymStep, request: Request) -> Response:
 
 @router.get(
     "/observation",
-    response_model=AgentGymObservationOnly,
-    responses=error_responses(403, 404, 409, 410),
-    summary="The last observation",
+    response_model=AgentGymObservationOnly | str,
+    responses=error_responses(403, 404, 409, 410, 422),
+    summary="The last observation (a bare string when asked by env_idx)",
 )
-async def observation(request: Request, id: int = Query(...)) -> Response:
+async def observation(
+    request: Request, id: int | None = Query(None), env_idx: int | None = Query(None)
+) -> Response:
+    if env_idx is not None:  # WebShop's client: its server answers the bare string
+        return SafeJSONResponse(_service(request).agentgym_observation(env_idx)["observation"])
+    if id is None:
+        raise MissingInstance("name the instance: /observation?id=N (or ?env_idx=N)")
     return SafeJSONResponse(_service(request).agentgym_observation(id))
 
 
@@ -86,4 +103,4 @@ async def observation(request: Request, id: int = Query(...)) -> Response:
     summary="Close an env instance",
 )
 async def close(body: AgentGymClose, request: Request) -> Response:
-    return SafeJSONResponse(await _service(request).agentgym_close(body.id))
+    return SafeJSONResponse(await _service(request).agentgym_close(body.instance))

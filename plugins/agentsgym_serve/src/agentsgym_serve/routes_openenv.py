@@ -9,7 +9,7 @@
   ``CAPACITY_REACHED``, ``SESSION_ERROR``). A connection past ``--max-sessions`` is
   answered ``CAPACITY_REACHED`` and closed; an idle one is closed with the reason.
 * ``POST /reset``, ``POST /step``: stateless, a fresh episode each. They share their
-  paths with AgentGym's calls; a body with an ``id`` is AgentGym's.
+  paths with AgentGym's calls; a body with an ``id`` or ``env_idx`` is AgentGym's.
 * ``GET /state``, ``/schema``, ``/metadata`` (``/health`` is the app's).
 * ``POST /mcp`` and the ``/ws`` message ``{"type": "mcp", "data": <JSON-RPC>}``:
   OpenEnv's MCP endpoints, for a tool env's tools (:mod:`agentsgym_serve.openenv_mcp`).
@@ -191,13 +191,14 @@ async def _by_protocol(
     agentgym: Callable[[dict[str, Any]], Awaitable[Any]],
     openenv: Callable[[dict[str, Any]], Awaitable[Any]],
 ) -> Response:
-    """AgentGym's call for a body with an ``id``, else OpenEnv's; a body that is not JSON,
+    """AgentGym's call for a body with an ``id`` or ``env_idx``, else OpenEnv's; a body that is not JSON,
     not an object or not valid for the call is answered 422, as FastAPI answers."""
     try:
         body = await _json_body(request)
         if not isinstance(body, dict):
             return _not_an_object(body)
-        call = agentgym(body) if "id" in body else openenv(body)
+        is_agentgym = "id" in body or "env_idx" in body
+        call = agentgym(body) if is_agentgym else openenv(body)
     except _Invalid as exc:
         return _invalid(exc.errors)
     except ValidationError as exc:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 PROTOCOL = "agentsgym/v1"
 V1_PREFIX = "/agentsgym/v1"
@@ -94,20 +94,88 @@ class AgentGymCreated(BaseModel):
     reward: float = 0.0
     score: float = 0.0
     done: bool = False
+    state: str = Field("", description="the observation again (WebShop's name for it)")
+    task_description: str = Field("", description="the first prompt of task 0 as text")
+    available_actions: list[str] = Field(
+        default_factory=list, description="what the env offers, when it declares them"
+    )
 
 
-class AgentGymReset(_Body):
-    id: JsonInt
-    data_idx: JsonInt = Field(0, ge=0, description="index of the task in the served dataset split")
+class _AgentGymBody(_Body):
+    """An instance named ``id`` (BabyAI's, TextCraft's, SciWorld's, ALFWorld's and
+    lmrlgym's clients) or ``env_idx`` (WebShop's, SQLGym's and the tool envs' clients)."""
+
+    id: JsonInt | None = Field(None, description="the instance (or, next to env_idx, a task)")
+    env_idx: JsonInt | None = Field(None, description="the instance, as some clients name it")
+
+    @property
+    def instance(self) -> int:
+        """The instance the call is on."""
+        return self.env_idx if self.env_idx is not None else self.id  # type: ignore[return-value]
+
+    @model_validator(mode="after")
+    def _names_an_instance(self) -> _AgentGymBody:
+        if self.id is None and self.env_idx is None:
+            raise ValueError("the body must name the instance: id (or env_idx)")
+        return self
 
 
-class AgentGymStep(_Body):
-    id: JsonInt
+class AgentGymReset(_AgentGymBody):
+    """The task is ``data_idx`` or whichever name the client gives the task index:
+    ``game`` (ALFWorld, Maze), ``session_id`` (WebShop), ``item_id`` (SQLGym), ``idx``,
+    ``seed`` (Wordle) or, in an ``env_idx`` body, ``id`` (the tool envs)."""
+
+    data_idx: JsonInt | None = Field(
+        None, ge=0, description="index of the task in the served dataset split (default 0)"
+    )
+    game: JsonInt | None = Field(None, ge=0, description="the task index (ALFWorld, Maze)")
+    session_id: JsonInt | None = Field(None, ge=0, description="the task index (WebShop)")
+    item_id: JsonInt | None = Field(None, ge=0, description="the task index (SQLGym)")
+    idx: JsonInt | None = Field(None, ge=0, description="the task index")
+    seed: JsonInt | None = Field(None, ge=0, description="the task index (Wordle)")
+    world_type: str | None = Field(None, description="ALFWorld's; taken and ignored")
+
+    @property
+    def task_index(self) -> int:
+        """The index of the task in the served split (0 when the body names none)."""
+        return next(iter(self._task_fields().values()), 0)
+
+    def _task_fields(self) -> dict[str, int]:
+        names = ("data_idx", "game", "session_id", "item_id", "idx", "seed")
+        given = {name: getattr(self, name) for name in names if getattr(self, name) is not None}
+        if self.env_idx is not None and self.id is not None:
+            given["id"] = self.id
+        return given
+
+    @model_validator(mode="after")
+    def _one_task_index(self) -> AgentGymReset:
+        given = self._task_fields()
+        if len(given) > 1:
+            raise ValueError(f"the body names more than one task index: {', '.join(given)}")
+        if given.get("id", 0) < 0:
+            raise ValueError("the task index id must be >= 0")
+        return self
+
+
+class AgentGymStep(_AgentGymBody):
     action: str
 
+    @model_validator(mode="after")
+    def _one_instance(self) -> AgentGymStep:
+        _same_instance(self)
+        return self
 
-class AgentGymClose(_Body):
-    id: JsonInt
+
+class AgentGymClose(_AgentGymBody):
+    @model_validator(mode="after")
+    def _one_instance(self) -> AgentGymClose:
+        _same_instance(self)
+        return self
+
+
+def _same_instance(body: _AgentGymBody) -> None:
+    if body.id is not None and body.env_idx is not None and body.id != body.env_idx:
+        raise ValueError(f"id {body.id} and env_idx {body.env_idx} name different instances")
 
 
 class AgentGymObservation(BaseModel):
@@ -124,6 +192,15 @@ class AgentGymObservation(BaseModel):
         "AgentGym's BabyAI client reads it"
     )
     done: bool = Field(description="the episode is over (the env said so, or the step limit)")
+    state: str = Field("", description="the observation again (WebShop's client reads `state`)")
+    task_description: str = Field(
+        "", description="the episode's first prompt as text (SciWorld's client reads it)"
+    )
+    available_actions: list[str] = Field(
+        default_factory=list,
+        description="what the env offers now, when it declares them (ALFWorld's client "
+        "reads it); [] otherwise",
+    )
 
 
 class AgentGymObservationOnly(BaseModel):

@@ -30,6 +30,12 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from agentsgym import AgentAction, TurnOutcome
+from agentsgym_serve.agentgym_shapes import (
+    action_format_of,
+    check_action_format,
+    format_action,
+    reply_extras,
+)
 from agentsgym_serve.errors import (
     EnvFailure,
     EpisodeState,
@@ -66,11 +72,18 @@ class EnvService:
     """What the routes of both protocols call (see the module docstring)."""
 
     def __init__(
-        self, host: EnvHost, table: SessionTable, *, agentgym_split: str = "train"
+        self,
+        host: EnvHost,
+        table: SessionTable,
+        *,
+        agentgym_split: str = "train",
+        agentgym_action_format: str | None = None,
     ) -> None:
         self.host = host
         self.table = table
         self.agentgym_split = agentgym_split
+        # AgentGym's actions are put into this format (agentgym_shapes.format_action)
+        self.agentgym_action_format = check_action_format(agentgym_action_format)
         self.steps_applied = 0
         self.steps_replayed = 0
 
@@ -200,15 +213,16 @@ class EnvService:
             "reward": 0.0,
             "score": 0.0,
             "done": False,
+            **self._agentgym_extras(session),
         }
 
     async def agentgym_reset(self, body: AgentGymReset) -> dict[str, Any]:
-        session = self.table.get(body.id)
+        session = self.table.get(body.instance)
         async with self._use(session):
             tasks = await self.host.tasks(session.hosted, self.agentgym_split)
-            if body.data_idx >= len(tasks):
+            if body.task_index >= len(tasks):
                 raise NoTask(
-                    f"data_idx {body.data_idx} is past the end of the {self.agentgym_split} "
+                    f"data_idx {body.task_index} is past the end of the {self.agentgym_split} "
                     f"dataset ({len(tasks)} tasks: 0..{len(tasks) - 1})"
                 )
             if not session.finished:
@@ -216,27 +230,45 @@ class EnvService:
                     session, truncated=False, error="reset before the episode ended", quiet=True
                 )
             reply = await self._start_episode(
-                session, session.episode + 1, tasks[body.data_idx], f"agentgym-{session.id}"
+                session, session.episode + 1, tasks[body.task_index], f"agentgym-{session.id}"
             )
-        return {"observation": reply["observation"], "reward": 0.0, "score": 0.0, "done": False}
+            extras = self._agentgym_extras(session)
+        return {
+            "observation": reply["observation"],
+            "reward": 0.0,
+            "score": 0.0,
+            "done": False,
+            **extras,
+        }
 
     async def agentgym_step(self, body: AgentGymStep) -> dict[str, Any]:
-        session = self.table.get(body.id)
+        session = self.table.get(body.instance)
         async with self._use(session):
             self._check_can_step(session)
-            outcome = await self._apply_step(session, AgentAction(text=body.action))
+            action_format = action_format_of(session.hosted.env, self.agentgym_action_format)
+            action = format_action(body.action, action_format)
+            outcome = await self._apply_step(session, AgentAction(text=action))
             reward = outcome.reward + sum(outcome.terms.values())
             over = outcome.done or outcome.truncated
             if over:
                 finish = await self._end_episode(session, truncated=outcome.truncated, error=None)
                 reward += sum(finish.values())
             session.score += reward
+            extras = self._agentgym_extras(session)
         return {
             "observation": session.observation,
             "reward": reward,
             "score": session.score,
             "done": over,
+            **extras,
         }
+
+    def _agentgym_extras(self, session: Session) -> dict[str, Any]:
+        """The fields some of AgentGym's clients read (agentgym_shapes.reply_extras)."""
+        play = session.play
+        state = None if play is None or play.over else play.state
+        env = session.hosted.env
+        return reply_extras(env, state, session.observation, session.prompt)
 
     def agentgym_observation(self, session_id: int) -> dict[str, Any]:
         session = self.table.get(session_id)
