@@ -153,3 +153,19 @@ def test_check_env_names_a_role_that_never_acts() -> None:
         report = check_env("tests/OnlyXMoves-v0", tokenizer=None, raise_on_failure=False)
     roles = next(c for c in report.checks if "own view" in c.name)
     assert roles.status == "failed" and "role 'o' never acted" in roles.detail
+
+
+def test_a_policy_plays_every_role_but_its_fixed_opponents() -> None:
+    from agentsgym import RolloutSource
+
+    env = TicTacToeEnv(env_config={"trainable_roles": ["x"]})
+    policy, opponent = RandomMoveAgent(seed=1), HeuristicAgent()
+    batch = env.run_trial([{"seed": 0}], {None: policy, "o": opponent}, num_rollouts=4)
+    assert [g.role for g in batch.groups] == ["x"]
+    assert all(e.metrics["outcome"] <= 0 for e in batch.episodes)  # random never beats it
+    rows = [{"env_class_path": "classical/TicTacToe-v0", "env_config": {}, "task_data": {}}]
+    rows[0]["env_config"] = {"trainable_roles": ["x"]}
+    source = RolloutSource(rows, tokenizer="smollm2", num_rollouts=2, opponents={"o": opponent})
+    played = source.play(source.next_rows(), policy)
+    assert {g.role for g in played.groups} == {"x"}  # one group per row, x's episodes only
+    assert all(e.tokenized and e.role == "x" for e in played.episodes)

@@ -139,10 +139,16 @@ class EpisodeRun:
 
 def callers_by_role(caller: Any, roles: tuple[str, ...], env: PlayableEnv) -> dict[str | None, Any]:
     """Who plays each role (``None``: the only agent of an env without roles): ``caller``
-    is one agent or caller, or a dict of them by role; RunSettingsError unless every
-    role has one."""
+    is one agent or caller, or a dict of them by role, where the key ``None`` plays every
+    role without its own (a policy against fixed opponents: ``{None: policy, "o":
+    opponent}``); RunSettingsError unless every role has one."""
     if not isinstance(caller, dict):
         return {role: caller for role in roles} if roles else {None: caller}
+    if None in caller:  # the agent of every role not named
+        others = {role: one for role, one in caller.items() if role is not None}
+        if not roles:
+            return {None: caller[None]}
+        caller = {**dict.fromkeys(roles, caller[None]), **others}
     name = type(env).__name__
     if not roles:
         raise RunSettingsError(

@@ -70,7 +70,7 @@ class AgentSpec:
         return self.factory(**dict(self.options))
 
 
-def role_agents(**by_role: AgentSpec) -> dict[str, Any]:
+def role_agents(by_role: Mapping[str | None, AgentSpec]) -> dict[str | None, Any]:
     """The agents of an env's roles, built from their recipes: the factory of the
     AgentSpec that :func:`as_agent_spec` makes of a dict of agents by role."""
     return {role: spec.build() for role, spec in by_role.items()}
@@ -82,7 +82,8 @@ def as_agent_spec(agent: Any, options: Mapping[str, Any] | None = None) -> Agent
     if isinstance(agent, AgentSpec):
         return agent
     if isinstance(agent, dict):
-        return AgentSpec(role_agents, {role: as_agent_spec(one) for role, one in agent.items()})
+        by_role = {role: as_agent_spec(one) for role, one in agent.items()}
+        return AgentSpec(role_agents, {"by_role": by_role})
     if isinstance(agent, str) or (callable(agent) and not hasattr(agent, "get_action")):
         return AgentSpec(agent, dict(options or {}))
     raise AgentError(

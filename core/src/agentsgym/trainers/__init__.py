@@ -168,6 +168,7 @@ class RolloutSource:
         on_episode: EpisodeCallback | None = None,
         executor: Any = "local",
         executor_options: Mapping[str, Any] | None = None,
+        opponents: Mapping[str, Any] | None = None,
     ) -> None:
         self.rows = parse_rows(rows)
         if not self.rows:
@@ -186,6 +187,10 @@ class RolloutSource:
         self.on_episode = on_episode
         self.executor = executor
         self.executor_options = dict(executor_options or {})
+        self.opponents = dict(opponents or {})
+        """The agents of roles the policy does not play, by role (envs with roles): the
+        policy plays every other role. Keep those roles out of training with the env's
+        ``trainable_roles``."""
         self._rng = random.Random(seed)
         self._order: list[int] = []
         self._envs: dict[tuple[str, str], MultistepEnv] = {}
@@ -229,9 +234,10 @@ class RolloutSource:
     ) -> TrajectoryBatch:
         """Play ``num_rollouts`` trials of every row; group ``i`` of the batch is row ``i``."""
         rollouts = self.num_rollouts if num_rollouts is None else num_rollouts
+        player = {None: agent, **self.opponents} if self.opponents else agent
         return run_dataset(
             rows,
-            agent,
+            player,
             rollouts,
             tokenizer=self._tokenizer_for_executor(),
             envs=self._envs,
