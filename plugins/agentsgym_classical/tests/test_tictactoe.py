@@ -59,3 +59,13 @@ def test_a_forfeit_loses_and_the_heuristic_never_loses_to_random() -> None:
     )
     o_outcomes = [e.metrics["outcome"] for e in games.all_episodes if e.role == "o"]
     assert len(o_outcomes) == 16 and min(o_outcomes) >= 0.0
+
+
+def test_without_strict_moves_a_reply_s_first_digit_is_its_move() -> None:
+    lenient = agentsgym.make("classical/TicTacToe-v0", env_config={"strict_moves": False})
+    strict = agentsgym.make("classical/TicTacToe-v0")
+    players = {"x": ScriptedAgent("I take 5, then [1]"), "o": HeuristicAgent()}
+    (x, _), (x_strict, _) = (
+        env.run_trial([{"seed": 0}], players).all_episodes for env in (lenient, strict)
+    )
+    assert x.steps[0].info["move"] == 5 and x_strict.steps[0].info["move"] == 1

@@ -1,6 +1,7 @@
 """TicTacToe for two agents (``classical/TicTacToe-v0``): the roles ``x`` (moves first)
 and ``o``, each with its own conversation. A move is a cell number in square brackets
-(``[5]``); a reply without a legal move forfeits the game. The outcome is zero-sum:
+(``[5]``, or any first digit with ``strict_moves=false``); a reply without a legal move
+forfeits the game. The outcome is zero-sum:
 +1 for the winner, -1 for the loser, 0 each for a draw (``role_rewards``), in each
 role's ``metrics["outcome"]``.
 
@@ -34,6 +35,11 @@ RULES = (
 
 class TicTacToeConfig(EnvConfig):
     max_steps_per_episode: int = Field(default=9, ge=1, le=9)
+    strict_moves: bool = Field(
+        default=True,
+        description="a move is [N]; false: the first digit 1-9 of a reply is its move "
+        "(a small model that cannot keep the format still plays, and can learn to)",
+    )
     trainable_roles: list[str] | None = Field(
         default=None,
         description="the roles whose episodes go into training batches (default: both); "
@@ -88,7 +94,7 @@ class TicTacToeEnv(MultistepEnv):
 
     @hookimpl
     def step_episode(self, state: TicTacToeState, action: str, role: str) -> StepResult:
-        move = read_move(action)
+        move = read_move(action, strict=self.config.strict_moves)
         if move is None or move not in free_cells(state.board):
             state.forfeit = role
             return StepResult(state, 0.0, True, {"move": move, "legal": False})

@@ -7,6 +7,7 @@ import re
 
 LINES = ((0, 1, 2), (3, 4, 5), (6, 7, 8), (0, 3, 6), (1, 4, 7), (2, 5, 8), (0, 4, 8), (2, 4, 6))
 MOVE = re.compile(r"\[\s*([1-9])\s*\]")
+DIGIT = re.compile(r"([1-9])")
 BOARD_ROW = re.compile(r"^ ([XO1-9]) \| ([XO1-9]) \| ([XO1-9])$", re.MULTILINE)
 EMPTY = " "
 
@@ -43,7 +44,7 @@ def read_board(text: str) -> list[str] | None:
     return [cell if cell in "XO" else EMPTY for cell in cells]
 
 
-def read_move(text: str) -> int | None:
-    """The first ``[N]`` of a reply, N in 1-9."""
-    match = MOVE.search(text)
+def read_move(text: str, *, strict: bool = True) -> int | None:
+    """The first ``[N]`` of a reply, N in 1-9 (not ``strict``: its first digit 1-9)."""
+    match = MOVE.search(text) if strict else DIGIT.search(text)
     return int(match.group(1)) if match else None
