@@ -451,3 +451,56 @@ def test_step_and_observation_name_one_instance() -> None:
         assert requests.get(f"{server.url}/observation?env_idx={instance}").json() == ""
         # Wordle's /filtered_vocab: an agentsgym env has no vocabulary to filter
         assert requests.get(f"{server.url}/filtered_vocab?id={instance}").status_code == 404
+
+
+# ------------------------------------------------------------------ the command's options
+def test_serve_refuses_a_bad_create_shape_or_action_format() -> None:
+    from agentsgym.testing import run_cli
+
+    shape = run_cli("serve", GUESS, "--port", "0", "--agentgym-create", "list")
+    assert shape.code == 2 and "--agentgym-create must be object or integer" in shape.stderr
+    action_format = run_cli("serve", GUESS, "--port", "0", "--agentgym-action-format", "[x]")
+    assert action_format.code == 2 and "{action}" in action_format.stderr
+
+
+def wait_until_listening(url: str, process: Any, seconds: float = 90.0) -> None:
+    """The socket is bound when the address is printed; uvicorn listens a moment later."""
+    import time
+
+    deadline = time.monotonic() + seconds
+    while process.poll() is None and time.monotonic() < deadline:
+        try:
+            requests.get(f"{url}/agentsgym/v1/health", timeout=5)
+            return
+        except requests.ConnectionError:
+            time.sleep(0.1)
+    raise AssertionError(f"agentsgym serve did not listen at {url} (exit {process.poll()})")
+
+
+def test_serve_passes_its_agentgym_options_to_the_server(tmp_path: Any) -> None:
+    import signal
+    import subprocess
+    import sys
+
+    from test_serve_cli import first_line
+
+    command = [sys.executable, "-m", "agentsgym", "serve", GUESS, "--port", "0"]
+    options = ["--agentgym-create", "integer", "--agentgym-action-format", "{action}"]
+    with open(tmp_path / "serve.log", "w") as errors:
+        process = subprocess.Popen(
+            [*command, *options], stdout=subprocess.PIPE, stderr=errors, text=True
+        )
+        try:
+            url = first_line(process).split(" on ", 1)[1].split(" ", 1)[0]
+            wait_until_listening(url, process)
+            instance = requests.post(f"{url}/create", timeout=30).json()
+            assert isinstance(instance, int)  # --agentgym-create integer
+            step = {"env_idx": instance, "action": "50"}
+            reply = requests.post(f"{url}/step", json=step, timeout=30).json()
+            # "{action}" overrides GuessTheNumber's "[{action}]": a bare 50 is no guess
+            assert "could not find a guess" in reply["observation"] and reply["done"] is False
+        finally:
+            process.send_signal(signal.SIGTERM)
+            process.wait(timeout=60)
+            assert process.stdout is not None
+            process.stdout.close()

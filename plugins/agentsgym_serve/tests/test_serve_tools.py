@@ -99,7 +99,16 @@ def test_agentgym_clients_call_tools_in_the_action_text() -> None:
         assert "Use the tools" in question
         call = writer.write_calls([("multiply", {"a": 6, "b": 7})])
         step = http.post("/step", json={"id": created["id"], "action": call}).json()
-        assert step == {"observation": "42", "reward": 0.0, "score": 0.0, "done": False}
+        assert step == {
+            "observation": "42",
+            "reward": 0.0,
+            "score": 0.0,
+            "done": False,
+            # the extras some of AgentGym's clients read (docs/serving.md)
+            "state": "42",
+            "task_description": question,
+            "available_actions": [],
+        }
         http.post("/close", json={"id": created["id"]})
 
 
