@@ -268,6 +268,15 @@ class TRLGRPOAdapter:
             rows = [json.loads(p) if isinstance(p, str) else p for p in prompts]
             player = agent if agent is not None else self.policy(trainer)
             batch = source.play(rows, player, num_rollouts=1)
+            if len(batch.groups) != len(rows):  # an env with several trainable roles
+                roles = ", ".join(dict.fromkeys(str(group.role) for group in batch.groups))
+                raise TrainerOptionError(
+                    f"trl-grpo gives TRL one completion per prompt, but these rows made "
+                    f"{len(batch.groups)} groups for {len(rows)} prompts: their env has "
+                    f"several trainable roles ({roles}). "
+                    "Train one role with trl-grpo (--env-config trainable_roles='[\"x\"]'; "
+                    "the policy still plays every role), or all of them with per-token-grpo"
+                )
             self.last_batch = batch
             output, views = rollouts_to_trl(
                 batch,
