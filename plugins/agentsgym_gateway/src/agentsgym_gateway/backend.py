@@ -8,66 +8,68 @@ program, a record or a log line.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
+import aiohttp
 
 BACKEND_TIMEOUT_SECONDS = 600.0
 """A long generation on a loaded server takes minutes; the episode's own timeout
 bounds a program, not this."""
 
 
-@dataclass(frozen=True)
+@dataclass
 class BackendAnswer:
     status: int
     content: bytes
     media_type: str
+    _parsed: Any = field(default=None, repr=False)
 
     def json(self) -> Any:
-        import json
-
-        return json.loads(self.content)
+        """The body as JSON (parsed once)."""
+        if self._parsed is None:
+            self._parsed = json.loads(self.content)
+        return self._parsed
 
 
 class Backend:
-    """Forwards bodies to ``base_url`` (``http://host:port/v1``) on one connection pool."""
+    """Forwards bodies to ``base_url`` (``http://host:port/v1``) on one connection pool
+    (aiohttp's: its pool stays fast with a thousand connections open)."""
 
     def __init__(self, base_url: str, api_key: str | None = None) -> None:
         self.base_url = base_url.rstrip("/")
         self._api_key = api_key
-        self._client: httpx.AsyncClient | None = None
+        self._session: aiohttp.ClientSession | None = None
 
     def _headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
 
     @property
-    def client(self) -> httpx.AsyncClient:
-        if self._client is None:
+    def session(self) -> aiohttp.ClientSession:
+        if self._session is None:
             # No cap on connections: the backend's own queue decides, as it would for
             # the programs calling it directly.
-            limits = httpx.Limits(max_connections=None, max_keepalive_connections=256)
-            self._client = httpx.AsyncClient(timeout=BACKEND_TIMEOUT_SECONDS, limits=limits)
-        return self._client
+            connector = aiohttp.TCPConnector(limit=0)
+            timeout = aiohttp.ClientTimeout(total=BACKEND_TIMEOUT_SECONDS)
+            self._session = aiohttp.ClientSession(connector=connector, timeout=timeout)
+        return self._session
 
     async def post(self, path: str, body: bytes) -> BackendAnswer:
         headers = {**self._headers(), "Content-Type": "application/json"}
-        answer = await self.client.post(self.base_url + path, content=body, headers=headers)
-        return BackendAnswer(
-            answer.status_code,
-            answer.content,
-            answer.headers.get("content-type", "application/json"),
-        )
+        url = self.base_url + path
+        async with self.session.post(url, data=body, headers=headers) as answer:
+            content = await answer.read()
+            kind = answer.headers.get("content-type", "application/json")
+            return BackendAnswer(answer.status, content, kind)
 
     async def get(self, path: str) -> BackendAnswer:
-        answer = await self.client.get(self.base_url + path, headers=self._headers())
-        return BackendAnswer(
-            answer.status_code,
-            answer.content,
-            answer.headers.get("content-type", "application/json"),
-        )
+        async with self.session.get(self.base_url + path, headers=self._headers()) as answer:
+            content = await answer.read()
+            kind = answer.headers.get("content-type", "application/json")
+            return BackendAnswer(answer.status, content, kind)
 
     async def aclose(self) -> None:
-        if self._client is not None:
-            await self._client.aclose()
-            self._client = None
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
