@@ -169,3 +169,20 @@ def test_a_policy_plays_every_role_but_its_fixed_opponents() -> None:
     played = source.play(source.next_rows(), policy)
     assert {g.role for g in played.groups} == {"x"}  # one group per row, x's episodes only
     assert all(e.tokenized and e.role == "x" for e in played.episodes)
+
+
+def test_resume_cuts_a_torn_game_and_plays_it_again(tmp_path: Any) -> None:
+    from agentsgym.testing import run_cli
+
+    out = tmp_path / "games.jsonl"
+    args = ["rollout", "classical/TicTacToe-v0", "--num-tasks", "3", "--num-rollouts", "1"]
+    args += ["--agent", "x=classical/tictactoe-heuristic", "--out", str(out)]
+    assert run_cli(*args).code == 0
+    whole = out.read_text().splitlines(keepends=True)
+    out.write_text("".join(whole[:3]))  # the second game lost its o row
+    resumed = run_cli(*args, "--resume")
+    assert resumed.code == 0, resumed.output
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [(r["task_index"], r["role"]) for r in rows] == [
+        (t, role) for t in range(3) for role in ("x", "o")
+    ]
