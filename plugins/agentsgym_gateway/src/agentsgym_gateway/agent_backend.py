@@ -15,12 +15,16 @@ import asyncio
 import json
 import secrets
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from agentsgym import EpisodeContext, call_agent
 from agentsgym_gateway.backend import BackendAnswer
 from agentsgym_gateway.wire import dumps
 
+AGENT_CALL_THREADS = 256
+"""Threads that wait on the agent at once: enough for every program of a large run to
+have its call in the agent's queue (a local model batches what is waiting)."""
 AGENT_MODEL = "agentsgym-policy"
 """The model name an agent backend serves (any name a program asks for is answered)."""
 
@@ -37,6 +41,7 @@ class AgentBackend:
         self.chat = chat
         self.env_id = env_id
         self.base_url = "agent://" + type(agent).__name__
+        self._threads = ThreadPoolExecutor(AGENT_CALL_THREADS, "agentsgym-gateway-agent")
 
     async def get(self, path: str) -> BackendAnswer:
         model = {"id": AGENT_MODEL, "object": "model", "created": 0, "owned_by": "agentsgym"}
@@ -47,7 +52,7 @@ class AgentBackend:
             message = "an agent backend answers chat completions only; use a model server"
             return _answer(400, {"error": {"message": message, "type": "invalid_request_error"}})
         request = json.loads(body)
-        return await asyncio.to_thread(self._chat, request)
+        return await asyncio.get_running_loop().run_in_executor(self._threads, self._chat, request)
 
     def _chat(self, request: dict[str, Any]) -> BackendAnswer:
         messages = request.get("messages") or []
@@ -89,4 +94,5 @@ class AgentBackend:
         return _answer(200, response)
 
     async def aclose(self) -> None:
-        """Nothing to close: the agent belongs to the run."""
+        """Stop the waiting threads; the agent belongs to the run and stays open."""
+        self._threads.shutdown(wait=False, cancel_futures=True)
