@@ -147,3 +147,20 @@ def test_a_local_model_agent_serves_the_programs_with_its_own_sampled_ids() -> N
         assert {s.token_source for s in episode.steps} == {"server"}
         assert episode.metrics["sampled_token_share"] == 1.0
         assert episode.has_logprobs
+
+
+def test_a_pydantic_ai_agent_is_an_env() -> None:
+    """pydantic-ai sends an assistant turn of tool calls with ``content: null``, which the
+    bundled tiny template cannot render: the backend renders with the Qwen2.5 pack."""
+    from tokenizer_packs import load_pack, pack_path
+
+    load_pack("qwen2.5-1.5b-instruct")  # skips without the pack
+    qwen = str(pack_path("qwen2.5-1.5b-instruct"))
+    policy = ScriptedPolicy(_calculator("42"), tokenizer=qwen)
+    with OpenAICompatServer(policy, models=[MODEL]) as server:
+        env = agentsgym.make("gateway/PydanticAI-v0", tokenizer=qwen, env_config=_config(server))
+        batch = env.run_trial(TASKS)
+    (episode,) = batch.groups[0].trials[0]
+    assert episode.ok, episode.error
+    assert episode.final_reward == 1.0 and episode.num_turns == 2
+    assert episode.metrics["sampled_token_share"] == 1.0

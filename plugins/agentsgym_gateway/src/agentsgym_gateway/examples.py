@@ -1,11 +1,12 @@
 """The example harness envs: an addition task played by two unmodified programs.
 
 * ``gateway/OpenAIToolLoop-v0``: a plain ``openai`` client tool loop;
-* ``gateway/AgentsSDK-v0``: an OpenAI Agents SDK app with one function tool.
+* ``gateway/AgentsSDK-v0``: an OpenAI Agents SDK app with one function tool;
+* ``gateway/PydanticAI-v0``: a pydantic-ai agent with one tool (Chat Completions).
 
 A task is ``{"a": int, "b": int}``; the program gets "What is a + b?" on stdin and
-scores 1.0 when the sum is in its final output. Both need ``openai`` (and the second
-``openai-agents``) installed where they run.
+scores 1.0 when the sum is in its final output. They need ``openai``, and
+``openai-agents`` or ``pydantic-ai-slim[openai]``, installed where they run.
 """
 
 from __future__ import annotations
@@ -54,6 +55,10 @@ class AdditionHarness(HarnessEnv):
 
 class OpenAIToolLoopEnv(AdditionHarness):
     program_file: ClassVar[str] = "openai_tool_loop.py"
+
+
+class PydanticAIEnv(AdditionHarness):
+    program_file: ClassVar[str] = "pydantic_ai_calculator.py"
 
 
 class AgentsSDKEnv(AdditionHarness):

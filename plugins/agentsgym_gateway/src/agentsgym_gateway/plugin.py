@@ -19,3 +19,8 @@ def register_envs(register: Any) -> None:
         "agentsgym_gateway.examples:AgentsSDKEnv",
         description="addition by an OpenAI Agents SDK app with a function tool",
     )
+    register(
+        "gateway/PydanticAI-v0",
+        "agentsgym_gateway.examples:PydanticAIEnv",
+        description="addition by a pydantic-ai agent with a tool",
+    )
