@@ -125,3 +125,12 @@ def test_the_episode_pads_into_a_group_like_any_env() -> None:
     assert batch is not None
     record = episode.to_record()
     assert record["num_segments"] == 3 and record["step_token_sources"] == ["server"] * 3
+
+
+def test_a_broken_token_invariant_is_the_episodes_error_never_raised() -> None:
+    from agentsgym_gateway.records import CallRecord
+
+    # a call that sampled nothing cannot carry the reward: Episode.check says so
+    empty = CallRecord(index=0, endpoint="chat", prompt_token_ids=[1, 2], completion_token_ids=[])
+    episode = _episode([empty], reward=1.0)
+    assert episode.error is not None and "reward" in episode.error

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from agentsgym import AgentSpan, Episode, StepRecord, TokenSegment, assign_token_rewards
-from agentsgym.errors import TokenizerRequiredError
+from agentsgym.errors import TokenFidelityError, TokenizerRequiredError
 from agentsgym_gateway.records import CallRecord
 from agentsgym_gateway.segments import Placement, SegmentAssembler
 
@@ -80,6 +80,9 @@ def episode_from_calls(
 
     :param chat: the env's :class:`agentsgym.ChatTokenizer`, for retokenized calls.
     :param error: the program's failure, if it failed (the episode keeps its calls).
+
+    A token invariant that does not hold (``Episode.check``) is the episode's error, never
+    raised, like every env's.
     """
     episode = Episode(session_id=session_id, env_id=env_id, task_data=dict(task_data))
     episode.error = error
@@ -117,7 +120,10 @@ def episode_from_calls(
     episode.segment_rewards = [np.asarray(r, dtype=np.float32) for r in token_rewards]
     episode.metrics = _metrics(episode)
     if episode.ok:
-        episode.check()
+        try:
+            episode.check()
+        except TokenFidelityError as exc:  # recorded: one broken episode never sinks a run
+            episode.error = f"{type(exc).__name__}: {exc}"
     return episode
 
 

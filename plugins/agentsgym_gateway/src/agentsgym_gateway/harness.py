@@ -235,16 +235,22 @@ class HarnessEnv(MultistepEnv):
                 calls = gateway.close_session(handle)
         if error is None and not calls:
             error = "the program made no model call: nothing to train on"
-        episode = episode_from_calls(
-            calls,
-            session_id=handle.session_id,
-            env_id=self.env_id,
-            task_data=task_data,
-            reward=reward if error is None else 0.0,
-            chat=self.chat,
-            reward_strategy=self.config.reward_strategy,
-            error=None if error is None else _safe(error, handle),
-        )
+        safe_error = None if error is None else _safe(error, handle)
+        try:
+            episode = episode_from_calls(
+                calls,
+                session_id=handle.session_id,
+                env_id=self.env_id,
+                task_data=task_data,
+                reward=reward if error is None else 0.0,
+                chat=self.chat,
+                reward_strategy=self.config.reward_strategy,
+                error=safe_error,
+            )
+        except Exception as exc:  # noqa: BLE001 - the calls could not be tokenized
+            episode = Episode(session_id=handle.session_id, env_id=self.env_id,
+                              task_data=dict(task_data))  # fmt: skip
+            episode.error = safe_error or _safe(f"{type(exc).__name__}: {exc}", handle)
         if outcome is not None:
             episode.metrics["program_exit_code"] = float(
                 -1 if outcome.exit_code is None else outcome.exit_code
