@@ -165,3 +165,21 @@ def test_hermes_tool_calls_are_parsed_for_the_program_as_vllm_would() -> None:
     assert json.loads(tool_call.function.arguments) == {"a": 2, "b": 3}
     assert answer.choices[0].finish_reason == "tool_calls"
     assert call.text == reply and call.tool_calls[0]["function"]["name"] == "add"
+
+
+def test_a_streamed_responses_call_gets_the_responses_events() -> None:
+    reply = '<tool_call>{"name": "add", "arguments": {"a": 2, "b": 3}}</tool_call>'
+    tools = [{"type": "function", "name": "add", "parameters": {"type": "object"}}]
+    with gateway_over(["plain words", reply], tool_parser="hermes") as (gateway, _):
+        session = gateway.open_session()
+        client = openai.OpenAI(base_url=session.base_url, api_key=session.api_key)
+        events = list(client.responses.create(model=MODEL, input="hi", stream=True))
+        calls = list(client.responses.create(model=MODEL, input="add", tools=tools, stream=True))
+        gateway.close_session(session)
+    kinds = [e.type for e in events]
+    assert kinds[0] == "response.created" and kinds[-1] == "response.completed"
+    deltas = "".join(e.delta for e in events if e.type == "response.output_text.delta")
+    assert deltas == "plain words" == events[-1].response.output_text
+    (done,) = [e for e in calls if e.type == "response.function_call_arguments.done"]
+    assert json.loads(done.arguments) == {"a": 2, "b": 3}
+    assert calls[-1].response.output[0].name == "add"

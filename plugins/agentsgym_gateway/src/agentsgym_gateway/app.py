@@ -16,7 +16,7 @@ from agentsgym_gateway.limits import BodyTooLarge, read_bounded
 from agentsgym_gateway.records import CallRecord
 from agentsgym_gateway.responses_api import UNSUPPORTED, to_chat_body, to_response
 from agentsgym_gateway.sessions import GatewaySession, SessionStore
-from agentsgym_gateway.streaming import chat_events, completion_events
+from agentsgym_gateway.streaming import chat_events, completion_events, response_events
 from agentsgym_gateway.tool_parsing import with_parsed_calls
 from agentsgym_gateway.wire import BackendRequest, dumps, prepare, program_view, record_of
 
@@ -178,7 +178,7 @@ class GatewayApp:
 
     async def respond(self, request: Any, key: str | None) -> Any:
         """A Responses API call, served as one recorded chat completion."""
-        from fastapi.responses import Response
+        from fastapi.responses import Response, StreamingResponse
 
         session = self.session_of(request, key)
         if session is None:
@@ -194,4 +194,7 @@ class GatewayApp:
         if answer.status != 200:
             return self._passthrough(answer)
         chat = program_view("chat", answer.json(), prepared.added)
-        return Response(dumps(to_response(body, chat)), 200, media_type="application/json")
+        response = to_response(body, chat)
+        if body.get("stream"):
+            return StreamingResponse(response_events(response), media_type="text/event-stream")
+        return Response(dumps(response), 200, media_type="application/json")

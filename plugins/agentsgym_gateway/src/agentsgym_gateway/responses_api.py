@@ -4,8 +4,9 @@ A ``POST /v1/responses`` becomes one chat completion of the backend (recorded li
 any other call, ``endpoint="responses"``): ``instructions`` and ``input`` items
 become messages, function tools become chat tools, and the chat answer becomes a
 Response with a ``message`` item and one ``function_call`` item per tool call.
-Streaming Responses and server-side state (``previous_response_id``) are refused
-with a message that says so (:data:`UNSUPPORTED`).
+A streaming request gets the answer as the Responses API's events
+(:func:`agentsgym_gateway.streaming.response_events`); server-side state
+(``previous_response_id``) is refused with a message that says so (:data:`UNSUPPORTED`).
 """
 
 from __future__ import annotations
@@ -16,8 +17,6 @@ import time
 from typing import Any
 
 UNSUPPORTED = {
-    "stream": "the gateway answers the Responses API without streaming; call it with "
-    "stream=false (or use Chat Completions, which streams)",
     "previous_response_id": "the gateway keeps no server-side conversation state: send the "
     "whole input instead of previous_response_id",
 }
@@ -65,6 +64,7 @@ def to_messages(body: dict[str, Any]) -> list[dict[str, Any]]:
 
 def to_chat_body(body: dict[str, Any]) -> dict[str, Any]:
     chat: dict[str, Any] = {"model": body.get("model"), "messages": to_messages(body)}
+    # "stream" stays out: the gateway asks the backend for a complete answer
     tools = [
         {
             "type": "function",

@@ -63,3 +63,38 @@ def completion_events(response: dict[str, Any], include_usage: bool) -> Iterator
     if include_usage:
         yield _event({**head, "choices": [], "usage": response.get("usage")})
     yield b"data: [DONE]\n\n"
+
+
+def response_events(response: dict[str, Any]) -> Iterator[bytes]:
+    """The events of a Responses API answer: created, each output item with its text or
+    arguments, completed (``event:`` lines name each, as OpenAI's stream does)."""
+    sequence = iter(range(1 << 30))
+
+    def event(kind: str, **fields: Any) -> bytes:
+        payload = {"type": kind, "sequence_number": next(sequence), **fields}
+        return f"event: {kind}\n".encode() + _event(payload)
+
+    opening = {**response, "status": "in_progress", "output": [], "usage": None}
+    yield event("response.created", response=opening)
+    yield event("response.in_progress", response=opening)
+    for index, item in enumerate(response.get("output") or []):
+        where = {"item_id": item["id"], "output_index": index}
+        if item["type"] == "message":
+            yield event("response.output_item.added", output_index=index,
+                        item={**item, "status": "in_progress", "content": []})  # fmt: skip
+            for position, part in enumerate(item["content"]):
+                at = {**where, "content_index": position}
+                empty = {**part, "text": ""}
+                yield event("response.content_part.added", **at, part=empty)
+                yield event("response.output_text.delta", **at, delta=part["text"], logprobs=[])
+                yield event("response.output_text.done", **at, text=part["text"], logprobs=[])
+                yield event("response.content_part.done", **at, part=part)
+        else:
+            yield event("response.output_item.added", output_index=index,
+                        item={**item, "status": "in_progress", "arguments": ""})  # fmt: skip
+            yield event("response.function_call_arguments.delta", **where,
+                        delta=item["arguments"])  # fmt: skip
+            yield event("response.function_call_arguments.done", **where,
+                        arguments=item["arguments"])  # fmt: skip
+        yield event("response.output_item.done", output_index=index, item=item)
+    yield event("response.completed", response=response)
