@@ -100,6 +100,8 @@ def test_keys_open_only_their_own_session() -> None:
         assert (
             httpx.post(url, json=body, headers={"Authorization": "Bearer guess"}).status_code == 401
         )
+        # a key is never taken from a query string (URLs reach logs)
+        assert httpx.post(url, params={"key": first.api_key}, json=body).status_code == 401
         ok = httpx.post(url, json=body, headers={"Authorization": f"Bearer {first.api_key}"})
         assert ok.status_code == 200
         assert gateway.session(second).calls == []

@@ -72,19 +72,24 @@ class GatewayApp:
 
         app = FastAPI(title="agentsgym model gateway", lifespan=lifespan)
 
-        async def models(request: Request, key: str | None = None) -> Any:
-            if self.session_of(request, key) is None:
+        # The key comes from the path prefix or the Authorization header, never from a
+        # query string (URLs end up in logs): handlers read the path's own parameter.
+        def path_key(request: Request) -> str | None:
+            return request.path_params.get("key")
+
+        async def models(request: Request) -> Any:
+            if self.session_of(request, path_key(request)) is None:
                 return self._unauthorised()
             return self._passthrough(await self.backend.get("/models"))
 
-        async def chat(request: Request, key: str | None = None) -> Any:
-            return await self.forward(request, key, "chat")
+        async def chat(request: Request) -> Any:
+            return await self.forward(request, path_key(request), "chat")
 
-        async def completions(request: Request, key: str | None = None) -> Any:
-            return await self.forward(request, key, "completions")
+        async def completions(request: Request) -> Any:
+            return await self.forward(request, path_key(request), "completions")
 
-        async def responses(request: Request, key: str | None = None) -> Any:
-            return await self.respond(request, key)
+        async def responses(request: Request) -> Any:
+            return await self.respond(request, path_key(request))
 
         for prefix in ("", "/s/{key}"):
             app.get(prefix + "/v1/models")(models)
