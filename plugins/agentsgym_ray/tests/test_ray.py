@@ -38,6 +38,27 @@ def local_ray() -> Any:
     ray.shutdown()
 
 
+class _GoneWorker:
+    """An actor handle of a Ray cluster that was shut down: calling it raises."""
+
+    class close:  # noqa: N801 - the shape of an actor method
+        @staticmethod
+        def remote() -> Any:
+            raise RuntimeError("Can't find actor: it might be dead or from a different cluster")
+
+
+def test_workers_of_a_cluster_that_was_shut_down_are_forgotten_without_a_new_cluster() -> None:
+    """Another script (or test) ran on Ray and shut it down: the next run must not call
+    the stale workers, which would raise or start a cluster of their own."""
+    from agentsgym_ray import executor as ray_executor
+
+    assert not ray.is_initialized()
+    ray_executor._actor_pools[("stale", 1)] = [_GoneWorker()]
+    ray_executor.shutdown_workers()
+    assert ray_executor._actor_pools == {}
+    assert not ray.is_initialized()
+
+
 def rows(n: int, **config: Any) -> list[dict[str, Any]]:
     return [
         {"env_class_path": GUESS, "env_config": dict(config), "task_data": {"seed": i}}
@@ -330,3 +351,13 @@ def test_an_env_with_roles_plays_on_ray_with_an_agent_per_role(
     rows = cli_rows(tmp_path / "ray.jsonl")
     assert rows == cli_rows(tmp_path / "local.jsonl")
     assert [row["role"] for row in rows[:2]] == ["x", "o"]
+
+
+def test_a_worker_that_cannot_be_called_does_not_stop_the_others_closing(local_ray: Any) -> None:
+    from agentsgym_ray import executor as ray_executor
+
+    agentsgym.run_dataset(rows(1), "agentsgym/bisect", 1, executor="ray", num_workers=1)
+    [pool] = ray_executor._actor_pools.values()
+    pool.append(_GoneWorker())
+    ray_executor.shutdown_workers()
+    assert ray_executor._actor_pools == {}

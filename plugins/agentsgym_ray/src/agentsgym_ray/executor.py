@@ -438,15 +438,24 @@ def shutdown_workers() -> None:
     """Stop the rollout actors this process started (they stop with Ray anyway), each
     closing the envs and agents it built first (within ``CLOSE_TIMEOUT_SECONDS``)."""
     ray = import_ray()
-    closing = [worker.close.remote() for pool in _actor_pools.values() for worker in pool]
+    workers = [worker for pool in _actor_pools.values() for worker in pool]
+    _actor_pools.clear()
+    if not workers or not ray.is_initialized():
+        # Ray was shut down (a script's or a test's own ray.shutdown()): the workers went
+        # with their cluster, and calling them would start a new one.
+        return
+    closing = []
+    for worker in workers:
+        try:
+            closing.append(worker.close.remote())
+        except Exception:  # a worker that died, or one of a cluster that is gone
+            logger.debug("a Ray worker could not be asked to close", exc_info=True)
     try:
         ray.get(closing, timeout=CLOSE_TIMEOUT_SECONDS)
     except Exception:  # a dead or stuck worker: stopped below all the same
         logger.warning("some Ray workers did not close their envs in time", exc_info=True)
-    for pool in _actor_pools.values():
-        for worker in pool:
-            try:
-                ray.kill(worker)
-            except Exception:  # already dead
-                pass
-    _actor_pools.clear()
+    for worker in workers:
+        try:
+            ray.kill(worker)
+        except Exception:  # already dead
+            pass
