@@ -176,9 +176,13 @@ def fidelity(records_path: Path, rollouts: int) -> list[dict[str, Any]]:
                         program(openai.OpenAI(base_url=session.base_url, api_key=session.api_key))
                         calls = gateway.close_session(session)
                         episode = episode_from_calls(
-                            calls, session_id=session.session_id, env_id=name,
-                            task_data={}, reward=1.0, chat=chat,
-                        )  # fmt: skip
+                            calls,
+                            session_id=session.session_id,
+                            env_id=name,
+                            task_data={},
+                            reward=1.0,
+                            chat=chat,
+                        )
                         episodes.append(episode)
                         records.write(
                             json.dumps(_record(pack, folder, name, calls, episode)) + "\n"
@@ -249,9 +253,11 @@ while True:
 
 def _spawn(code: str, *args: str) -> tuple[subprocess.Popen, str]:
     process = subprocess.Popen(
-        [sys.executable, "-c", code, *args], stdout=subprocess.PIPE, text=True,
+        [sys.executable, "-c", code, *args],
+        stdout=subprocess.PIPE,
+        text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )  # fmt: skip
+    )
     assert process.stdout is not None
     return process, process.stdout.readline().strip()
 

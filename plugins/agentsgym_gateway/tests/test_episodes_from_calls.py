@@ -118,9 +118,13 @@ def test_the_episode_pads_into_a_group_like_any_env() -> None:
     calls = _session_calls(lambda client: _play(client, keep_history=False))
     episode = _episode(calls, reward=1.0)
     group = agentsgym.TrajectoryGroup(
-        task_index=0, task_data={"q": 1}, env_id="test/Program-v0", trials=[[episode]],
-        pad_token_id=0, tokenized=True,
-    )  # fmt: skip
+        task_index=0,
+        task_data={"q": 1},
+        env_id="test/Program-v0",
+        trials=[[episode]],
+        pad_token_id=0,
+        tokenized=True,
+    )
     batch = agentsgym.TrajectoryBatch([group])
     assert batch is not None
     record = episode.to_record()

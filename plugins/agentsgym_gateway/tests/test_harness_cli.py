@@ -24,11 +24,25 @@ def test_rollout_runs_programs_against_an_openai_agents_server(tmp_path: Path) -
     out = tmp_path / "rollout.jsonl"
     with OpenAICompatServer(policy, models=[MODEL]) as server:
         args = (
-            "rollout", "gateway/OpenAIToolLoop-v0", "--agent", "openai",
-            "--agent-option", f"base_url={server.base_url}", "--agent-option", f"model={MODEL}",
-            "--env-config", "tool_parser=hermes", "--tokenizer", TOKENIZER,
-            "--num-tasks", "2", "--num-rollouts", "2", "--out", str(out),
-        )  # fmt: skip
+            "rollout",
+            "gateway/OpenAIToolLoop-v0",
+            "--agent",
+            "openai",
+            "--agent-option",
+            f"base_url={server.base_url}",
+            "--agent-option",
+            f"model={MODEL}",
+            "--env-config",
+            "tool_parser=hermes",
+            "--tokenizer",
+            TOKENIZER,
+            "--num-tasks",
+            "2",
+            "--num-rollouts",
+            "2",
+            "--out",
+            str(out),
+        )
         result = run_cli(*args)
         assert result.code == 0, result.output
         again = run_cli(*args, "--resume")
@@ -47,10 +61,23 @@ def test_rollout_runs_programs_against_an_openai_agents_server(tmp_path: Path) -
 
 def test_per_token_grpo_trains_on_a_harness_env(tmp_path: Path) -> None:
     result = run_cli(
-        "train", "gateway/OpenAIToolLoop-v0", "--trainer", "per-token-grpo", "--model", "tiny",
-        "--max-steps", "2", "--num-tasks", "2", "--num-rollouts", "2", "--max-new-tokens", "6",
-        "--output-dir", str(tmp_path / "run"),
-    )  # fmt: skip
+        "train",
+        "gateway/OpenAIToolLoop-v0",
+        "--trainer",
+        "per-token-grpo",
+        "--model",
+        "tiny",
+        "--max-steps",
+        "2",
+        "--num-tasks",
+        "2",
+        "--num-rollouts",
+        "2",
+        "--max-new-tokens",
+        "6",
+        "--output-dir",
+        str(tmp_path / "run"),
+    )
     assert result.code == 0, result.output
     steps = _rows(tmp_path / "run" / "train_log.jsonl")
     assert len([s for s in steps if "step" in s]) >= 2

@@ -32,8 +32,9 @@ def _config(server: OpenAICompatServer, **extra: Any) -> dict[str, Any]:
 
 def test_a_plain_openai_tool_loop_is_an_env() -> None:
     with _server(_calculator("The sum is 42.")) as server:
-        env = agentsgym.make("gateway/OpenAIToolLoop-v0", tokenizer=TOKENIZER,
-                             env_config=_config(server))  # fmt: skip
+        env = agentsgym.make(
+            "gateway/OpenAIToolLoop-v0", tokenizer=TOKENIZER, env_config=_config(server)
+        )
         batch = env.run_trial(TASKS, num_rollouts=2, max_concurrency=2)
     episodes = [e for group in batch.groups for trial in group.trials for e in trial]
     assert len(episodes) == 2
@@ -47,8 +48,9 @@ def test_a_plain_openai_tool_loop_is_an_env() -> None:
 
 def test_an_openai_agents_sdk_app_is_an_env() -> None:
     with _server(_calculator("42")) as server:
-        env = agentsgym.make("gateway/AgentsSDK-v0", tokenizer=TOKENIZER,
-                             env_config=_config(server))  # fmt: skip
+        env = agentsgym.make(
+            "gateway/AgentsSDK-v0", tokenizer=TOKENIZER, env_config=_config(server)
+        )
         batch = env.run_trial(TASKS)
     (episode,) = batch.groups[0].trials[0]
     assert episode.ok, episode.error

@@ -68,8 +68,12 @@ class AgentBackend:
             ids_fields = {"token_ids": list(ids)}
         logprobs = None
         if action.logprobs is not None and request.get("logprobs"):
-            logprobs = {"content": [{"token": "", "logprob": float(v), "bytes": [],
-                                     "top_logprobs": []} for v in action.logprobs]}  # fmt: skip
+            logprobs = {
+                "content": [
+                    {"token": "", "logprob": float(v), "bytes": [], "top_logprobs": []}
+                    for v in action.logprobs
+                ]
+            }
         choice = {
             "index": 0,
             "message": {"role": "assistant", "content": action.text},

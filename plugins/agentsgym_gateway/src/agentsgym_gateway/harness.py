@@ -248,8 +248,9 @@ class HarnessEnv(MultistepEnv):
                 error=safe_error,
             )
         except Exception as exc:  # noqa: BLE001 - the calls could not be tokenized
-            episode = Episode(session_id=handle.session_id, env_id=self.env_id,
-                              task_data=dict(task_data))  # fmt: skip
+            episode = Episode(
+                session_id=handle.session_id, env_id=self.env_id, task_data=dict(task_data)
+            )
             episode.error = safe_error or _safe(f"{type(exc).__name__}: {exc}", handle)
         if outcome is not None:
             episode.metrics["program_exit_code"] = float(

@@ -98,24 +98,28 @@ def to_response(body: dict[str, Any], chat: dict[str, Any]) -> dict[str, Any]:
     message = choice.get("message") or {}
     output: list[dict[str, Any]] = []
     if message.get("content"):
-        output.append({
-            "type": "message",
-            "id": f"msg_{secrets.token_hex(12)}",
-            "status": "completed",
-            "role": "assistant",
-            "content": [{"type": "output_text", "text": message["content"], "annotations": []}],
-        })  # fmt: skip
+        output.append(
+            {
+                "type": "message",
+                "id": f"msg_{secrets.token_hex(12)}",
+                "status": "completed",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": message["content"], "annotations": []}],
+            }
+        )
     for call in message.get("tool_calls") or []:
         function = call.get("function") or {}
         arguments = function.get("arguments")
-        output.append({
-            "type": "function_call",
-            "id": f"fc_{secrets.token_hex(12)}",
-            "call_id": call.get("id"),
-            "name": function.get("name"),
-            "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments),
-            "status": "completed",
-        })  # fmt: skip
+        output.append(
+            {
+                "type": "function_call",
+                "id": f"fc_{secrets.token_hex(12)}",
+                "call_id": call.get("id"),
+                "name": function.get("name"),
+                "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments),
+                "status": "completed",
+            }
+        )
     usage = chat.get("usage") or {}
     length = choice.get("finish_reason") == "length"
     return {

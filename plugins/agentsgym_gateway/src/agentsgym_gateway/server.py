@@ -37,14 +37,21 @@ class BackgroundServer:
         self.port = sock.getsockname()[1]
         # No access log: a path-prefix session key is part of the URL.
         config = uvicorn.Config(
-            self.app, log_config=None, log_level="warning", access_log=False, lifespan="on",
-            timeout_keep_alive=30, backlog=4096,
-        )  # fmt: skip
+            self.app,
+            log_config=None,
+            log_level="warning",
+            access_log=False,
+            lifespan="on",
+            timeout_keep_alive=30,
+            backlog=4096,
+        )
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(
-            target=self._server.run, kwargs={"sockets": [sock]}, daemon=True,
+            target=self._server.run,
+            kwargs={"sockets": [sock]},
+            daemon=True,
             name="agentsgym-gateway",
-        )  # fmt: skip
+        )
         self._thread.start()
         deadline = time.monotonic() + START_TIMEOUT_SECONDS
         while not self._server.started:

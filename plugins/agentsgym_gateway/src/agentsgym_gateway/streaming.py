@@ -32,8 +32,14 @@ def chat_events(response: dict[str, Any], include_usage: bool) -> Iterator[bytes
         message = choice.get("message") or {}
 
         def chunk(delta: dict[str, Any], finish: str | None = None, i: int = index) -> bytes:
-            return _event({**head, "choices": [{"index": i, "delta": delta, "logprobs": None,
-                                                "finish_reason": finish}]})  # fmt: skip
+            return _event(
+                {
+                    **head,
+                    "choices": [
+                        {"index": i, "delta": delta, "logprobs": None, "finish_reason": finish}
+                    ],
+                }
+            )
 
         yield chunk({"role": "assistant", "content": ""})
         if message.get("content"):
@@ -80,8 +86,11 @@ def response_events(response: dict[str, Any]) -> Iterator[bytes]:
     for index, item in enumerate(response.get("output") or []):
         where = {"item_id": item["id"], "output_index": index}
         if item["type"] == "message":
-            yield event("response.output_item.added", output_index=index,
-                        item={**item, "status": "in_progress", "content": []})  # fmt: skip
+            yield event(
+                "response.output_item.added",
+                output_index=index,
+                item={**item, "status": "in_progress", "content": []},
+            )
             for position, part in enumerate(item["content"]):
                 at = {**where, "content_index": position}
                 empty = {**part, "text": ""}
@@ -90,11 +99,14 @@ def response_events(response: dict[str, Any]) -> Iterator[bytes]:
                 yield event("response.output_text.done", **at, text=part["text"], logprobs=[])
                 yield event("response.content_part.done", **at, part=part)
         else:
-            yield event("response.output_item.added", output_index=index,
-                        item={**item, "status": "in_progress", "arguments": ""})  # fmt: skip
-            yield event("response.function_call_arguments.delta", **where,
-                        delta=item["arguments"])  # fmt: skip
-            yield event("response.function_call_arguments.done", **where,
-                        arguments=item["arguments"])  # fmt: skip
+            yield event(
+                "response.output_item.added",
+                output_index=index,
+                item={**item, "status": "in_progress", "arguments": ""},
+            )
+            yield event("response.function_call_arguments.delta", **where, delta=item["arguments"])
+            yield event(
+                "response.function_call_arguments.done", **where, arguments=item["arguments"]
+            )
         yield event("response.output_item.done", output_index=index, item=item)
     yield event("response.completed", response=response)

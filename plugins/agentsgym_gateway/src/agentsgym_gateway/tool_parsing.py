@@ -29,14 +29,16 @@ def parse_hermes(text: str) -> tuple[str | None, list[dict[str, Any]]]:
         if not isinstance(parsed, dict) or not isinstance(parsed.get("name"), str):
             return text, []
         arguments = parsed.get("arguments", {})
-        calls.append({
-            "id": f"chatcmpl-tool-{secrets.token_hex(8)}",
-            "type": "function",
-            "function": {
-                "name": parsed["name"],
-                "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments),
-            },
-        })  # fmt: skip
+        calls.append(
+            {
+                "id": f"chatcmpl-tool-{secrets.token_hex(8)}",
+                "type": "function",
+                "function": {
+                    "name": parsed["name"],
+                    "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments),
+                },
+            }
+        )
     if not calls:
         return text, []
     before = text[: text.index("<tool_call>")].strip()
