@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from agentsgym.tokenization import ChatTokenizer, EpisodeTokenizer
@@ -205,6 +205,54 @@ def _packs_present() -> None:
 )
 @given(SCRIPTS)
 def test_incremental_tokens_equal_the_full_render_reference(script: Script) -> None:
+    # A known disagreement, kept by the strict xfail tests below: see KNOWN_DISAGREEMENTS.
+    assume(not _text_reply_with_special_text(script))
+    assert_same(script)
+
+
+def _text_reply_with_special_text(script: Script) -> bool:
+    specials = ("<|im_start|>", "<|im_end|>", "<|eot_id|>", "<|start_header_id|>", "<|endoftext|>")
+    return script.agent == "text" and any(
+        special in reply for reply, _ in script.turns for special in specials
+    )
+
+
+KNOWN_DISAGREEMENTS = [
+    Script(
+        pack="qwen3",
+        system=None,
+        first="",
+        turns=[
+            ("<think>\n\n</think>\n\n<|im_start|>", [("user", "")]),
+            ("<|im_start|>\n", [("user", "")]),
+            ("<think></think>", None),
+        ],
+        agent="text",
+        seed=1,
+    ),
+    Script(
+        pack="llama-3.2",
+        system=None,
+        first="\n\n:<|eot_id|> ",
+        turns=[
+            ("\t", [("system", "")]),
+            ("<|eot_id|>", [("user", " ")]),
+            ("\n<think></think>", None),
+        ],
+        agent="text",
+        seed=0,
+    ),
+]
+"""Episodes where a reply given as text (no token ids) holds special-token text and a
+later turn renders the whole conversation: the reference starts a new segment there,
+the incremental stream does not. Found by the property test above (before it drew from
+a fixed seed); the same on the code of 2026-11-25. Open: which of the two follows what
+a server that renders the template would condition on."""
+
+
+@pytest.mark.xfail(strict=True, reason="known: see KNOWN_DISAGREEMENTS")
+@pytest.mark.parametrize("script", KNOWN_DISAGREEMENTS, ids=["qwen3", "llama-3.2"])
+def test_text_replies_with_special_text_split_as_the_reference(script: Script) -> None:
     assert_same(script)
 
 
