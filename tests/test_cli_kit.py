@@ -110,6 +110,7 @@ def test_completion_script_and_env_id_completion() -> None:
     )
     assert ids.stdout.split() == [
         "twentyq/TwentyQuestions-v0",
+        "twentyq/TwentyQuestions-v0-duel",
         "twentyq/TwentyQuestions-v0-hardcore",
     ]
     names = cli(COMP_WORDS="agentsgym check", COMP_CWORD="1", _AGENTSGYM_COMPLETE="complete_bash")
