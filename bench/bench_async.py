@@ -3,6 +3,12 @@
     python bench/bench_async.py                       # sync, K=1, K=2; 12 steps each
     python bench/bench_async.py --steps 20 --median 0.1 --json async.json
     python bench/bench_async.py --plot docs/async-reward-vs-time.png async.json
+    python bench/bench_async.py --real --seed 0 --steps 24 --json real.json
+
+``--real``: ``smollm2`` learning ``classical/QuickArithmetic-v0`` with
+``per-token-grpo`` at the settings of ``bench/bench_real_model_learning.py`` (whose
+task rows and held-out evaluation it reuses), sync against ``--max-staleness 2``:
+held-out reward after the same steps, and wall time.
 
 The env is GuessTheNumber (1..5, two guesses) behind a slow tool: every env step
 waits a lognormal latency (median ``--median`` seconds, sigma 1.29, so the p99 is
@@ -140,6 +146,64 @@ def run(mode: str, staleness: int | None, args: argparse.Namespace) -> dict[str,
     }
 
 
+def run_real(staleness: int | None, args: argparse.Namespace) -> dict[str, Any]:
+    """smollm2 on QuickArithmetic (see the module docstring): held-out reward and time."""
+    import tempfile
+
+    from bench_real_model_learning import (
+        MAX_NEW_TOKENS,
+        MODEL,
+        NUM_ROLLOUTS,
+        SETTINGS,
+        TASKS_PER_STEP,
+        TEMPERATURE,
+        held_out,
+        rows,
+    )
+
+    torch.manual_seed(args.seed)
+    tokenizer = agentsgym.load_tokenizer(MODEL)
+    source = RolloutSource(
+        rows("train"),
+        tokenizer=tokenizer,
+        num_rollouts=NUM_ROLLOUTS,
+        tasks_per_step=TASKS_PER_STEP,
+        seed=args.seed,
+        max_concurrency=32,
+    )
+    curve: list[tuple[float, float]] = []
+    with tempfile.TemporaryDirectory(prefix="agentsgym-bench-async-") as out:
+        trainer = AuditedTrainer(
+            MODEL,
+            tokenizer=tokenizer,
+            output_dir=out,
+            seed=args.seed,
+            temperature=TEMPERATURE,
+            max_new_tokens=MAX_NEW_TOKENS,
+            bound=staleness or 0,
+            **SETTINGS["per-token-grpo"],
+        )
+        started = time.perf_counter()
+
+        def on_step(metrics: StepMetrics) -> None:
+            curve.append((time.perf_counter() - started, metrics.mean_reward or 0.0))
+            print(f"  step {metrics.step}: reward {metrics.mean_reward:.3f}", flush=True)
+
+        trainer.train(source, max_steps=args.steps, on_step=on_step, max_staleness=staleness)
+        wall = time.perf_counter() - started
+        source.close()
+        after = held_out(out, tokenizer, args.seed)
+    return {
+        "mode": "sync" if staleness is None else f"async K={staleness}",
+        "seed": args.seed,
+        "seconds_per_step": wall / args.steps,
+        "wall_seconds": wall,
+        "held_out": after,
+        "audit": trainer.audit,
+        "curve": curve,
+    }
+
+
 def plot(path: str, target: str) -> None:
     """Mean reward per step against wall time, one line per mode (needs matplotlib)."""
     import matplotlib
@@ -171,12 +235,25 @@ def main() -> None:
     parser.add_argument("--num-rollouts", type=int, default=4)
     parser.add_argument("--median", type=float, default=0.05, help="median tool latency (s)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--real", action="store_true", help="smollm2 on QuickArithmetic")
     parser.add_argument("--json", help="write the results (curves included) here")
     parser.add_argument("--plot", help="draw this PNG from the --json file given as RESULTS")
     parser.add_argument("results", nargs="?", help="with --plot: a --json file")
     args = parser.parse_args()
     if args.plot:
         plot(args.results, args.plot)
+        return
+    if args.real:
+        real = [run_real(None, args), run_real(2, args)]
+        for r in real:
+            print(
+                f"| {r['seed']} | {r['mode']} | {r['held_out']['sampled_reward']:.2f} "
+                f"| {r['held_out']['greedy_reward']:.2f} | {r['wall_seconds']:.0f} s "
+                f"| {r['audit']['beyond_bound']} / {r['audit']['trained_tokens']} |"
+            )
+        if args.json:
+            with open(args.json, "w", encoding="utf-8") as handle:
+                json.dump(real, handle, indent=1)
         return
     torch.set_num_threads(1)
     results = [run("sync", None, args), run("async K=1", 1, args), run("async K=2", 2, args)]
