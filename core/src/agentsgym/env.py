@@ -165,9 +165,14 @@ class MultistepEnv:
         the batch holds one group per task and trainable role."""
         max_concurrency = max_concurrency or DEFAULT_MAX_CONCURRENCY
         return await arun_trial(
-            self, task_data_list, agent, num_rollouts,
-            max_concurrency=max_concurrency, seed=seed, on_episode=on_episode,
-        )  # fmt: skip
+            self,
+            task_data_list,
+            agent,
+            num_rollouts,
+            max_concurrency=max_concurrency,
+            seed=seed,
+            on_episode=on_episode,
+        )
 
     run_trial = sync_twin(arun_trial)
 
