@@ -51,7 +51,8 @@ from agentsgym_serve.errors import NoTask, SessionClosed, SessionFailed
 from agentsgym_serve.host import observation_text
 from agentsgym_serve.openenv_models import OBSERVATION_SHAPES, AgentsgymAction
 from agentsgym_serve.schemas import integral_float_to_int
-from agentsgym_serve.service import EnvService, log_event
+from agentsgym_serve.service import EnvService
+from agentsgym_serve.service_core import log_event
 from agentsgym_serve.sessions import Session
 
 logger = logging.getLogger("agentsgym_serve")

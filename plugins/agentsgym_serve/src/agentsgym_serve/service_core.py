@@ -1,0 +1,213 @@
+"""The sessions under both protocols' operations: their locks, episodes and upkeep.
+
+A session's episode is an :class:`agentsgym.EpisodeSession` (started, stepped and
+finished here, for AgentGym's calls and agentsgym/v1's alike); every call on a
+session holds that session's lock. Idle sessions are reaped, and the server's
+shutdown finishes and closes the live ones. The operations of each protocol are in
+``service_agentgym`` and ``service_v1``; ``service.EnvService`` joins them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+from agentsgym import AgentAction, TurnOutcome
+from agentsgym_serve.agentgym_shapes import (
+    check_action_format,
+)
+from agentsgym_serve.errors import (
+    EnvFailure,
+    EpisodeState,
+    SessionClosed,
+    SessionFailed,
+)
+from agentsgym_serve.host import EnvHost, env_failure, observation_text
+from agentsgym_serve.sessions import Session, SessionTable
+
+logger = logging.getLogger("agentsgym_serve")
+
+SHUTDOWN_BUDGET_SECONDS = 10.0
+
+
+def log_event(event: str, **fields: Any) -> None:
+    """One structured event of the server's log (docs/serving.md lists them)."""
+    logger.info(event, extra={"fields": {"event": event, **fields}})
+
+
+class SessionService:
+    """Sessions, their episodes and their upkeep (see the module docstring)."""
+
+    def __init__(
+        self,
+        host: EnvHost,
+        table: SessionTable,
+        *,
+        agentgym_split: str = "train",
+        agentgym_action_format: str | None = None,
+    ) -> None:
+        self.host = host
+        self.table = table
+        self.agentgym_split = agentgym_split
+        # AgentGym's actions are put into this format (agentgym_shapes.format_action)
+        self.agentgym_action_format = check_action_format(agentgym_action_format)
+        self.steps_applied = 0
+        self.steps_replayed = 0
+
+    # ------------------------------------------------------------------ plumbing
+    @contextlib.asynccontextmanager
+    async def _use(self, session: Session) -> AsyncIterator[None]:
+        """Hold the session's lock for one call (the reaper leaves it alone meanwhile)."""
+        session.active += 1
+        try:
+            async with session.lock:
+                if self.table.live.get(session.id) is not session:
+                    raise SessionClosed(
+                        f"session {session.id} was closed while this call waited for it",
+                        id=session.id,
+                    )
+                yield
+        finally:
+            session.active -= 1
+            self.table.touch(session)
+
+    def _in_use(self, key: str) -> bool:
+        return any(s.config_key == key for s in self.table.live.values())
+
+    async def _start_episode(
+        self, session: Session, episode: int, task_data: dict[str, Any], session_id: str | None
+    ) -> dict[str, Any]:
+        """A new episode on the session; the reset reply (also kept for retries)."""
+        hook_session = session_id or f"serve-{session.id}"
+        play = self.host.episode(session.hosted, hook_session, task_data)
+        session.episode, session.session_id, session.play = episode, hook_session, play
+        session.failed = None
+        session.observation = session.prompt = session.transcript = ""
+        session.score = 0.0
+        session.last_step = session.last_finish = None
+        try:
+            messages = await play.start()
+        except Exception as exc:  # noqa: BLE001 (the env's answer to this request)
+            failure = env_failure(play, exc)
+            session.failed = failure.detail
+            await self._end_episode(session, error=failure.detail, quiet=True)
+            raise failure from None
+        session.observation = session.prompt = observation_text(messages)
+        reply = {
+            "id": session.id,
+            "episode": episode,
+            # a copy: the session's conversation grows, the reply kept for retries must not
+            "messages": [dict(m) for m in messages],
+            "observation": session.observation,
+        }
+        session.last_reset = (episode, reply)
+        return reply
+
+    async def _apply_step(self, session: Session, action: AgentAction) -> TurnOutcome:
+        """One action on the session's episode: a tool turn or the env's step."""
+        play = session.play
+        assert play is not None  # _check_can_step saw an episode
+        try:
+            outcome = await play.step(action)
+        except Exception as exc:  # noqa: BLE001 (the env's answer to this request)
+            failure = env_failure(play, exc)
+            session.failed = failure.detail
+            raise failure from None
+        session.observation = observation_text(outcome.messages)
+        self.steps_applied += 1
+        return outcome
+
+    async def _end_episode(
+        self,
+        session: Session,
+        *,
+        truncated: bool = False,
+        error: str | None = None,
+        quiet: bool = False,
+    ) -> dict[str, float]:
+        """finish_episode for the current episode, once; its terms."""
+        play = session.play
+        if play is None or play.finished:
+            return {}
+        finished = await play.finish(truncated=truncated, error=error)
+        if finished.error is not None:
+            if not quiet:
+                raise EnvFailure(finished.error)
+            logger.warning(
+                "finish_episode failed",
+                extra={
+                    "fields": {"event": "finish_failed", "id": session.id, "error": finished.error}
+                },
+            )
+        return finished.terms
+
+    async def _close(self, session: Session, reason: str) -> bool:
+        """End an unfinished episode (with an error saying why) and close the session."""
+        if not (session.finished or session.episode == 0):
+            await self._end_episode(
+                session, truncated=False, error=f"session closed: {reason}", quiet=True
+            )
+        closed = self.table.close(session, reason)
+        if closed:
+            log_event("session_closed", id=session.id, reason=reason, sessions=len(self.table))
+            if session.on_close is not None:  # an OpenEnv connection: it is told why
+                session.on_close(reason)
+        return closed
+
+    def _check_can_step(self, session: Session) -> None:
+        if session.failed is not None:
+            raise SessionFailed(
+                f"episode {session.episode} of session {session.id} failed: {session.failed}; "
+                "reset to start a new one"
+            )
+        if session.play is None:
+            raise EpisodeState(f"session {session.id} has no episode yet: reset it first")
+        if session.play.over:  # ended, or finished
+            raise EpisodeState(
+                f"episode {session.episode} of session {session.id} is over; reset to start "
+                "a new one"
+            )
+
+    # ------------------------------------------------------------------ upkeep
+    async def reap_idle(self) -> int:
+        """Close the sessions idle for longer than the table's idle_timeout."""
+        reaped = 0
+        for session in self.table.idle():
+            async with session.lock:
+                idle_for = self.table.clock() - session.last_used
+                if session.active or idle_for < self.table.idle_timeout:
+                    continue  # a call came in meanwhile
+                if self.table.live.get(session.id) is not session:
+                    continue
+                if await self._close(session, f"idle for {idle_for:.0f} s (reaped)"):
+                    reaped += 1
+        return reaped
+
+    async def reaper(self) -> None:
+        """Reap idle sessions forever (a task of the app's lifespan)."""
+        interval = min(max(self.table.idle_timeout / 4, 0.05), 10.0)
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                await self.reap_idle()
+            except Exception:  # the reaper must outlive any one bad session
+                logger.exception("reaping idle sessions failed")
+
+    async def shutdown(self) -> None:
+        """Finish and close every live session (best effort, within a budget)."""
+        sessions = list(self.table.live.values())
+
+        async def close_one(session: Session) -> None:
+            async with session.lock:
+                await self._close(session, "the server shut down")
+
+        if sessions:
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(
+                    asyncio.gather(*(close_one(s) for s in sessions), return_exceptions=True),
+                    SHUTDOWN_BUDGET_SECONDS,
+                )
+        self.host.close()
