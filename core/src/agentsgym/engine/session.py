@@ -49,14 +49,14 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from agentsgym.engine.episode_record import close_record
 from agentsgym.engine.hook_results import as_messages, as_step_result, collect_terms
 from agentsgym.engine.role_views import RoleView, check_turn_role, role_reward_values
 from agentsgym.errors import EpisodeError, EpisodeTimeoutError
 from agentsgym.redaction import redact_text
-from agentsgym.rewards import assign_token_rewards
 from agentsgym.tokenization import AgentSpan, EpisodeTokenizer, reply_as_rendered
 from agentsgym.tokenization.incremental import base_messages
-from agentsgym.trajectory import Episode, StepRecord, TokenSegment, rewards_array
+from agentsgym.trajectory import Episode, StepRecord
 from agentsgym.types import AgentAction, Message, Messages, StepResult
 
 if TYPE_CHECKING:
@@ -501,43 +501,7 @@ class EpisodeSession:
     def _finalise(self) -> None:
         self._finalised = True
         for view in self.views.values():
-            self._finalise_view(view)
-
-    def _finalise_view(self, view: RoleView) -> None:
-        episode = view.episode
-        step_rewards = [s.reward for s in episode.steps]
-        episode.final_reward = float(sum(step_rewards))
-        metrics: dict[str, float] = {"turns": float(len(episode.steps))}
-        for step in episode.steps:
-            for name, value in step.reward_terms.items():
-                metrics[f"reward/{name}"] = metrics.get(f"reward/{name}", 0.0) + value
-        metrics["reward/env"] = episode.final_reward - sum(
-            v for k, v in metrics.items() if k.startswith("reward/")
-        )
-        if view.outcome is not None:
-            metrics["outcome"] = view.outcome
-        episode.metrics = metrics
-        tokens = view.tokens
-        if tokens is None:
-            return
-        has_logprobs = episode.has_logprobs = tokens.has_logprobs and bool(view.spans)
-        episode.segments = [TokenSegment.from_builder(b, has_logprobs) for b in tokens.segments]
-        episode.segment_rewards = [
-            rewards_array(r)
-            for r in assign_token_rewards(
-                self.env.config.reward_strategy,
-                view.spans[: len(step_rewards)],
-                step_rewards,
-                episode.final_reward,
-                [len(s) for s in tokens.segments],
-            )
-        ]
-        if episode.ok:
-            try:
-                episode.check()
-            except Exception as exc:  # noqa: BLE001 - logged and recorded on the episode
-                episode.error = redact_text(f"{type(exc).__name__}: {exc}")
-                logger.error("episode %s broke a token invariant: %s", episode.session_id, exc)
+            close_record(view, self.env.config.reward_strategy)
 
     def _token_in(self, role: str | None) -> bool:
         if isinstance(self.token_in, dict):
