@@ -224,7 +224,7 @@ class OpenEnvService:
             finish = await service._end_episode(session, truncated=outcome.truncated, error=None)
         reward = outcome.reward + sum(outcome.terms.values()) + sum(finish.values())
         session.score += reward
-        if session.observation:
+        if self.observation == "textarena" and session.observation:  # only that shape reads it
             session.transcript += "\n\n" + session.observation
         payload = self._payload(
             session,
