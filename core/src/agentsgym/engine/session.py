@@ -150,7 +150,6 @@ class EpisodeSession:
         """The role whose turn it is (``None`` without roles, or before the first prompt)."""
         self._last_role: str | None = None
         self._turns = 0
-        self.episode = self.views[self.roles[0] if self.roles else None].episode
         self.toolbox: Any = None  # start asks the env (its code: it may fail)
         self.tools: tuple[dict[str, Any], ...] = ()
         self._tools_see_state = False  # the toolbox's respond takes state=
