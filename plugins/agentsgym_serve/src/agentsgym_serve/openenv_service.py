@@ -48,7 +48,6 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from agentsgym import AgentAction, Messages, TurnOutcome
 from agentsgym_serve.errors import NoTask, SessionClosed, SessionFailed
-from agentsgym_serve.host import observation_text
 from agentsgym_serve.openenv_models import OBSERVATION_SHAPES, AgentsgymAction
 from agentsgym_serve.schemas import integral_float_to_int
 from agentsgym_serve.service import EnvService
@@ -175,7 +174,9 @@ class OpenEnvService:
         """Start the next episode; the payload of OpenEnv's observation reply."""
         async with self.service._use(session):
             reply = await self._start(session, params)
-        return self._payload(session, reply["messages"], reward=0.0, done=False)
+        return self._payload(
+            session, reply["messages"], reply["observation"], reward=0.0, done=False
+        )
 
     async def _start(self, session: Session, params: OpenEnvReset) -> dict[str, Any]:
         """The next episode (under the session's lock); the service's reset reply."""
@@ -229,6 +230,7 @@ class OpenEnvService:
         payload = self._payload(
             session,
             [dict(m) for m in outcome.messages],
+            session.observation,  # _apply_step's text of these messages
             reward=reward,
             done=over,
             step_reward=outcome.reward,
@@ -244,12 +246,13 @@ class OpenEnvService:
             f"episode {session.episode} of this session is over (at step {session.step}); "
             "this action was not applied: reset to start a new one"
         )
-        return self._payload(session, [], reward=0.0, done=True, ignored=ignored)
+        return self._payload(session, [], "", reward=0.0, done=True, ignored=ignored)
 
     def _payload(
         self,
         session: Session,
         messages: Messages,
+        text: str,
         *,
         reward: float,
         done: bool,
@@ -262,7 +265,7 @@ class OpenEnvService:
         """The ``{"observation", "reward", "done"}`` of a reply, in the server's shape."""
         fields = {
             "messages": messages,
-            "text": observation_text(messages),
+            "text": text,
             "prompt": session.prompt,
             "step_reward": step_reward,
             "reward_terms": terms or {},
