@@ -1,9 +1,9 @@
 """What to say when a command, executor, URL scheme, agent or trainer is not installed.
 
 The core knows no plugin by name, so the hint points where the names are: the table of
-distributions in agentsgym's README (with each one's folder in a clone), and
-``agentsgym --version`` (what is installed). When the user's load settings kept a plugin out, the hint says so: that
-plugin may be the one that provides the name.
+distributions in agentsgym's README (with each one's folder in a clone), and ``agentsgym
+--version`` (what is installed). When the user's load settings kept a plugin out, the
+hint says so: that plugin may be the one that provides the name.
 """
 
 from __future__ import annotations

@@ -7,10 +7,10 @@ not the ``openai`` SDK). Transient failures (connection, timeout, HTTP 408/409/4
 
 By default it asks for vLLM's ``logprobs`` and ``return_token_ids`` (vLLM >= 0.10.2):
 the sampled ids, logprobs and the server's prompt ids go into the trajectory verbatim.
-A chat reply without prompt ids is text only (what the model conditioned on is
-unknown; :mod:`.openai_wire` reads replies); a request that a server refuses with
-these fields (HTTP 400/422) is sent again without them, each request in flight on its
-own, and later requests go without them. ``api="completions"`` is token-in: the prompt is the episode's
+A chat reply without prompt ids is text only (what the model conditioned on is unknown;
+:mod:`.openai_wire` reads replies); a request that a server refuses with these fields
+(HTTP 400/422) is sent again without them, each request in flight on its own, and later
+requests go without them. ``api="completions"`` is token-in: the prompt is the episode's
 exact ids, so the server conditions on exactly what the trajectory records (RL with
 vLLM); without ids (a game master) it falls back to the chat API.
 """

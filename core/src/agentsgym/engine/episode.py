@@ -2,10 +2,11 @@
 
 The session decides everything about the episode (tool turns, truncation, hook
 budgets, reward terms, tokens; see :mod:`agentsgym.engine.session`). This driver
-asks the agent for each action, feeds it to the session, and bounds the whole
-episode by ``episode_timeout_seconds``. In an env with roles it asks the agent of the
-role whose turn it is (one agent in every role is self-play), each with its own state. A failure (the agent's or the env's) is
-recorded on the episode, never raised: one bad episode must not sink a batch.
+asks the agent for each action, feeds it to the session, and bounds the whole episode by
+``episode_timeout_seconds``. In an env with roles it asks the agent of the role whose
+turn it is (one agent in every role is self-play), each with its own state. A failure
+(the agent's or the env's) is recorded on the episode, never raised: one bad episode
+must not sink a batch.
 """
 
 from __future__ import annotations
