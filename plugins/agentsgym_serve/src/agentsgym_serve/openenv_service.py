@@ -224,7 +224,6 @@ class OpenEnvService:
         if over:
             finish = await service._end_episode(session, truncated=outcome.truncated, error=None)
         reward = outcome.reward + sum(outcome.terms.values()) + sum(finish.values())
-        session.score += reward
         if self.observation == "textarena" and session.observation:  # only that shape reads it
             session.transcript += "\n\n" + session.observation
         payload = self._payload(
