@@ -21,34 +21,16 @@ pytest.importorskip("trl")
 
 from agentsgym.testing import run_cli
 from agentsgym_trl.checkpoints import RUN_STATE_FILE, complete_checkpoints
-from agentsgym_trl.tiny_model import save_tiny_model
+from checkpointed_runs import CHECKPOINTED_RUN, GUESS, warm_tiny_model
 
-GUESS = "agentsgym/GuessTheNumber-v0"
-SMALL = [
-    "--env-config",
-    "high=3",
-    "--env-config",
-    "max_steps_per_episode=2",
-    "--num-tasks",
-    "4",
-    "--num-rollouts",
-    "2",
-    "--tasks-per-step",
-    "1",
-    "--max-new-tokens",
-    "6",
-    "--save-steps",
-    "1",
-]
+SMALL = CHECKPOINTED_RUN
 
 pytestmark = pytest.mark.usefixtures("torch_single_thread")
 
 
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory: Any) -> Path:
-    return save_tiny_model(
-        tmp_path_factory.mktemp("tiny") / "model", warm_start="guess-number", high=3
-    )
+    return warm_tiny_model(tmp_path_factory.mktemp("tiny") / "model")
 
 
 def train(out: Path, *args: str) -> Any:
