@@ -153,10 +153,10 @@ class EpisodeSession:
         self.toolbox: Any = None  # start asks the env (its code: it may fail)
         self.tools: tuple[dict[str, Any], ...] = ()
         self._tools_see_state = False  # the toolbox's respond takes state=
-        self.tokens: EpisodeTokenizer | None = None
-        self.spans: list[AgentSpan] = []
-        self._switch_to(self.roles[0] if self.roles else None)
-        self.role = None
+        self.episode: Episode
+        self.tokens: EpisodeTokenizer | None
+        self.spans: list[AgentSpan]
+        self._show_first_view()
         self.state: Any = None
         self.done = False
         self.phase = "initialize_episode"
@@ -183,6 +183,11 @@ class EpisodeSession:
         view = self.views[role]
         self.role = role
         self.episode, self.tokens, self.spans = view.episode, view.tokens, view.spans
+
+    def _show_first_view(self) -> None:
+        """The first role's view is the current one before anyone's turn (role None)."""
+        self._switch_to(self.roles[0] if self.roles else None)
+        self.role = None
 
     @property
     def truncated(self) -> bool:
@@ -295,8 +300,7 @@ class EpisodeSession:
             if view.chat is not None:
                 chat = view.chat.with_tools(self.tools) if self.tools else view.chat
                 view.tokens = EpisodeTokenizer(chat, self.env.config.on_template_mismatch)
-        self._switch_to(self.roles[0] if self.roles else None)
-        self.role = None
+        self._show_first_view()  # now with its token stream
         self.state = await self._hook(
             "initialize_episode",
             session_id=self.episode.session_id,
