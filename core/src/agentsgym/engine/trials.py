@@ -166,6 +166,9 @@ async def arun_jobs(
             results[job.key] = episodes
             if on_trial is not None:
                 on_trial(job, episodes)
+            # A trial of inline agents and plain hooks never suspends: without this a
+            # cancel (Ctrl-C, a failed sibling) would wait for every job left.
+            await asyncio.sleep(0)
 
     workers = [asyncio.ensure_future(worker()) for _ in range(min(max_concurrency, len(jobs)))]
     try:
