@@ -1,11 +1,13 @@
 """The testing kit for env and plugin authors: :func:`check_env` (the contract test an
-env package runs in its CI), :func:`register_env`, :func:`slow_agent` and :func:`run_cli`.
+env package runs in its CI; an env class adds or replaces checks through
+:class:`EnvCheckContext`), :func:`register_env`, :func:`slow_agent` and :func:`run_cli`.
 The pytest plugin (:mod:`agentsgym.pytest_plugin`, loaded automatically) offers the
 first two as fixtures.
 """
 
 from agentsgym.testing.agents import AsyncSlowAgent, SlowAgent, slow_agent
 from agentsgym.testing.check import check_env
+from agentsgym.testing.check_context import EnvCheckContext, EnvChecks
 from agentsgym.testing.check_report import (
     CheckFailed,
     CheckReport,
@@ -23,7 +25,9 @@ __all__ = [
     "CheckResult",
     "CheckSkipped",
     "CliResult",
+    "EnvCheckContext",
     "EnvCheckError",
+    "EnvChecks",
     "SlowAgent",
     "check_env",
     "register_env",

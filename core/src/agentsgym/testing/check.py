@@ -4,7 +4,9 @@ ENV_ID`` runs the same checks; docs/plugin-authors.md lists what they check).
 Every check records a result instead of raising, so that one failure does not hide the
 others; only the first two (the id resolves, the env builds) stop the rest. A check
 fails by raising :class:`CheckFailed` (never ``assert``: ``python -O`` drops those) and
-is skipped by raising :class:`CheckSkipped`. Every env a check builds is closed.
+is skipped by raising :class:`CheckSkipped`. Every env a check builds is closed. An env
+class's ``contract_checks`` replaces checks of the same name or adds its own
+(:mod:`agentsgym.testing.check_context`).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from agentsgym.errors import EnvConfigError
 from agentsgym.factory import DEFAULT_TOKENIZER, load_tokenizer, make
 from agentsgym.registry import EnvSpec, env_class, get_registry
 from agentsgym.testing.agents import slow_agent
+from agentsgym.testing.check_context import EnvCheckContext, EnvChecks
 from agentsgym.testing.check_datasets import check_disjoint, check_splits
 from agentsgym.testing.check_episodes import (
     FinishProbe,
@@ -117,6 +120,7 @@ class _Checker:
     tasks: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     batches: list[TrajectoryBatch] = field(default_factory=list)
     built: list[MultistepEnv] = field(default_factory=list)
+    own_checks: EnvChecks = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.report = CheckReport(self.env_id)
@@ -136,6 +140,8 @@ class _Checker:
             self.check("env builds with and without a tokenizer", self.builds)
         if not self.report.passed:
             return
+        if hasattr(env_class(self._spec()), "contract_checks"):
+            self.check("the env's own checks load (contract_checks)", self.load_own_checks)
         self.check("unknown env_config keys are rejected", self.rejects_unknown_config)
         self.check("datasets follow the row schema and survive parquet", self.datasets)
         self.check("episodes play without a tokenizer", self.plays_without_tokenizer)
@@ -152,8 +158,11 @@ class _Checker:
         self.check("an env with run_hooks_inline never waits in its hooks", self.inline)
         if getattr(env_class(self._spec()), "roles", ()):  # single-agent envs: as before
             self.check("each role plays with its own view and token stream", self.roles)
+        for name, fn in list(self.own_checks.items()):  # the env's checks not run in place
+            self.check(name, fn)
 
     def check(self, name: str, fn: Callable[[], str | None]) -> None:
+        fn = self.own_checks.pop(name, fn)  # the env's own check of that name runs instead
         try:
             detail = fn() or ""
         except CheckSkipped as skip:
@@ -210,6 +219,20 @@ class _Checker:
             self.agent = get_registry().agent(name).build(**(self.agent_options or {}))
         else:
             self.agent = ScriptedAgent(["I am not sure."])
+
+    def load_own_checks(self) -> str:
+        context = EnvCheckContext(
+            env_id=self.env_id,
+            agent=self.agent,
+            tokenizer=self.tokenizer,
+            num_tasks=self.num_tasks,
+            num_rollouts=self.num_rollouts,
+            make=self.make,
+            tasks=self.task_list,
+            record=self.batches.append,
+        )
+        self.own_checks = dict(env_class(self._spec()).contract_checks(context))
+        return f"{len(self.own_checks)} checks"
 
     def _spec(self) -> EnvSpec:
         if self.spec is None:  # the first check failed, and no other runs then

@@ -95,6 +95,15 @@ class HarnessEnv(MultistepEnv):
             f"{type(self).__name__} must implement verify(task_data, workdir, outcome)"
         )
 
+    @classmethod
+    def contract_checks(cls, context: Any) -> dict[str, Callable[[], str | None]]:
+        """``agentsgym check-env``'s checks of a harness env: the program ends within the
+        timeout, its calls become an episode, the verifier scores, a crash or a hang
+        fails only its episode (:mod:`~agentsgym_gateway.harness_checks`)."""
+        from agentsgym_gateway.harness_checks import harness_checks
+
+        return harness_checks(context)
+
     # ------------------------------------------------------------ the engine's hooks
     def _not_hooks(self, *args: Any, **kwargs: Any) -> Any:
         raise EpisodeError(

@@ -1,0 +1,257 @@
+"""``agentsgym check-env`` on a harness env: what matters for a program run as an env.
+
+:meth:`HarnessEnv.contract_checks <agentsgym_gateway.harness.HarnessEnv.contract_checks>`
+hands these to check_env (:mod:`agentsgym.testing.check_context`). The env's own program
+plays the tasks with check_env's agent, through the gateway, once; the checks read
+that play: the programs end within ``episode_timeout_seconds`` and exit 0, their calls
+reach the gateway and become one episode per program, the token streams keep the
+fidelity invariants, the verifier returns a finite reward, task_data stays as it was.
+Two more runs replace the program: one that crashes after a call (its episode fails
+with the exit status and the stderr tail, the run goes on) and one that hangs (it is
+stopped at the timeout). check_env's checks that drive the turn hooks or script the
+tools are reported as skipped, with the reason.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from collections import Counter
+from typing import Any
+
+from agentsgym import Episode, TrajectoryBatch
+from agentsgym.testing import CheckFailed, CheckSkipped, EnvCheckContext, EnvChecks
+from agentsgym_gateway.programs import CommandProgram
+
+__all__ = ["CRASH_MARKER", "harness_checks"]
+
+CRASH_MARKER = "agentsgym check-env: this program crashes on purpose"
+"""What the crashing program writes to stderr before it exits with status 3."""
+
+CRASH_STATUS = 3
+HANG_TIMEOUT_SECONDS = 1.0
+"""The episode_timeout_seconds of the hanging program's run."""
+
+# One chat call through the gateway with the standard library only (a harness env's
+# environment need not have openai), then the crash.
+_CRASHING_PROGRAM = f"""
+import json, os, sys, urllib.request
+body = {{"model": os.environ["OPENAI_MODEL"], "messages": [{{"role": "user", "content": "hi"}}]}}
+request = urllib.request.Request(
+    os.environ["OPENAI_BASE_URL"].rstrip("/") + "/chat/completions",
+    data=json.dumps(body).encode(),
+    headers={{"Authorization": "Bearer " + os.environ["OPENAI_API_KEY"],
+             "Content-Type": "application/json"}},
+)
+urllib.request.urlopen(request, timeout=600).read()
+print({CRASH_MARKER!r}, file=sys.stderr)
+sys.exit({CRASH_STATUS})
+"""
+_HANGING_PROGRAM = "import time; time.sleep(3600)"
+
+_NO_HOOKS = "a harness env has no turn hooks: its episodes are runs of a program"
+
+
+def harness_checks(context: EnvCheckContext) -> EnvChecks:
+    """The checks of a harness env: check_env's, some replaced or skipped, and its own."""
+    return _HarnessChecks(context).checks()
+
+
+def _skipped(reason: str) -> Any:
+    def skip() -> None:
+        raise CheckSkipped(reason)
+
+    return skip
+
+
+class _HarnessChecks:
+    """The checks of one check_env call on a harness env; they share one play."""
+
+    def __init__(self, context: EnvCheckContext) -> None:
+        self.context = context
+        self._played: tuple[Any, TrajectoryBatch] | None = None
+        self._tasks_changed = False
+
+    def checks(self) -> EnvChecks:
+        return {
+            "episodes play without a tokenizer": _skipped(
+                "a harness env needs the model's tokenizer: it pads the episodes and "
+                "tokenizes the calls of a backend that reports no ids"
+            ),
+            "token streams keep the fidelity invariants": self.token_streams,
+            "tools are declared and bad calls answered as tool messages": _skipped(
+                "the tools are the program's: it runs them and answers their bad calls"
+            ),
+            "episodes leave task_data unchanged": self.task_data_unchanged,
+            "finish_episode runs once per episode": _skipped(_NO_HOOKS),
+            "episodes cut at max_steps_per_episode are truncated": _skipped(
+                "the program decides how many calls it makes; episode_timeout_seconds "
+                "bounds its run (checked below)"
+            ),
+            "episodes are deterministic for the same task_data, also concurrently": _skipped(
+                "a program's runs are the program's: its call ids, clock and threads are "
+                "not the env's to seed"
+            ),
+            "an env with run_hooks_inline never waits in its hooks": _skipped(_NO_HOOKS),
+            "programs end within episode_timeout_seconds and exit 0": self.programs_end,
+            "each program's calls reach the gateway and become one episode": self.calls,
+            "the verifier returns a finite reward": self.verifier,
+            "a crashing program fails its episode with its exit status and stderr, "
+            "not the run": self.crash,
+            "a program past episode_timeout_seconds is stopped and fails its episode": (self.hang),
+        }
+
+    # ------------------------------------------------------------ the env's own program
+    def play(self) -> tuple[Any, TrajectoryBatch]:
+        """The env's program on the tasks, with check_env's agent (played once)."""
+        if self._played is None:
+            tokenizer = self._tokenizer()
+            tasks = self.context.tasks()
+            before = json.dumps(tasks, sort_keys=True)
+            env = self.context.make(tokenizer=tokenizer)
+            batch = env.run_trial(tasks, self.context.agent, self.context.num_rollouts)
+            self._tasks_changed = json.dumps(tasks, sort_keys=True) != before
+            self.context.record(batch)  # for check_env's check of the step infos
+            self._played = env, batch
+        return self._played
+
+    def _tokenizer(self) -> Any:
+        if self.context.tokenizer is None:
+            raise CheckSkipped("check_env was given no tokenizer; a harness env needs one")
+        return self.context.tokenizer
+
+    def episodes(self) -> list[Episode]:
+        return self.play()[1].all_episodes
+
+    def programs_end(self) -> str:
+        env, batch = self.play()
+        episodes = batch.all_episodes
+        _require(episodes, "no program ran")
+        for episode in episodes:
+            if episode.error:
+                raise CheckFailed(f"a program's episode failed: {episode.error}")
+            code = episode.metrics.get("program_exit_code")
+            _require(code == 0, f"a program ended with exit code {code}")
+        timeout = env.config.episode_timeout_seconds
+        return f"{len(episodes)} programs exited 0 within {timeout:g} s"
+
+    def calls(self) -> str:
+        episodes = self.episodes()
+        sessions = Counter(e.session_id for e in episodes)
+        _require(
+            all(count == 1 for count in sessions.values()),
+            "a program session gave more than one episode",
+        )
+        for episode in episodes:
+            _require(episode.steps, f"a program made no model call: {episode.error}")
+        sources = Counter(step.token_source for e in episodes for step in e.steps)
+        segments = sum(len(e.segments) for e in episodes)
+        listed = ", ".join(f"{source}: {count}" for source, count in sorted(sources.items()))
+        return (
+            f"{sum(sources.values())} calls in {len(episodes)} episodes, {segments} segments "
+            f"({listed})"
+        )
+
+    def token_streams(self) -> str:
+        env, batch = self.play()
+        failed = batch.failed
+        if failed:
+            raise CheckFailed(f"{len(failed)} episodes failed, first: {failed[0].error}")
+        _require(len(batch) > 0, "no trajectories")
+        pad = env.chat.pad_token_id
+        for group in batch.groups:
+            widths = {len(row) for row in group.padded_full_token_ids}
+            _require(len(widths) == 1, f"group {group.task_index} rows have lengths {widths}")
+            rows = zip(
+                group.rows,
+                group.padded_full_token_ids,
+                group.padded_agent_token_mask,
+                group.padded_per_token_rewards,
+            )
+            for (episode, segment), ids, mask, rewards in rows:
+                n = len(episode.segments[segment])
+                _require(ids[n:] == [pad] * (len(ids) - n), "padding is not the pad token id")
+                _require(
+                    not any(mask[n:]) and not any(rewards[n:]), "padding carries mask or reward"
+                )
+        for episode in batch.all_episodes:
+            episode.check()
+            _check_sampled_once(episode)
+        shares = [e.metrics["sampled_token_share"] for e in batch.all_episodes]
+        return f"{len(batch)} rows; sampled token share {sum(shares) / len(shares):.3g}"
+
+    def verifier(self) -> str:
+        episodes = self.episodes()
+        for episode in episodes:
+            if episode.error:
+                raise CheckFailed(f"no reward: the episode failed: {episode.error}")
+            _require(
+                math.isfinite(episode.final_reward), "the verifier returned a non-finite reward"
+            )
+            _require(
+                episode.steps[-1].reward == episode.final_reward,
+                "the verifier's reward is not on the last call",
+            )
+        rewards = sorted({e.final_reward for e in episodes})
+        return f"rewards {', '.join(f'{r:g}' for r in rewards)}"
+
+    def task_data_unchanged(self) -> None:
+        self.play()
+        _require(
+            not self._tasks_changed,
+            "playing an episode changed its task_data; task_data is shared by every "
+            "rollout of a task: copy what prepare and verify change",
+        )
+
+    # ------------------------------------------------------------ replaced programs
+    def run_replaced(self, program: CommandProgram, **config: Any) -> Episode:
+        """One episode of the first task with the env's program replaced."""
+        env = self.context.make(tokenizer=self._tokenizer(), **config)
+        env.program = lambda task_data: program  # type: ignore[method-assign]
+        try:
+            batch = env.run_trial(self.context.tasks()[:1], self.context.agent, 1)
+        except Exception as exc:
+            raise CheckFailed(f"the run failed, not only the episode: {exc}") from exc
+        return batch.all_episodes[0]
+
+    def crash(self) -> str:
+        episode = self.run_replaced(CommandProgram((sys.executable, "-c", _CRASHING_PROGRAM)))
+        error = episode.error or ""
+        _require(
+            f"exited with status {CRASH_STATUS}" in error and CRASH_MARKER in error,
+            f"the crashed program's episode error does not give its exit status "
+            f"({CRASH_STATUS}) and stderr: {error!r}",
+        )
+        _require(episode.final_reward == 0.0, "a crashed program's episode has a reward")
+        _require(
+            episode.num_turns == 1,
+            f"the crashed program's call before it crashed was not kept ({episode.num_turns} "
+            "calls)",
+        )
+        return "its episode failed with the exit status and stderr; its call was kept"
+
+    def hang(self) -> str:
+        program = CommandProgram((sys.executable, "-c", _HANGING_PROGRAM))
+        episode = self.run_replaced(program, episode_timeout_seconds=HANG_TIMEOUT_SECONDS)
+        error = episode.error or ""
+        _require(
+            "did not finish within" in error,
+            f"a program that hangs was not stopped at episode_timeout_seconds: {error!r}",
+        )
+        return f"stopped after {HANG_TIMEOUT_SECONDS:g} s, its episode failed"
+
+
+def _check_sampled_once(episode: Episode) -> None:
+    """Each call's completion is agent tokens exactly once: nothing is trained twice."""
+    agent_tokens = sum(int(segment.agent_mask.sum()) for segment in episode.segments)
+    sampled = sum(step.num_agent_tokens for step in episode.steps)
+    _require(
+        agent_tokens == sampled,
+        f"the episode has {agent_tokens} agent tokens but its calls sampled {sampled}",
+    )
+
+
+def _require(condition: object, message: str) -> None:
+    if not condition:
+        raise CheckFailed(message)
