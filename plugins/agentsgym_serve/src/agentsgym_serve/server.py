@@ -15,13 +15,19 @@ from __future__ import annotations
 import socket
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 KEEP_ALIVE_SECONDS = 30
 """How long the server keeps an idle connection: longer than the client's own
 keep-alive (10 s), so the client, not the server, closes idle connections and a
 request never races the server's close."""
 START_TIMEOUT_SECONDS = 60.0
+BACKLOG = 2048
+"""Connections the kernel queues before the server accepts them (uvicorn's default);
+a server that a thousand clients connect to at once takes a larger one."""
 
 
 def bind_socket(host: str, port: int) -> socket.socket:
@@ -46,9 +52,14 @@ def url_of(sock: socket.socket) -> str:
 
 
 def uvicorn_server(
-    app: Any, *, log_level: str = "warning", keep_alive_seconds: float = KEEP_ALIVE_SECONDS
+    app: Any,
+    *,
+    log_level: str = "warning",
+    keep_alive_seconds: float = KEEP_ALIVE_SECONDS,
+    backlog: int = BACKLOG,
 ) -> Any:
-    """A uvicorn server for ``app`` that leaves logging to us."""
+    """A uvicorn server for ``app`` that leaves logging to us (no access log: a URL can
+    carry a secret, such as the model gateway's path-prefix session keys)."""
     import uvicorn
 
     config = uvicorn.Config(
@@ -59,12 +70,20 @@ def uvicorn_server(
         lifespan="on",
         timeout_keep_alive=int(keep_alive_seconds),
         timeout_graceful_shutdown=10,
+        backlog=backlog,
     )
     return uvicorn.Server(config)
 
 
 class BackgroundServer:
-    """Serves an ASGI app on loopback from a daemon thread (see the module docstring)."""
+    """Serves an ASGI app on loopback from a daemon thread (see the module docstring).
+
+    The one background server of agentsgym's plugins: agentsgym-serve's env server and
+    loopback model server run on it, and so does agentsgym-gateway. ``start`` raises
+    :class:`OSError` naming the address when the socket cannot be bound (the socket is
+    closed), and :class:`RuntimeError` when uvicorn does not start (the server is
+    stopped and the socket closed).
+    """
 
     def __init__(
         self,
@@ -73,6 +92,7 @@ class BackgroundServer:
         port: int = 0,
         *,
         keep_alive_seconds: float = KEEP_ALIVE_SECONDS,
+        backlog: int = BACKLOG,
         name: str = "agentsgym-serve",
     ) -> None:
         self.app = app
@@ -80,20 +100,29 @@ class BackgroundServer:
         self.port = port
         self.url = ""
         self.keep_alive_seconds = keep_alive_seconds
+        self.backlog = backlog
         self.name = name
         self._server: Any = None
         self._thread: threading.Thread | None = None
+        self._socket: socket.socket | None = None
 
-    def start(self) -> BackgroundServer:
-        sock = bind_socket(self.host, self.port)
+    def start(self) -> Self:
+        try:
+            sock = bind_socket(self.host, self.port)
+        except OSError as exc:
+            raise OSError(
+                exc.errno,
+                f"{self.name} cannot listen on {self.host}:{self.port}: "
+                f"{exc.strerror or exc}; choose another port (0 picks a free one)",
+            ) from exc
+        self._socket = sock
         self.port = sock.getsockname()[1]
         self.url = url_of(sock)
-        self._server = uvicorn_server(self.app, keep_alive_seconds=self.keep_alive_seconds)
+        self._server = uvicorn_server(
+            self.app, keep_alive_seconds=self.keep_alive_seconds, backlog=self.backlog
+        )
         self._thread = threading.Thread(
-            target=self._server.run,
-            kwargs={"sockets": [sock]},
-            name=self.name,
-            daemon=True,
+            target=self._serve, args=(self._server, sock), name=self.name, daemon=True
         )
         self._thread.start()
         deadline = time.monotonic() + START_TIMEOUT_SECONDS
@@ -104,14 +133,25 @@ class BackgroundServer:
             time.sleep(0.01)
         return self
 
+    @staticmethod
+    def _serve(server: Any, sock: socket.socket) -> None:
+        try:
+            server.run(sockets=[sock])
+        except SystemExit:
+            pass  # uvicorn exits when the app's startup fails; it has logged why
+
     def stop(self) -> None:
         if self._server is not None:
             self._server.should_exit = True
         if self._thread is not None:
             self._thread.join(timeout=30)
         self._server = self._thread = None
+        if self._socket is not None:
+            # uvicorn closes a socket it served; one it never got to serve is closed here
+            self._socket.close()
+            self._socket = None
 
-    def __enter__(self) -> BackgroundServer:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

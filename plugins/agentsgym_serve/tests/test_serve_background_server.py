@@ -1,0 +1,93 @@
+"""BackgroundServer: the one loopback uvicorn server in a thread (serve and gateway).
+
+A port that cannot be bound is a clear error naming the address, with the socket
+closed; a server that does not start is stopped with its socket closed; a stopped
+server's port can be listened on again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import types
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from agentsgym_serve import BackgroundServer
+from agentsgym_serve import server as server_module
+
+
+async def hello(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    """A plain ASGI app: ``hello`` to every request, lifespan events acknowledged."""
+    if scope["type"] == "lifespan":
+        while (await receive())["type"] != "lifespan.shutdown":
+            await send({"type": "lifespan.startup.complete"})
+        await send({"type": "lifespan.shutdown.complete"})
+        return
+    await send({"type": "http.response.start", "status": 200, "headers": []})
+    await send({"type": "http.response.body", "body": b"hello"})
+
+
+async def broken_startup(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    """An app whose lifespan startup fails: uvicorn exits before serving."""
+    await receive()
+    await send({"type": "lifespan.startup.failed", "message": "no database"})
+
+
+@pytest.fixture
+def sockets_made(monkeypatch: pytest.MonkeyPatch) -> list[socket.socket]:
+    """Every socket the server module creates (and no other), to check that each one
+    got closed."""
+    made: list[socket.socket] = []
+
+    class Recorded(socket.socket):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            made.append(self)
+
+    recording = types.ModuleType("socket")
+    recording.__dict__.update(vars(socket))
+    recording.socket = Recorded  # type: ignore[attr-defined]
+    monkeypatch.setattr(server_module, "socket", recording)
+    return made
+
+
+@contextlib.contextmanager
+def taken_port() -> Iterator[int]:
+    """A port on 127.0.0.1 that another socket listens on."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        yield holder.getsockname()[1]
+
+
+def test_a_taken_port_is_an_error_naming_it_and_the_socket_is_closed(
+    sockets_made: list[socket.socket],
+) -> None:
+    with taken_port() as port:
+        server = BackgroundServer(hello, port=port, name="test-server")
+        with pytest.raises(OSError, match=f"test-server cannot listen on 127.0.0.1:{port}"):
+            server.start()
+    assert len(sockets_made) == 1
+    assert sockets_made[0].fileno() == -1  # closed
+
+
+def test_a_server_that_does_not_start_is_stopped_with_its_socket_closed(
+    sockets_made: list[socket.socket],
+) -> None:
+    server = BackgroundServer(broken_startup, name="test-server")
+    with pytest.raises(RuntimeError, match="test-server did not start on http://127.0.0.1:"):
+        server.start()
+    assert [s.fileno() for s in sockets_made] == [-1]
+
+
+def test_a_stopped_server_frees_its_port(sockets_made: list[socket.socket]) -> None:
+    with BackgroundServer(hello) as server:
+        assert httpx.get(server.url).text == "hello"
+        port = server.port
+    assert [s.fileno() for s in sockets_made] == [-1]
+    with BackgroundServer(hello, port=port) as again:
+        assert httpx.get(again.url).text == "hello"
