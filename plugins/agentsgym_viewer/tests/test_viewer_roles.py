@@ -1,15 +1,20 @@
 """``agentsgym view`` of a file of an env with roles: a role column in the list, and the
-roles of one game side by side (each its own conversation)."""
+roles of one game side by side (each its own conversation and rewards) when printed,
+paged, and on the HTML page."""
 
 from __future__ import annotations
 
+import io
+import shutil
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 from typer.testing import CliRunner
 
 from agentsgym.cli import build_app
-from agentsgym_viewer import game_of, load_trajectories
+from agentsgym_viewer import Pager, game_of, load_trajectories, write_html
+from agentsgym_viewer.html import page_data
 
 runner = CliRunner()
 
@@ -56,3 +61,72 @@ def test_the_roles_of_a_game_are_shown_side_by_side(games: Path) -> None:
     assert "role o" in titles  # both roles' panels open on one line
     beside = next(line for line in shown.splitlines() if "you play X" in line)
     assert "you play O" in beside  # each role's own first prompt, side by side
+
+
+def test_the_pager_shows_a_game_a_page_with_each_roles_reward(games: Path) -> None:
+    trajectories = load_trajectories(games)
+    x, o = trajectories.episodes[0], trajectories.episodes[1]
+    assert (x.final_reward, o.final_reward) != (0.0, 0.0)  # a game with a winner
+    commands = iter(["n", "n", "1", "q"])
+    out = io.StringIO()
+    pager = Pager(
+        trajectories.episodes,
+        Console(file=out, width=220),
+        read=lambda _: next(commands),
+        clear=False,
+        show_tokens=False,
+    )
+    pager.run()
+    text = out.getvalue()
+    assert "game 1 of 2 (#0 x, #1 o)" in text and "game 2 of 2 (#2 x, #3 o)" in text
+    assert "this is the last game" in text
+    assert [e.index for e in pager.shown] == [0, 1] and pager.current.index == 1  # "1": #1's game
+    first_page = text[: text.index("game 1 of 2")]
+    titles = next(line for line in first_page.splitlines() if "role x" in line)
+    assert "role o" in titles  # the two roles' panels side by side
+    rewards = next(line for line in first_page.splitlines() if "final reward" in line)
+    assert f"{x.final_reward:+.4g}" in rewards and f"{o.final_reward:+.4g}" in rewards
+
+
+def test_the_html_page_shows_a_game_in_a_column_per_role(games: Path, tmp_path: Path) -> None:
+    page = tmp_path / "games.html"
+    result = runner.invoke(build_app(), ["view", str(games), "--html", str(page)])
+    assert result.exit_code == 0, result.output
+    data = page_data(load_trajectories(games), load_trajectories(games).episodes, None)
+    assert [e["game"] for e in data["episodes"]] == [[0, 1], [0, 1], [2, 3], [2, 3]]
+    alone = runner.invoke(build_app(), ["view", str(games), "--html", str(page), "-e", "3"])
+    assert "wrote 2 episodes" in alone.output  # --episode N: its game, as the terminal
+
+
+@pytest.mark.timeout(120)
+def test_the_page_draws_both_roles_side_by_side_in_a_browser(games: Path, tmp_path: Path) -> None:
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        pytest.skip("Chromium is not installed (apt-get install -y chromium)")
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+    trajectories = load_trajectories(games)
+    page_file = tmp_path / "games.html"
+    write_html(trajectories, page_file)
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=chromium, headless=True, args=["--no-sandbox", "--disable-gpu"]
+        )
+        errors: list[str] = []
+        page = browser.new_page()
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.goto(page_file.as_uri())
+        page.click('#list .item[data-i="3"]')
+        lanes = page.eval_on_selector_all(
+            "#detail .game > .lane",
+            "els => els.map(e => [e.dataset.i, e.classList.contains('current'), "
+            "e.querySelector('h2').textContent, e.querySelector('.meta dd').textContent])",
+        )
+        browser.close()
+    x, o = trajectories.episodes[2], trajectories.episodes[3]
+    assert [(i, current) for i, current, _, _ in lanes] == [("2", False), ("3", True)]
+    assert "role x" in lanes[0][2] and "role o" in lanes[1][2]
+    assert [reward for *_, reward in lanes] == [
+        f"+{x.final_reward:g}" if x.final_reward >= 0 else f"{x.final_reward:g}",
+        f"+{o.final_reward:g}" if o.final_reward >= 0 else f"{o.final_reward:g}",
+    ]
+    assert errors == []

@@ -15,7 +15,7 @@ from agentsgym_viewer.errors import (
     ViewFilterError,
     ViewOutputError,
 )
-from agentsgym_viewer.filtering import EpisodeFilter, game_of
+from agentsgym_viewer.filtering import EpisodeFilter, game_of, group_games, side_by_side
 from agentsgym_viewer.html import render_page, write_html
 from agentsgym_viewer.loading import TrajectoryFile, load_trajectories
 from agentsgym_viewer.model import (
@@ -46,10 +46,12 @@ __all__ = [
     "check_tokenizer",
     "episode_table",
     "game_of",
+    "group_games",
     "load_decoder",
     "load_trajectories",
     "render_episode",
     "render_game",
     "render_page",
+    "side_by_side",
     "write_html",
 ]

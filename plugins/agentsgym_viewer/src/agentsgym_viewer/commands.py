@@ -27,9 +27,11 @@ from agentsgym_viewer import (
     check_tokenizer,
     episode_table,
     game_of,
+    group_games,
     load_decoder,
     load_trajectories,
     render_game,
+    side_by_side,
     write_html,
 )
 
@@ -120,8 +122,8 @@ def view(
     needs_text = (tokens or html is not None) and not list_only
     decoder = _decoder(tokenizer, trajectories) if needs_text and trajectories.has_tokens else None
 
-    if html is not None:
-        pages = [chosen] if chosen is not None else selection
+    if html is not None:  # --episode N: its game's rows too, as the terminal shows it
+        pages = game_of(chosen, trajectories.episodes) if chosen is not None else selection
         if not pages:
             _no_match(trajectories, filters)
         path = write_html(trajectories, html, pages, decoder, search=search)
@@ -150,14 +152,9 @@ def view(
     if not selection:
         _no_match(trajectories, filters)
     console.print(_table(trajectories, selection))
-    shown: set[int] = set()
-    for item in selection:
-        if item.index in shown:  # drawn already, beside another role of its game
-            continue
-        game = [e for e in game_of(item, trajectories.episodes) if e in selection] or [item]
-        shown.update(e.index for e in game)
+    for game in group_games(selection):  # the roles of a game side by side
         console.print(Rule())
-        _print_episode(item, decoder, tokens, search, game)
+        _print_episode(game[0], decoder, tokens, search, side_by_side(game[0], game))
 
 
 def _select(

@@ -80,17 +80,42 @@ class EpisodeFilter(BaseModel):
         return [e for e in episodes if self.matches(e)]
 
 
+GameKey = tuple[int, int | None, int]
+
+
+def game_key(episode: ViewedEpisode) -> GameKey | None:
+    """What the rows of one game share (task, rollout, episode of the trial); ``None``
+    for a row without a role (or without a task index): a game of its own."""
+    if episode.role is None or episode.task_index is None:
+        return None
+    return episode.task_index, episode.rollout_index, episode.episode_index or 0
+
+
+def group_games(episodes: Iterable[ViewedEpisode]) -> list[list[ViewedEpisode]]:
+    """The rows of each game (every role's rows, segments included), games in order of
+    their first row and rows in file order; a row without a role is a game alone. One
+    pass, so a file of many games is grouped in linear time."""
+    groups: dict[GameKey | tuple[str, int], list[ViewedEpisode]] = {}
+    for episode in episodes:
+        key = game_key(episode)
+        groups.setdefault(key if key is not None else ("row", episode.index), []).append(episode)
+    return list(groups.values())
+
+
+def side_by_side(episode: ViewedEpisode, game: Iterable[ViewedEpisode]) -> list[ViewedEpisode]:
+    """What a view draws of ``episode``'s game (``game``: its rows): a row per role in
+    file order, ``episode`` for its own role and the first segment of every other."""
+    shown: dict[str | None, ViewedEpisode] = {}
+    for other in game:
+        if other.role not in shown:
+            shown[other.role] = episode if other.role == episode.role else other
+    return list(shown.values()) or [episode]
+
+
 def game_of(episode: ViewedEpisode, episodes: Iterable[ViewedEpisode]) -> list[ViewedEpisode]:
     """The rows of every role of ``episode``'s game (same task, rollout and episode of
     the trial; each role's first segment), in file order; ``[episode]`` without a role."""
-    if episode.role is None or episode.task_index is None:
+    key = game_key(episode)
+    if key is None:
         return [episode]
-
-    def key(row: ViewedEpisode) -> tuple[int | None, int | None, int]:
-        return row.task_index, row.rollout_index, row.episode_index or 0
-
-    game: dict[str, ViewedEpisode] = {}
-    for other in episodes:
-        if other.role is not None and other.role not in game and key(other) == key(episode):
-            game[other.role] = episode if other.role == episode.role else other
-    return list(game.values())
+    return side_by_side(episode, (other for other in episodes if game_key(other) == key))

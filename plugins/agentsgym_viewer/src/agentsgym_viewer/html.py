@@ -16,6 +16,10 @@ Whether an episode is wrong (``--wrong``) is judged here, by
 :attr:`ViewedEpisode.wrong`, and embedded, so the page applies the very same rule.
 The page opens with the command's ``--search`` in its search box; the matches of the
 search box are highlighted in the episode shown, with a line counting them.
+
+In a file of an env with roles, selecting a row shows its game: the embedded rows of
+every role side by side, a column each with its own header, rewards and tokens (the
+selected row's column marked), as the terminal draws them.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from agentsgym_viewer.errors import ViewOutputError
+from agentsgym_viewer.filtering import group_games, side_by_side
 from agentsgym_viewer.loading import TrajectoryFile
 from agentsgym_viewer.model import ViewedEpisode
 from agentsgym_viewer.tokens import TokenDecoder
@@ -53,8 +58,10 @@ def script_json(value: Any) -> str:
     return _JSON_UNSAFE.sub(lambda m: _JSON_ESCAPES[m.group()], text)
 
 
-def episode_data(episode: ViewedEpisode) -> dict[str, Any]:
-    """One episode as the page's script reads it (short keys: the page may be large)."""
+def episode_data(episode: ViewedEpisode, game: Sequence[ViewedEpisode] = ()) -> dict[str, Any]:
+    """One episode as the page's script reads it (short keys: the page may be large);
+    ``game``: the rows the page draws beside it, a row per role (see
+    :func:`~agentsgym_viewer.filtering.side_by_side`)."""
     tokens = episode.tokens
     spans = episode.turn_token_spans()
     data: dict[str, Any] = {
@@ -67,6 +74,7 @@ def episode_data(episode: ViewedEpisode) -> dict[str, Any]:
         "seg": episode.segment_index or 0,
         "nseg": episode.num_segments or 1,
         "role": episode.role,
+        "game": [row.index for row in game] if len(game) > 1 else None,
         "r": _finite(episode.final_reward),
         "turns": episode.num_turns,
         "trunc": episode.truncated,
@@ -115,6 +123,7 @@ def page_data(
     search: str | None = None,
 ) -> dict[str, Any]:
     """Everything the page shows: file facts, the token vocabulary and the episodes."""
+    games = {e.index: game for game in group_games(episodes) for e in game}
     return {
         "file": trajectories.path.name,
         "kind": trajectories.kind,
@@ -126,7 +135,7 @@ def page_data(
         "tokenizer": decoder.name if decoder is not None else None,
         "vocab": {str(k): v for k, v in decoder.vocabulary(episodes).items()} if decoder else {},
         "envs": sorted({e.env_id for e in episodes if e.env_id is not None}),
-        "episodes": [episode_data(e) for e in episodes],
+        "episodes": [episode_data(e, side_by_side(e, games[e.index])) for e in episodes],
     }
 
 

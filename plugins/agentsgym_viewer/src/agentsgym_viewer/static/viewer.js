@@ -1,9 +1,11 @@
 /* agentsgym view: the episode list, filters and one episode's view.
  *
  * The data is the JSON in <script id="agentsgym-data">. Only the selected episode is
- * drawn, and the list and the token view are drawn in chunks, so that a file of
- * thousands of episodes stays responsive. Episode text is always inserted with
- * textContent, never parsed as HTML (search matches are <mark> elements made here).
+ * drawn (in an env with roles, beside the other roles of its game: e.game, the rows
+ * Python's side_by_side chose, a column each), and the list and the token view are
+ * drawn in chunks, so that a file of thousands of episodes stays responsive. Episode
+ * text is always inserted with textContent, never parsed as HTML (search matches are
+ * <mark> elements made here).
  * The filter rules mirror agentsgym_viewer/filtering.py (EpisodeFilter.matches);
  * whether an episode is wrong is judged in Python (ViewedEpisode.wrong) and embedded. */
 (function () {
@@ -190,10 +192,28 @@
     if (history.replaceState) history.replaceState(null, "", "#ep=" + index);
   }
 
+  // One episode, or the roles of its game side by side: a column per role (the game's
+  // rows embedded in this page, in file order), each its own view and rewards.
   function drawEpisode(e) {
     var detail = $("detail");
     detail.textContent = "";
     detail.scrollTop = 0;
+    if (!e.game) {
+      drawOne(e, detail, true);
+      return;
+    }
+    var game = el("div", "game");
+    game.style.gridTemplateColumns = "repeat(" + e.game.length + ", minmax(0, 1fr))";
+    e.game.forEach(function (index) {
+      var column = el("section", "lane" + (index === e.i ? " current" : ""));
+      column.dataset.i = index;
+      drawOne(EPISODES[byIndex[index]], column, false);
+      game.appendChild(column);
+    });
+    detail.appendChild(game);
+  }
+
+  function drawOne(e, detail, alone) {
     var title = el("h2", null, "#" + e.i + "  ");
     title.appendChild(e.env ? marked("span", null, e.env) : el("span", null, "(env unknown)"));
     title.appendChild(document.createTextNode("  "));
@@ -243,7 +263,7 @@
     if (!e.msgs.length) {
       detail.appendChild(el("p", "muted", "No messages: the episode failed before its first prompt."));
     }
-    if (e.tok) detail.appendChild(tokenSection(e));
+    if (e.tok) detail.appendChild(tokenSection(e, alone));
   }
 
   // The terminal's line: how many matches of the search box the episode has, or none.
@@ -293,10 +313,10 @@
   }
 
   // ------------------------------------------------------------------ tokens
-  function tokenSection(e) {
+  function tokenSection(e, alone) {
     var tok = e.tok;
-    var section = el("div");
-    section.id = "tokens-section";
+    var section = el("div", "tokens-section");
+    if (alone) section.id = "tokens-section";
     var agent = 0;
     for (var k = 0; k < tok.mask.length; k++) if (tok.mask.charCodeAt(k) === 49) agent++;
     section.appendChild(el("h3", null, "Tokens: " + tok.ids.length + ", " + agent + " by the agent \u00b7 " +
