@@ -109,11 +109,14 @@ class Role:
     ``name``: what ``turn_role`` returns and ``--agent NAME=AGENT`` names (no ``/``:
     env ids have one). ``trainable``: its episodes go into training batches (a scripted
     or frozen opponent's do not). ``description``: one line for ``describe``.
+    ``default_agent``: the registered agent that plays this role when the command line
+    names no agent for it nor for the env (a scripted opponent's, say).
     """
 
     name: str
     trainable: bool = True
     description: str = ""
+    default_agent: str | None = None
 
     def __post_init__(self) -> None:
         if not self.name or "/" in self.name or "=" in self.name or "." in self.name:

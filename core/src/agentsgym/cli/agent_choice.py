@@ -3,8 +3,10 @@ of a mixed rows file), else the env's ``default_agent``. ``--agent-option key=va
 goes to every agent that takes it, so one ``base_url=...`` serves every ``openai`` agent.
 In an env with roles, ``--agent ROLE=NAME`` chooses one role's agent (a role name has
 no ``/`` or ``:``, an env id or class path has) and ``--agent-option ROLE.key=value``
-gives that agent an option; a role without its own agent plays with the env's agent
-(self-play when no role has its own).
+gives that agent an option; a role the command line names no agent for plays with its
+``Role.default_agent`` when the env declares one and no ``--agent NAME`` or
+``--agent ENV_ID=NAME`` names the env's, else with the env's agent (self-play when no
+role has its own).
 Agents are checked before any file is touched; a remote executor gets
 :class:`~agentsgym.AgentSpec` recipes that each worker builds (never a live agent).
 """
@@ -67,7 +69,10 @@ class AgentChoices:
         return cls(default, per_env, per_role)
 
     def role_agents(self, envs: Mapping[str, MultistepEnv]) -> dict[str, str]:
-        """The agents chosen by role, once every role named is one of the envs' roles."""
+        """The agent of each role that has its own: the one ``--agent ROLE=NAME`` names
+        (every role named must be one of the envs' roles), else the role's
+        ``default_agent`` in an env whose agent the command line does not name (with
+        ``--agent NAME`` or ``--agent ENV_ID=NAME`` one agent plays every role)."""
         roles = {role for env in envs.values() for role in getattr(env, "role_names", ())}
         unknown = sorted(set(self.per_role) - roles)
         if unknown:
@@ -77,7 +82,22 @@ class AgentChoices:
                 f"role {unknown[0]!r} (its roles: {known}); an env id has a '/' "
                 "(--agent ENV_ID=NAME)"
             )
-        return dict(self.per_role)
+        chosen = dict(self.per_role)
+        defaults: dict[str, tuple[str, str]] = {}  # role -> (agent, the env that declares it)
+        for env_id, env in envs.items():
+            if self.default is not None or env_id in self.per_env:
+                continue
+            for role in getattr(env, "roles", ()):
+                if role.default_agent is None or role.name in chosen:
+                    continue
+                agent, declared_by = defaults.setdefault(role.name, (role.default_agent, env_id))
+                if agent != role.default_agent:
+                    raise AgentError(
+                        f"the role {role.name!r} defaults to {agent} in {declared_by} and to "
+                        f"{role.default_agent} in {env_id}; choose its agent with "
+                        f"--agent {role.name}=AGENT"
+                    )
+        return {**chosen, **{role: agent for role, (agent, _) in defaults.items()}}
 
     def resolve(
         self, env_ids: Iterable[str], envs: Mapping[str, MultistepEnv] | None = None

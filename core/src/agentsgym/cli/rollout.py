@@ -221,7 +221,8 @@ def plan_rows(
         rows, tokenizer=tokenizer, allow_class_paths=class_paths, allow_remote=allow_remote
     )
     env_ids = [row.env_class_path for row in rows]
-    players = RunAgents.choose(agents, env_ids, agent_options, build=local)
+    by_id = {env_id: env for (env_id, _), env in envs.items()}  # roles are an env's, not a config's
+    players = RunAgents.choose(agents, env_ids, agent_options, build=local, envs=by_id)
     return RunPlan(
         rows=rows,
         num_rollouts=num_rollouts,

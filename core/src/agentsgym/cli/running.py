@@ -93,6 +93,7 @@ class RunPlan:
             num_rollouts=self.num_rollouts,
             agent=single,
             env_agents={} if single else self.agents.by_env,
+            role_agents=self.agents.by_role,
             agent_options=self.agent_options,
             tokenizer=self.tokenizer,
             **self.source,

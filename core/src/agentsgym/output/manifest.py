@@ -2,12 +2,14 @@
 
 ``--resume`` continues a run only with the arguments that decide *which* trials exist
 and *what* a trial's result is (:class:`RunArguments`: the env or the rows file's
-sha256, split, counts, seed, env_config, agents and their options, tokenizer), so the
-finished output is the one an uninterrupted run would have written. Settings that bound
-or route a run without changing a trial's result are not compared, because a resumed
-run often needs them changed: time budgets (:data:`RUN_LIMIT_ENV_KEYS`), concurrency,
-the failure rate, the executor, the agent's :data:`OPERATIONAL_AGENT_OPTIONS` (the
-server moved, a longer timeout) and secrets (never written to the record at all).
+sha256, split, counts, seed, env_config, agents (each role's too) and their options,
+tokenizer), so the finished output is the one an uninterrupted run would have written.
+Settings that bound or route a run without changing a trial's result are not compared,
+because a resumed run often needs them changed: time budgets
+(:data:`RUN_LIMIT_ENV_KEYS`), concurrency, the failure rate, the executor, the agent's
+:data:`OPERATIONAL_AGENT_OPTIONS` (the server moved, a longer timeout; a role's too) and
+secrets (never written to the record at all). A refusal lists what differs, and for
+agents and their options the flags that give the earlier run's values back.
 """
 
 from __future__ import annotations
@@ -63,7 +65,14 @@ class RunArguments(BaseModel):
     env_agents: dict[str, str] = Field(
         default_factory=dict, description="env id -> agent, when the envs of a run differ"
     )
-    agent_options: dict[str, Any] = Field(default_factory=dict)
+    role_agents: dict[str, str] = Field(
+        default_factory=dict,
+        description="role -> agent, for each role with its own (--agent ROLE=NAME, or the "
+        "role's default agent); the other roles play with their env's agent",
+    )
+    agent_options: dict[str, Any] = Field(
+        default_factory=dict, description="--agent-option values (ROLE.key: one role's)"
+    )
     tokenizer: str | None = None
 
     def compared(self) -> dict[str, Any]:
@@ -74,7 +83,9 @@ class RunArguments(BaseModel):
             k: v for k, v in values["env_config"].items() if k not in RUN_LIMIT_ENV_KEYS
         }
         values["agent_options"] = {
-            k: v for k, v in values["agent_options"].items() if k not in OPERATIONAL_AGENT_OPTIONS
+            k: v
+            for k, v in values["agent_options"].items()
+            if k.rpartition(".")[2] not in OPERATIONAL_AGENT_OPTIONS  # ROLE.key: a role's
         }
         return values
 
@@ -91,8 +102,35 @@ class RunArguments(BaseModel):
                     f"  - dataset (file content): {old!r} then, {new!r} now (the rows differ)"
                 )
             else:
-                lines.append(f"  - {name}: {before[name]!r} then, {now[name]!r} now")
+                line = f"  - {name}: {before[name]!r} then, {now[name]!r} now"
+                lines.append(line + _flags_to_pass(name, before[name], now[name]))
         return lines
+
+
+_FLAGS = {"role_agents": ("--agent", "="), "agent_options": ("--agent-option", "=")}
+"""The compared fields whose values are flags by key: ``--agent ROLE=NAME`` for a role's
+agent, ``--agent-option KEY=VALUE`` (``ROLE.key``: one role's agent)."""
+
+
+def _flags_to_pass(name: str, before: dict[str, Any], now: dict[str, Any]) -> str:
+    """For a field of keyed flags: which flags give the earlier run's values back."""
+    if name not in _FLAGS:
+        return ""
+    flag, sep = _FLAGS[name]
+    give = [
+        f"{flag} {key}{sep}{_flag_value(value)}"
+        for key, value in before.items()
+        if _canonical(now.get(key)) != _canonical(value)
+    ]
+    drop = [f"{flag} {key}{sep}..." for key in now if key not in before]
+    hints = ([f"pass {' '.join(give)}"] if give else []) + (
+        [f"leave out {' '.join(drop)}"] if drop else []
+    )
+    return f" ({'; '.join(hints)})" if hints else ""
+
+
+def _flag_value(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
 
 
 class RunManifest(BaseModel):

@@ -78,7 +78,8 @@ class RunOutput:
             self._prepare()
             write_manifest(self.manifest, self.paths.manifest)
             self.writer = JournalWriter(
-                self.paths.journal, fsync_interval=self.fsync_interval,
+                self.paths.journal,
+                fsync_interval=self.fsync_interval,
                 compress=not self.paths.is_jsonl,
             )
         except BaseException:

@@ -61,8 +61,8 @@ def register_envs(register: RegisterEnv) -> None:
     register(
         "classical/TicTacToe-v0",
         "agentsgym_classical.tictactoe:TicTacToeEnv",
-        description="tic-tac-toe for two agents, roles x and o (self-play, or a scripted "
-        "opponent: --agent o=classical/tictactoe-heuristic)",
+        description="tic-tac-toe for two agents, roles x and o (o plays random moves unless "
+        "--agent o=NAME; --agent NAME for self-play)",
         default_agent="classical/tictactoe-heuristic",
     )
 

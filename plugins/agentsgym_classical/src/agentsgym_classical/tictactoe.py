@@ -5,8 +5,9 @@ forfeits the game. The outcome is zero-sum:
 +1 for the winner, -1 for the loser, 0 each for a draw (``role_rewards``), in each
 role's ``metrics["outcome"]``.
 
-Self-play: one agent in both roles. Eval against a scripted opponent:
-``--agent x=MODEL --agent o=classical/tictactoe-heuristic``."""
+On the command line ``o`` defaults to ``classical/tictactoe-random`` (``Role.default_agent``):
+``--agent x=MODEL`` plays MODEL against random moves, ``--agent o=classical/tictactoe-heuristic``
+against the heuristic. Self-play: one agent in both roles (``--agent MODEL``)."""
 
 from __future__ import annotations
 
@@ -63,7 +64,7 @@ class TicTacToeEnv(MultistepEnv):
     config: TicTacToeConfig
     roles = (
         Role("x", description="plays X and moves first"),
-        Role("o", description="plays O"),
+        Role("o", description="plays O", default_agent="classical/tictactoe-random"),
     )
     run_hooks_inline = True  # a board of nine cells: a thread hop would cost more
 

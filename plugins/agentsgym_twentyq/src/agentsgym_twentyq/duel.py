@@ -12,7 +12,8 @@ know". Step infos carry the ``oracle``'s answer and whether the model ``agrees``
 The questioner trains against a model gamemaster here (``--env-config
 trainable_roles='["questioner"]'`` keeps the gamemaster frozen), or against the offline
 one in ``twentyq/TwentyQuestions-v0``; ``twentyq/oracle-gamemaster`` is a scripted
-gamemaster that answers as the oracle does.
+gamemaster that answers as the oracle does, and the gamemaster role's default agent on
+the command line (``--agent questioner=MODEL`` needs no ``--agent gamemaster=...``).
 """
 
 from __future__ import annotations
@@ -94,7 +95,11 @@ class TwentyQuestionsDuelEnv(MultistepEnv):
     config: TwentyQuestionsDuelConfig
     roles = (
         Role(QUESTIONER, description="asks yes/no questions, then guesses the word"),
-        Role(GAMEMASTER, description="answers each question about the secret word"),
+        Role(
+            GAMEMASTER,
+            description="answers each question about the secret word",
+            default_agent="twentyq/oracle-gamemaster",
+        ),
     )
     run_hooks_inline = True  # no hook waits: the gamemaster is an agent of its own
 

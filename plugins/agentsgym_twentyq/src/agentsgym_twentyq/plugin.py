@@ -29,7 +29,7 @@ def register_envs(register: RegisterEnv) -> None:
         "agentsgym_twentyq.duel:TwentyQuestionsDuelEnv",
         description="20 Questions for two agents: roles questioner and gamemaster (a model "
         "gamemaster rewarded for agreeing with the offline oracle)",
-        default_agent=QUESTIONER,
+        default_agent="twentyq/duel-reference",
     )
 
 

@@ -1,0 +1,104 @@
+"""The command line's agents of an env with roles beyond one env id: a role's default
+agent (``Role.default_agent``), ``--dataset`` rows naming an env with roles, and
+``--resume`` comparing each role's agent and options. The game is
+classical/TicTacToe-v0 (agentsgym-classical), whose role ``o`` defaults to
+``classical/tictactoe-random``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import agentsgym
+from agentsgym.cli import AgentChoices
+from agentsgym.output import RunArguments
+from agentsgym.testing import run_cli
+
+GAME = "classical/TicTacToe-v0"
+RANDOM, HEURISTIC = "classical/tictactoe-random", "classical/tictactoe-heuristic"
+
+
+def rows_of(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def recorded(out: Path) -> RunArguments:
+    record = json.loads(out.with_name(out.name + ".run.json").read_text())
+    return RunArguments.model_validate(record["arguments"])
+
+
+def test_a_role_plays_with_its_default_agent_unless_the_env_agent_is_named() -> None:
+    envs = {GAME: agentsgym.make(GAME)}
+    assert AgentChoices.parse([f"x={HEURISTIC}"]).role_agents(envs) == {
+        "x": HEURISTIC,
+        "o": RANDOM,
+    }
+    assert AgentChoices.parse([f"o={HEURISTIC}"]).role_agents(envs) == {"o": HEURISTIC}
+    assert AgentChoices.parse(None).role_agents(envs) == {"o": RANDOM}
+    # one agent named for the env (or every env): it plays every role (self-play)
+    assert AgentChoices.parse([HEURISTIC]).role_agents(envs) == {}
+    assert AgentChoices.parse([f"{GAME}={HEURISTIC}"]).role_agents(envs) == {}
+
+
+def test_rollout_with_one_role_agent_needs_no_opponent(tmp_path: Path) -> None:
+    out = tmp_path / "games.jsonl"
+    args = ["rollout", GAME, "--num-tasks", "2", "--num-rollouts", "2", "--out", str(out)]
+    result = run_cli(*args, "--agent", f"x={HEURISTIC}", "--agent-option", "o.seed=5")
+    assert result.code == 0, result.output
+    assert recorded(out).role_agents == {"x": HEURISTIC, "o": RANDOM}
+    rows = rows_of(out)
+    assert [row["role"] for row in rows] == ["x", "o"] * 4
+    assert all(row["final_reward"] >= 0 for row in rows if row["role"] == "x")  # never loses
+
+
+def test_rows_of_a_dataset_give_each_role_its_agent(tmp_path: Path) -> None:
+    rows = tmp_path / "rows.jsonl"
+    tasks = [
+        {"env_class_path": GAME, "env_config": {}, "task_data": {"seed": 1}},
+        {"env_class_path": "agentsgym/GuessTheNumber-v0", "env_config": {}, "task_data": {}},
+        {"env_class_path": GAME, "env_config": {}, "task_data": {"seed": 2}},
+    ]
+    rows.write_text("".join(json.dumps(task) + "\n" for task in tasks))
+    out = tmp_path / "out.jsonl"
+    roles = ["--agent", f"x={RANDOM}", "--agent", f"o={HEURISTIC}", "--agent-option", "x.seed=4"]
+    args = ["rollout", "--dataset", str(rows), "--num-rollouts", "2", "--out", str(out)]
+    result = run_cli(*args, *roles)
+    assert result.code == 0, result.output
+    played = rows_of(out)
+    game = [row for row in played if row["env_id"] == GAME]
+    assert [row["role"] for row in game] == ["x", "o"] * 4
+    assert all(row["final_reward"] >= 0 for row in game if row["role"] == "o")  # the heuristic
+    guesses = [row for row in played if row["env_id"] != GAME]
+    assert len(guesses) == 2 and all("role" not in row for row in guesses)  # its own agent
+    assert recorded(out).role_agents == {"x": RANDOM, "o": HEURISTIC}
+
+    alone = tmp_path / "alone.jsonl"
+    alone.write_text(json.dumps(tasks[1]) + "\n")
+    wrong = run_cli("rollout", "--dataset", str(alone), "--agent", f"o={HEURISTIC}")
+    assert wrong.code == 2
+    assert "no env of this run has the role 'o'" in wrong.output
+
+
+def test_resume_refuses_other_role_agents_and_says_what_to_pass(tmp_path: Path) -> None:
+    out = tmp_path / "games.jsonl"
+    args = ["rollout", GAME, "--num-tasks", "2", "--num-rollouts", "1", "--out", str(out)]
+    first = ["--agent", f"x={HEURISTIC}", "--agent-option", "o.seed=3"]
+    assert run_cli(*args, *first).code == 0
+    other = run_cli(*args, "--agent", f"x={HEURISTIC}", "--agent", f"o={HEURISTIC}", "--resume")
+    assert other.code == 2
+    assert f"role_agents: {{'x': '{HEURISTIC}', 'o': '{RANDOM}'}} then" in other.output
+    assert f"(pass --agent o={RANDOM})" in other.output
+    assert "(pass --agent-option o.seed=3)" in other.output
+    same = run_cli(*args, *first, "--resume")
+    assert same.code == 0, same.output
+
+
+def test_a_role_agent_given_only_now_is_named_to_leave_out() -> None:
+    before = RunArguments(num_tasks=1, num_rollouts=1, agent=HEURISTIC)
+    now = before.model_copy(update={"role_agents": {"o": RANDOM}})
+    assert before.differences(now) == [
+        f"  - role_agents: {{}} then, {{'o': '{RANDOM}'}} now (leave out --agent o=...)"
+    ]
+    # an operational option of a role's agent (its server moved) is not compared
+    timed = before.model_copy(update={"agent_options": {"o.timeout": 30}})
+    assert before.differences(timed) == []
