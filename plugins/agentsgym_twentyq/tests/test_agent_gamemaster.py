@@ -64,7 +64,7 @@ def test_an_unclear_reply_is_read_as_i_dont_know() -> None:
     episode = batch.episodes[0]
     questions = [s.info for s in episode.steps if s.info["kind"] == "question"]
     assert questions and all(
-        i["answer"] == DONT_KNOW and i["gamemaster_fallback"] for i in questions
+        i["gamemaster_answer"] == DONT_KNOW and i["gamemaster_fallback"] for i in questions
     )
     assert "not clearly one of" in questions[0]["gamemaster_error"]
     answers = [m["content"] for m in episode.messages[1:] if m["role"] == "user"]
@@ -81,7 +81,7 @@ def test_registered_agent_by_name_through_env_config() -> None:
     result = env.hook.step_episode(
         env=env, state=state, action=question, step=0, reply=AgentAction(text=question)
     )
-    assert result.info["answer"] == NO and result.info["gamemaster_fallback"] is False
+    assert result.info["gamemaster_answer"] == NO and result.info["gamemaster_fallback"] is False
 
 
 def test_a_model_like_gamemaster_lets_the_questioner_win() -> None:

@@ -80,3 +80,25 @@ def test_each_role_has_its_own_token_stream() -> None:
 def test_the_duel_passes_check_env() -> None:
     report = check_env(DUEL, num_tasks=1, tokenizer=None, env_config={"max_steps_per_episode": 7})
     assert report.passed, report
+
+
+def test_each_role_reports_its_own_answer(tasks: list[dict[str, Any]]) -> None:
+    """eval's cons@k votes on ``info["answer"]``: the questioner's is the word it
+    guessed, the gamemaster's its reply; a question's answer is ``gamemaster_answer``."""
+    batch = agentsgym.make(DUEL).run_trial(
+        tasks[:2], agentsgym.make_agent("twentyq/duel-reference")
+    )
+    for questioner in by_role(batch, "questioner"):
+        *questions, guess = [step.info for step in questioner.steps]
+        assert all("answer" not in info for info in questions)
+        assert guess["kind"] == "guess" and guess["answer"] == guess["guess"].lower()
+    for gamemaster in by_role(batch, "gamemaster"):
+        infos = [step.info for step in gamemaster.steps]
+        assert infos and all(i["answer"] == i["gamemaster_answer"] for i in infos)
+        assert {i["answer"] for i in infos} <= {"Yes", "No", "I don't know"}
+    solo = agentsgym.make("twentyq/TwentyQuestions-v0").run_trial(
+        tasks[:1], agentsgym.make_agent("twentyq/reference-questioner")
+    )
+    *questions, guess = [step.info for step in solo.episodes[0].steps]
+    assert all("answer" not in i and "gamemaster_answer" in i for i in questions)
+    assert guess["answer"] == guess["guess"].lower()

@@ -10,8 +10,11 @@
 
 from agentsgym_eval.samples import (
     EvalReport,
+    RoleReport,
     Sample,
+    Scores,
     evaluate,
+    role_reports,
     sample_from_episode,
     samples_from_rows,
     summarize,
@@ -20,8 +23,11 @@ from agentsgym_eval.samples import (
 
 __all__ = [
     "EvalReport",
+    "RoleReport",
     "Sample",
+    "Scores",
     "evaluate",
+    "role_reports",
     "sample_from_episode",
     "samples_from_rows",
     "summarize",

@@ -101,18 +101,30 @@ def eval_command(
     budgets = time_budgets(hook_timeout, episode_timeout)
     where = ExecutorChoice.parse(executor, num_workers, executor_option)
     plan = plan_split(
-        env_id, split=split, num_tasks=num_tasks, num_rollouts=num_rollouts,
+        env_id,
+        split=split,
+        num_tasks=num_tasks,
+        num_rollouts=num_rollouts,
         agents=AgentChoices.parse(agent),
         agent_options=parse_key_values(agent_option, "--agent-option"),
         env_config={**parse_key_values(env_config, "--env-config"), **budgets},
-        tokenizer=tokenizer_option(tokenizer), local=not where.executor.remote,
+        tokenizer=tokenizer_option(tokenizer),
+        local=not where.executor.remote,
         description=f"eval {env_id}",
     )
     result, _ = run_into_output(
-        "eval", plan, out, mode=mode, make_rows=sample_rows, max_concurrency=max_concurrency,
-        executor=where, retry_failed=retry_failed,
+        "eval",
+        plan,
+        out,
+        mode=mode,
+        make_rows=sample_rows,
+        max_concurrency=max_concurrency,
+        executor=where,
+        retry_failed=retry_failed,
         settings={
-            "max_concurrency": max_concurrency, "max_failure_rate": max_failure_rate, **budgets
+            "max_concurrency": max_concurrency,
+            "max_failure_rate": max_failure_rate,
+            **budgets,
         },
     )
     print_report(write_summary(result), result.path, OutputPaths(result.path).summary)
@@ -166,6 +178,8 @@ def print_report(report: EvalReport, results: Path, summary: Path) -> None:
     table.add_row("mean turns", f"{report.mean_turns:.3g}")
     table.add_row("failed samples", str(report.num_failed))
     for role, figures in report.roles.items():
+        table.add_row(f"{role}: accuracy", f"{figures.accuracy:.4f}")
+        table.add_row(f"{role}: cons@{report.num_rollouts}", f"{figures.cons_at_k:.4f}")
         if figures.win_rate is not None:
             rates = f"{figures.win_rate:.3f} / {figures.draw_rate:.3f} / {figures.loss_rate:.3f}"
             table.add_row(f"{role}: win / draw / loss", rates)

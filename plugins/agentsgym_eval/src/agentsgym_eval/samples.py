@@ -19,9 +19,11 @@ a sample (one rollout of one task) is scored:
   grader is never mistaken for a wrong model.
 
 In an env with several roles (a game's seats) every role of a trial is a sample of its
-own (``role``, and ``outcome``: what the env's ``role_rewards`` gave it); pass@k and
-the other figures group samples per task and role, and ``EvalReport.roles`` holds each
-role's win, draw and loss rates (:func:`role_reports`).
+own (``role``, and ``outcome``: what the env's ``role_rewards`` gave it), scored by the
+step infos of that role's own actions; pass@k and the other figures group samples per
+task and role, so one role's answers never vote in another's cons@k, and
+``EvalReport.roles`` holds each role's own accuracy, pass@k, cons@k and best@k with
+its win, draw and loss rates (:func:`role_reports`).
 
 A failed episode (an exception in the env or the agent) is a wrong sample with no
 answer, so a crash never inflates the scores. Its error text is kept redacted
@@ -74,8 +76,36 @@ class Sample(BaseModel):
     outcome: float | None = Field(default=None, description="the role's outcome (role_rewards)")
 
 
-class RoleReport(BaseModel):
-    """The figures of one role of an env with roles: win, draw and loss rates from the
+class Scores(BaseModel):
+    """accuracy, pass@k, cons@k and best@k of samples grouped by task (see
+    :mod:`agentsgym_eval.metrics`): a group's samples are one task's rollouts."""
+
+    accuracy: float = Field(description="fraction of samples that are correct")
+    pass_at_k: dict[int, float] = Field(description="unbiased pass@k per k, averaged over tasks")
+    cons_at_k: float = Field(description="majority-vote accuracy over all num_rollouts samples")
+    best_at_k: float = Field(description="mean over tasks of the best reward among the samples")
+
+    @classmethod
+    def of_groups(cls, groups: Sequence[Sequence[Sample]], ks: Sequence[int]) -> Scores:
+        """The scores of ``groups`` (each n samples in rollout order), pass@k for each k
+        of ``ks`` up to n."""
+        n = len(groups[0])
+        counts = [(n, sum(s.correct for s in g)) for g in groups]
+        return cls(
+            accuracy=metrics.accuracy([s.correct for g in groups for s in g]),
+            pass_at_k={k: metrics.mean_pass_at_k(counts, k) for k in ks if k <= n},
+            cons_at_k=statistics.fmean(
+                metrics.cons_at_k([s.answer for s in g], [s.correct for s in g]) for g in groups
+            ),
+            best_at_k=statistics.fmean(
+                metrics.best_at_k([s.final_reward for s in g]) for g in groups
+            ),
+        )
+
+
+class RoleReport(Scores):
+    """The figures of one role of an env with roles, over that role's samples only (its
+    own answers vote in its cons@k): the scores, win, draw and loss rates from the
     outcomes ``role_rewards`` gave it (``None`` when it gave none), and its mean reward."""
 
     num_samples: int
@@ -85,8 +115,11 @@ class RoleReport(BaseModel):
     mean_reward: float
 
 
-def role_reports(samples: Sequence[Sample]) -> dict[str, RoleReport]:
-    """``{role: figures}`` of the samples that have a role (empty without roles)."""
+def role_reports(
+    samples: Sequence[Sample], ks: Sequence[int] | None = None
+) -> dict[str, RoleReport]:
+    """``{role: figures}`` of the samples that have a role (empty without roles); pass@k
+    for each k of ``ks`` (default :func:`default_ks` of the rollouts per task)."""
     by_role: dict[str, list[Sample]] = {}
     for sample in samples:
         if sample.role is not None:
@@ -96,7 +129,10 @@ def role_reports(samples: Sequence[Sample]) -> dict[str, RoleReport]:
         rates: tuple[float | None, ...] = (None, None, None)
         if any(s.outcome is not None for s in group):
             rates = metrics.win_draw_loss([None if s.error else s.outcome for s in group])
+        tasks = task_groups(group)
+        scores = Scores.of_groups(tasks, ks or default_ks(len(tasks[0])))
         reports[role] = RoleReport(
+            **scores.model_dump(),
             num_samples=len(group),
             win_rate=rates[0],
             draw_rate=rates[1],
@@ -106,8 +142,23 @@ def role_reports(samples: Sequence[Sample]) -> dict[str, RoleReport]:
     return reports
 
 
-class EvalReport(BaseModel):
-    """Dataset-level figures of an evaluation run (what ``agentsgym eval`` prints)."""
+def task_groups(samples: Sequence[Sample]) -> list[list[Sample]]:
+    """The samples of each task and role, in rollout order; every group must hold the
+    same number of samples (the rollouts per task)."""
+    by_task: dict[tuple[int, str | None], list[Sample]] = {}
+    for sample in samples:
+        by_task.setdefault((sample.task_index, sample.role), []).append(sample)
+    sizes = {len(group) for group in by_task.values()}
+    if len(sizes) != 1:
+        raise ValueError(f"tasks have different numbers of samples {sorted(sizes)}; expected one n")
+    return [sorted(g, key=lambda s: s.rollout_index) for g in by_task.values()]
+
+
+class EvalReport(Scores):
+    """Dataset-level figures of an evaluation run (what ``agentsgym eval`` prints). In
+    an env with roles the scores pool every role's samples (each task's rollouts of one
+    role a group, so no role's answer votes in another's); ``roles`` holds each role's
+    own."""
 
     env_id: str
     num_tasks: int
@@ -117,14 +168,11 @@ class EvalReport(BaseModel):
     num_ungraded: int = Field(
         default=0, description="samples a grader could not judge (timeouts); not correct"
     )
-    accuracy: float = Field(description="fraction of samples that are correct")
-    pass_at_k: dict[int, float] = Field(description="unbiased pass@k per k, averaged over tasks")
-    cons_at_k: float = Field(description="majority-vote accuracy over all num_rollouts samples")
-    best_at_k: float = Field(description="mean over tasks of the best reward among the samples")
     mean_reward: float
     mean_turns: float
     roles: dict[str, RoleReport] = Field(
-        default_factory=dict, description="each role's figures (envs with roles): win rates"
+        default_factory=dict,
+        description="each role's figures (envs with roles): its scores and win rates",
     )
 
 
@@ -218,31 +266,20 @@ def summarize(
     """
     if not samples:
         raise ValueError("no samples to summarize: did any task get played?")
-    by_task: dict[tuple[int, str | None], list[Sample]] = {}  # per task and role
-    for sample in samples:
-        by_task.setdefault((sample.task_index, sample.role), []).append(sample)
-    sizes = {len(group) for group in by_task.values()}
-    if len(sizes) != 1:
-        raise ValueError(f"tasks have different numbers of samples {sorted(sizes)}; expected one n")
-    n = sizes.pop()
-    groups = [sorted(g, key=lambda s: s.rollout_index) for g in by_task.values()]
-    counts = [(n, sum(s.correct for s in g)) for g in groups]
+    groups = task_groups(samples)  # per task and role
+    n = len(groups[0])
+    ks = ks or default_ks(n)
     return EvalReport(
+        **Scores.of_groups(groups, ks).model_dump(),
         env_id=env_id,
         num_tasks=len({s.task_index for s in samples}),
         num_rollouts=n,
         num_samples=len(samples),
         num_failed=sum(1 for s in samples if s.error is not None),
         num_ungraded=sum(1 for s in samples if not s.graded),
-        accuracy=metrics.accuracy([s.correct for s in samples]),
-        pass_at_k={k: metrics.mean_pass_at_k(counts, k) for k in (ks or default_ks(n)) if k <= n},
-        cons_at_k=statistics.fmean(
-            metrics.cons_at_k([s.answer for s in g], [s.correct for s in g]) for g in groups
-        ),
-        best_at_k=statistics.fmean(metrics.best_at_k([s.final_reward for s in g]) for g in groups),
         mean_reward=statistics.fmean(s.final_reward for s in samples),
         mean_turns=statistics.fmean(s.num_turns for s in samples),
-        roles=role_reports(samples),
+        roles=role_reports(samples, ks),
     )
 
 

@@ -7,7 +7,9 @@ gamemaster prompt (the secret word, then each question) and answers Yes, No or I
 know. Rewards (``role_rewards``): the questioner earns 1 for guessing the word, the
 gamemaster the share of its answers that agree with the offline rules gamemaster (the
 oracle) on the questions the oracle can decide; an unclear answer counts as "I don't
-know". Step infos carry the ``oracle``'s answer and whether the model ``agrees``.
+know". Step infos carry the ``oracle``'s answer and whether the model ``agrees``;
+each role's ``answer`` is its own (the gamemaster's reply, the questioner's guessed
+word), so eval's cons@k of a role votes on that role's answers only.
 
 The questioner trains against a model gamemaster here (``--env-config
 trainable_roles='["questioner"]'`` keeps the gamemaster frozen), or against the offline
@@ -170,7 +172,7 @@ class TwentyQuestionsDuelEnv(MultistepEnv):
             agrees = given.answer == oracle
             state.judged += 1
             state.agreed += agrees
-        info.update(oracle=oracle, agrees=agrees)
+        info.update(answer=given.answer, oracle=oracle, agrees=agrees)  # the role's own answer
         return StepResult(state, 0.0, state.game.done, info)
 
     @hookimpl

@@ -38,7 +38,13 @@ import textarena as ta
 from agentsgym.errors import DatasetRowError
 from agentsgym_twentyq.errors import GamemasterError
 from agentsgym_twentyq.gamemaster import ANSWERS, Gamemaster, GamemasterReply
-from agentsgym_twentyq.parsing import find_question, is_correct, is_guessable, parse_guess
+from agentsgym_twentyq.parsing import (
+    find_question,
+    is_correct,
+    is_guessable,
+    normalize_word,
+    parse_guess,
+)
 from agentsgym_twentyq.words import Level, Secret, lookup_category, word_list
 
 PLAYER_ID = 0
@@ -182,7 +188,12 @@ def play_turn(
         ta_state.set_outcome(
             reward=1 if correct else 0, reason=WIN_REASON if correct else WRONG_REASON
         )
-        info = {"kind": "guess", "guess": guess, "correct": correct}
+        info = {
+            "kind": "guess",
+            "guess": guess,
+            "answer": normalize_word(guess),
+            "correct": correct,
+        }
     elif (question := find_question(action, cut_off=cut_off)) is None:
         answer = CUT_OFF if cut_off else NO_QUESTION
         ta_state.add_observation(

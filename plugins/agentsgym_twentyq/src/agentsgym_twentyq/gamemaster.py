@@ -37,8 +37,13 @@ class GamemasterReply:
     kind: str | None = None
 
     def info(self) -> dict[str, object]:
-        """JSON-serialisable diagnostics for the step info."""
-        info: dict[str, object] = {"answer": self.answer, "gamemaster_fallback": self.fallback}
+        """JSON-serialisable diagnostics for the step info. The gamemaster's answer is
+        ``gamemaster_answer``: ``answer`` is what the acting player answered (eval's
+        cons@k vote), which a question is not."""
+        info: dict[str, object] = {
+            "gamemaster_answer": self.answer,
+            "gamemaster_fallback": self.fallback,
+        }
         if self.kind is not None:
             info["question_kind"] = self.kind
         if self.error is not None:
