@@ -6,7 +6,8 @@ such as agentsgym-trl's transformers agent is conditioned on those very ids, so 
 call that rewrote its history is answered on the rewritten history). The answer is a
 chat completion, as vLLM writes one with ``return_token_ids``: prompt ids, sampled ids
 and logprobs. The agent's own sampling settings apply; the request's are not read.
-Text completions need a server backend (HTTP 400 says so).
+Text completions, and several choices per call (``n`` above 1), need a server backend
+(HTTP 400 says so). A streaming request gets the complete answer as events.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any
 
 from agentsgym import EpisodeContext, call_agent
 from agentsgym_gateway.backend import BackendAnswer
-from agentsgym_gateway.wire import dumps
+from agentsgym_gateway.wire import dumps, requested_choices
 
 AGENT_CALL_THREADS = 256
 """Threads that wait on the agent at once: enough for every program of a large run to
@@ -52,6 +53,12 @@ class AgentBackend:
             message = "an agent backend answers chat completions only; use a model server"
             return _answer(400, {"error": {"message": message, "type": "invalid_request_error"}})
         request = json.loads(body)
+        if requested_choices(request) > 1:
+            message = (
+                "an agent backend samples one choice per call: ask for n=1 and make one call "
+                "per sample, or put a model server (vLLM) behind the gateway"
+            )
+            return _answer(400, {"error": {"message": message, "type": "invalid_request_error"}})
         return await asyncio.get_running_loop().run_in_executor(self._threads, self._chat, request)
 
     def _chat(self, request: dict[str, Any]) -> BackendAnswer:

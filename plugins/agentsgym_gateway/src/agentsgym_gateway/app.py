@@ -11,14 +11,22 @@ import json
 import logging
 from typing import Any
 
-from agentsgym_gateway.backend import Backend, BackendAnswer
+from agentsgym_gateway.backend import Backend, BackendAnswer, BackendStream
 from agentsgym_gateway.limits import BodyTooLarge, read_bounded
 from agentsgym_gateway.records import CallRecord
+from agentsgym_gateway.relay import StreamRelay
 from agentsgym_gateway.responses_api import UNSUPPORTED, to_chat_body, to_response
 from agentsgym_gateway.sessions import GatewaySession, SessionStore
 from agentsgym_gateway.streaming import chat_events, completion_events, response_events
 from agentsgym_gateway.tool_parsing import with_parsed_calls
-from agentsgym_gateway.wire import BackendRequest, dumps, prepare, program_view, record_of
+from agentsgym_gateway.wire import (
+    BackendRequest,
+    dumps,
+    prepare,
+    program_view,
+    record_of,
+    requested_choices,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -26,11 +34,35 @@ ERROR_TEXT_CHARS = 2000
 """How much of a backend's error body a failed call's record keeps."""
 
 
+def _error_body(message: str, kind: str, code: str | None = None) -> dict[str, Any]:
+    return {"error": {"message": message, "type": kind, "param": None, "code": code}}
+
+
 def _error(status: int, message: str, kind: str, code: str | None = None) -> Any:
     from fastapi.responses import JSONResponse
 
-    body = {"error": {"message": message, "type": kind, "param": None, "code": code}}
-    return JSONResponse(body, status_code=status)
+    return JSONResponse(_error_body(message, kind, code), status_code=status)
+
+
+def _failed(kind: str, status: int, content: bytes) -> CallRecord:
+    """The record of a failed call: its status and (the head of) its error body."""
+    record = CallRecord(index=-1, endpoint="chat" if kind == "chat" else "completions")
+    record.status = status
+    record.error = content[:ERROR_TEXT_CHARS].decode("utf-8", "replace")
+    return record
+
+
+def _streamed_records(
+    kind: str, body: dict[str, Any], relay: StreamRelay, failure: str | None
+) -> list[CallRecord]:
+    """The records of a relayed stream: one per choice, or one failed record."""
+    failure = failure or relay.assembler.error
+    response = relay.assembler.response()
+    if failure is None and not response["choices"]:
+        failure = "the backend's stream held no choice"
+    if failure is not None:
+        return [_failed(kind, 502, failure.encode())]
+    return [record_of(kind, body, response, i) for i in range(len(response["choices"]))]
 
 
 def _bearer(request: Any) -> str | None:
@@ -128,36 +160,123 @@ class GatewayApp:
             return _error(400, "the request body must be a JSON object", "invalid_request_error")
         return body
 
-    async def call_backend(
-        self, session: GatewaySession, kind: str, body: dict[str, Any]
-    ) -> tuple[BackendRequest, BackendAnswer, CallRecord]:
-        """One recorded backend call (``kind``: chat or completions)."""
-        path = "/chat/completions" if kind == "chat" else "/completions"
-        prepared = prepare(kind, body, token_ids=self.backend_token_ids)
+    def _endpoint_path(self, kind: str) -> str:
+        return "/chat/completions" if kind == "chat" else "/completions"
+
+    async def _send(
+        self, kind: str, body: dict[str, Any], *, stream: bool = False
+    ) -> tuple[BackendRequest, BackendAnswer | BackendStream]:
+        """The backend's answer to ``body`` (``stream``: its stream, when it streams); a
+        backend that refuses ``return_token_ids`` is asked again without it."""
+        send = self.backend.open_stream if stream else self.backend.post
+        prepared = prepare(kind, body, token_ids=self.backend_token_ids, stream_backend=stream)
         try:
-            answer = await self.backend.post(path, dumps(prepared.body))
-            if answer.status == 400 and b"return_token_ids" in answer.content:
+            answer = await send(self._endpoint_path(kind), dumps(prepared.body))
+            refused = isinstance(answer, BackendAnswer) and answer.status == 400
+            if refused and b"return_token_ids" in answer.content:
                 self.backend_token_ids = False
                 logger.warning("the backend refuses return_token_ids: calls are retokenized")
-                prepared = prepare(kind, body, token_ids=False)
-                answer = await self.backend.post(path, dumps(prepared.body))
+                prepared = prepare(kind, body, token_ids=False, stream_backend=stream)
+                answer = await send(self._endpoint_path(kind), dumps(prepared.body))
         except Exception as exc:  # noqa: BLE001 - answered as a 502 and recorded
             logger.warning("the backend could not be reached: %s", type(exc).__name__)
             message = f"the gateway could not reach its backend: {type(exc).__name__}"
             answer = BackendAnswer(502, dumps({"error": {"message": message}}), "application/json")
+        return prepared, answer
+
+    def _complete(
+        self, kind: str, body: dict[str, Any], answer: BackendAnswer
+    ) -> tuple[BackendAnswer, list[CallRecord]]:
+        """The answer the program gets and the call's records: one per choice (``n``),
+        tool calls parsed where the gateway has a parser; an error is one failed record."""
         if answer.status != 200:
-            record = CallRecord(index=-1, endpoint="chat" if kind == "chat" else "completions")
-            record.status = answer.status
-            record.error = answer.content[:ERROR_TEXT_CHARS].decode("utf-8", "replace")
-        else:
-            response = answer.json()
-            record = record_of(kind, body, response)
-            parse = kind == "chat" and self.tool_parser and body.get("tools")
-            if parse and with_parsed_calls(response):  # what vLLM's parser would have sent
-                answer = BackendAnswer(200, dumps(response), answer.media_type)
-                record.tool_calls = response["choices"][0]["message"]["tool_calls"]
-        session.add(record)
-        return prepared, answer, record
+            return answer, [_failed(kind, answer.status, answer.content)]
+        response = answer.json()
+        wanted, got = requested_choices(body), len(response.get("choices") or [])
+        if wanted > 1 and got < wanted:
+            message = (
+                f"the backend answered {got} choice(s) to a request for n={wanted}: it does "
+                "not sample several choices per call; ask for n=1 and make one call per sample"
+            )
+            refusal = _error_body(message, "invalid_request_error")
+            return BackendAnswer(400, dumps(refusal), "application/json"), [
+                _failed(kind, 400, message.encode())
+            ]
+        records = [record_of(kind, body, response, i) for i in range(max(got, 1))]
+        parser = self.tool_parser if kind == "chat" and body.get("tools") else None
+        if parser and with_parsed_calls(response, parser):  # what vLLM's parser would send
+            answer = BackendAnswer(200, dumps(response), answer.media_type)
+            for record, choice in zip(records, response["choices"]):
+                record.tool_calls = choice["message"].get("tool_calls") or None
+        return answer, records
+
+    async def call_backend(
+        self, session: GatewaySession, kind: str, body: dict[str, Any]
+    ) -> tuple[BackendRequest, BackendAnswer, list[CallRecord]]:
+        """One recorded backend call, answered whole (``kind``: chat or completions)."""
+        prepared, sent = await self._send(kind, body)
+        assert isinstance(sent, BackendAnswer)
+        answer, records = self._complete(kind, body, sent)
+        for record in records:
+            session.add(record)
+        return prepared, answer, records
+
+    def _relays(self, kind: str, body: dict[str, Any]) -> bool:
+        """Whether a streaming request is answered with the backend's own stream: when
+        the backend streams, the gateway rewrites nothing (no tool parser at work) and
+        one choice is asked for (several are checked against ``n`` whole)."""
+        parsing = kind == "chat" and self.tool_parser is not None and bool(body.get("tools"))
+        can_stream = callable(getattr(self.backend, "open_stream", None))
+        return can_stream and not parsing and requested_choices(body) == 1
+
+    async def relay(self, session: GatewaySession, kind: str, body: dict[str, Any]) -> Any:
+        """A streaming request answered with the backend's stream, as it comes, recorded
+        when it ends (:mod:`agentsgym_gateway.relay`)."""
+        from fastapi.responses import Response, StreamingResponse
+
+        prepared, sent = await self._send(kind, body, stream=True)
+        if isinstance(sent, BackendAnswer):  # an error, or a backend that did not stream
+            answer, records = self._complete(kind, body, sent)
+            for record in records:
+                session.add(record)
+            if answer.status != 200 or not prepared.added:
+                return self._passthrough(answer)
+            view = program_view(kind, answer.json(), prepared.added)
+            return Response(dumps(view), 200, media_type=answer.media_type)
+        stream, relay = sent, StreamRelay(kind, prepared.added)
+
+        async def events() -> Any:
+            # Recorded when the stream's end ([DONE]) is read, before the program reads
+            # it: a program that closes its session once its stream ended finds the call.
+            recorded = False
+            failure: str | None = "the program stopped reading the stream before its end"
+            try:
+                async for piece in relay.forward(stream.chunks):
+                    if relay.assembler.done and not recorded:
+                        recorded = self._record_stream(session, kind, body, relay, None)
+                    yield piece
+                failure = None
+            except Exception as exc:  # noqa: BLE001 - the backend broke off: recorded
+                logger.warning("the backend's stream broke off: %s", type(exc).__name__)
+                failure = f"the backend's stream broke off: {type(exc).__name__}"
+            finally:
+                stream.close()
+                if not recorded:
+                    self._record_stream(session, kind, body, relay, failure)
+
+        return StreamingResponse(events(), media_type=stream.media_type)
+
+    @staticmethod
+    def _record_stream(
+        session: GatewaySession,
+        kind: str,
+        body: dict[str, Any],
+        relay: StreamRelay,
+        failure: str | None,
+    ) -> bool:
+        for record in _streamed_records(kind, body, relay, failure):
+            session.add(record)
+        return True
 
     async def forward(self, request: Any, key: str | None, kind: str) -> Any:
         from fastapi.responses import Response, StreamingResponse
@@ -168,6 +287,8 @@ class GatewayApp:
         body = await self.read_json(request)
         if not isinstance(body, dict):
             return body
+        if body.get("stream") and self._relays(kind, body):
+            return await self.relay(session, kind, body)
         prepared, answer, _ = await self.call_backend(session, kind, body)
         if answer.status != 200:
             return self._passthrough(answer)
@@ -194,8 +315,9 @@ class GatewayApp:
         for field, message in UNSUPPORTED.items():
             if body.get(field):
                 return _error(400, message, "invalid_request_error")
-        prepared, answer, record = await self.call_backend(session, "chat", to_chat_body(body))
-        record.endpoint = "responses"
+        prepared, answer, records = await self.call_backend(session, "chat", to_chat_body(body))
+        for record in records:
+            record.endpoint = "responses"
         if answer.status != 200:
             return self._passthrough(answer)
         chat = program_view("chat", answer.json(), prepared.added)

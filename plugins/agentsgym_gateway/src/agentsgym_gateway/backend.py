@@ -9,6 +9,7 @@ program, a record or a log line.
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +32,16 @@ class BackendAnswer:
         if self._parsed is None:
             self._parsed = json.loads(self.content)
         return self._parsed
+
+
+@dataclass
+class BackendStream:
+    """A backend's streamed answer (HTTP 200), read as its bytes arrive."""
+
+    media_type: str
+    chunks: AsyncIterator[bytes]
+    close: Callable[[], None]
+    """Ends the backend's request (the program stopped reading, or the stream ended)."""
 
 
 class Backend:
@@ -62,6 +73,19 @@ class Backend:
             content = await answer.read()
             kind = answer.headers.get("content-type", "application/json")
             return BackendAnswer(answer.status, content, kind)
+
+    async def open_stream(self, path: str, body: bytes) -> BackendAnswer | BackendStream:
+        """A streaming request: its stream once the backend answered 200, else the
+        complete (error) answer."""
+        headers = {**self._headers(), "Content-Type": "application/json"}
+        answer = await self.session.post(self.base_url + path, data=body, headers=headers)
+        kind = answer.headers.get("content-type", "application/json")
+        if answer.status != 200 or not kind.startswith("text/event-stream"):
+            try:
+                return BackendAnswer(answer.status, await answer.read(), kind)
+            finally:
+                answer.release()
+        return BackendStream(kind, answer.content.iter_any(), answer.close)
 
     async def get(self, path: str) -> BackendAnswer:
         async with self.session.get(self.base_url + path, headers=self._headers()) as answer:

@@ -25,7 +25,7 @@ from agentsgym_gateway.limits import DEFAULT_MAX_BODY_BYTES
 from agentsgym_gateway.records import CallRecord
 from agentsgym_gateway.server import BackgroundServer
 from agentsgym_gateway.sessions import GatewaySession, SessionStore
-from agentsgym_gateway.tool_parsing import TOOL_PARSERS
+from agentsgym_gateway.tool_parsing import resolve_tool_parser
 
 logger = logging.getLogger(__name__)
 
@@ -52,8 +52,12 @@ class ModelGateway:
     :param backend: instead of a URL, a backend object (an
         :class:`~agentsgym_gateway.agent_backend.AgentBackend`: a run's in-process agent).
     :param backend_api_key: the backend's key, if it needs one (never recorded or logged).
-    :param tool_parser: ``"hermes"`` to read tool calls out of a text-only backend's
-        replies, as vLLM's parser does; ``None`` passes replies as they are.
+    :param tool_parser: ``"hermes"`` or ``"llama3_json"`` to read tool calls out of a
+        text-only backend's replies, as vLLM's parser of that name does; ``"auto"`` for
+        the parser of the format ``chat_template`` writes; ``None`` passes replies as
+        they are (:mod:`agentsgym_gateway.tool_parsing`).
+    :param chat_template: the model's chat template, for ``tool_parser="auto"`` (default:
+        an agent backend's own).
     :param max_body_bytes: the largest request body accepted (HTTP 413 above it).
     """
 
@@ -64,17 +68,17 @@ class ModelGateway:
         backend: Any = None,
         backend_api_key: str | None = None,
         tool_parser: str | None = None,
+        chat_template: str | None = None,
         host: str = "127.0.0.1",
         port: int = 0,
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     ) -> None:
-        if tool_parser is not None and tool_parser not in TOOL_PARSERS:
-            raise ValueError(
-                f"unknown tool_parser {tool_parser!r}; choose one of {', '.join(TOOL_PARSERS)} "
-                "or None (the backend parses its own calls)"
-            )
         if (backend_url is None) == (backend is None):
             raise ValueError("give the gateway a backend_url or a backend object (one of them)")
+        if chat_template is None:
+            chat = getattr(backend, "chat", None)
+            chat_template = getattr(getattr(chat, "tokenizer", None), "chat_template", None)
+        tool_parser = resolve_tool_parser(tool_parser, chat_template)
         if backend is None:
             backend = Backend(str(backend_url), backend_api_key)
         self.store = SessionStore()

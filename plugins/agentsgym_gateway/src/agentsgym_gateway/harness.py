@@ -59,10 +59,11 @@ class HarnessConfig(EnvConfig):
     model: str | None = Field(
         default=None, description="the model the programs ask for; default: the agent's model"
     )
-    tool_parser: Literal["hermes"] | None = Field(
+    tool_parser: Literal["hermes", "llama3_json", "auto"] | None = Field(
         default=None,
-        description="read <tool_call> blocks of a text-only backend into tool_calls, as "
-        "vLLM's hermes parser does",
+        description="read a text-only backend's tool calls into tool_calls, as vLLM's parser "
+        "of that name does (hermes: <tool_call> blocks; llama3_json: Llama-3 JSON calls); "
+        "auto: the parser of the format the env tokenizer's chat template writes",
     )
 
 
@@ -129,7 +130,11 @@ class HarnessEnv(MultistepEnv):
                     "env_config, or an openai agent's model"
                 )
             key = None if self.config.backend_url else getattr(agent, "api_key", None)
-            return ModelGateway(url, backend_api_key=key, tool_parser=parser), str(model)
+            template = self.chat.tokenizer.chat_template if self.chat is not None else None
+            gateway = ModelGateway(
+                url, backend_api_key=key, tool_parser=parser, chat_template=template
+            )
+            return gateway, str(model)
         if agent is None:
             raise RunSettingsError(
                 f"{self.env_id} needs a model for its programs: an agent (an openai agent "

@@ -1,10 +1,12 @@
 """A complete answer as the Server-Sent Events stream OpenAI's API would send.
 
-The gateway asks the backend for a complete answer (the ids come with it), and a
-program that asked to stream receives that answer in OpenAI's chunk format: the
-role, the text, each tool call, the finish reason, usage when ``stream_options``
-asked for it, then ``data: [DONE]``. The text is the same text; only its split into
-chunks differs from a streaming backend's.
+A program that streams gets the backend's own stream where the backend streams
+(:mod:`agentsgym_gateway.relay`). Where the gateway answers from a complete answer
+instead (a tool parser rewrites the reply, ``n`` above 1 is checked whole, an agent
+backend, the Responses API), the program receives that answer in OpenAI's chunk
+format: the role, the text, each tool call, the finish reason, usage when
+``stream_options`` asked for it, then ``data: [DONE]``. The text is the same text;
+only its split into chunks differs from a streaming backend's.
 """
 
 from __future__ import annotations

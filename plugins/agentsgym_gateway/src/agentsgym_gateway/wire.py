@@ -1,16 +1,20 @@
 """What the gateway asks the backend for, and what it hands back to the program.
 
 The gateway asks every backend call for the ids it needs (vLLM's
-``return_token_ids: true``, ``logprobs``) and answers without streaming. What the
-program receives is the backend's answer as the program asked for it:
+``return_token_ids: true``, ``logprobs``). What the program receives is the backend's
+answer as the program asked for it:
 
 * when the program asked for everything the gateway added, the backend's bytes,
   untouched;
 * otherwise the backend's JSON with exactly the added fields taken out, written as
   the backend wrote it (compact JSON, keys in the backend's order): for the loopback
   server and any server writing compact JSON, the bytes it would have sent;
-* a program that asked to stream gets the same answer as Server-Sent Events
-  (:mod:`agentsgym_gateway.streaming`).
+* a program that asked to stream gets the backend's own stream, each event treated
+  the same way (:mod:`agentsgym_gateway.relay`), or, where the gateway rewrites the
+  answer (a tool parser) or cannot stream from the backend, the complete answer as
+  Server-Sent Events (:mod:`agentsgym_gateway.streaming`).
+
+A request for ``n`` choices gets one record per choice (:func:`record_of`).
 """
 
 from __future__ import annotations
@@ -36,13 +40,19 @@ class BackendRequest:
     include_usage: bool = False
 
 
-def prepare(kind: str, body: dict[str, Any], *, token_ids: bool = True) -> BackendRequest:
+def prepare(
+    kind: str, body: dict[str, Any], *, token_ids: bool = True, stream_backend: bool = False
+) -> BackendRequest:
     """The backend request for a program's ``chat`` or ``completions`` request
-    (``token_ids=False``: for a backend that refuses ``return_token_ids``)."""
+    (``token_ids=False``: for a backend that refuses ``return_token_ids``;
+    ``stream_backend``: a streaming request is sent on as one, ``stream_options`` too)."""
     sent = dict(body)
-    stream = bool(sent.pop("stream", False))
-    options = sent.pop("stream_options", None)
+    stream = bool(sent.get("stream", False))
+    options = sent.get("stream_options")
     include_usage = bool(isinstance(options, dict) and options.get("include_usage"))
+    if not (stream and stream_backend):
+        sent.pop("stream", None)
+        sent.pop("stream_options", None)
     added: set[str] = set()
     if token_ids and not sent.get("return_token_ids"):
         sent["return_token_ids"] = True
@@ -78,9 +88,18 @@ def dumps(body: Any) -> bytes:
     ).encode("utf-8")
 
 
-def record_of(kind: str, request: dict[str, Any], response: dict[str, Any]) -> CallRecord:
-    """The call record of a successful answer (ids where the backend gave them)."""
-    choice = (response.get("choices") or [{}])[0]
+def requested_choices(body: dict[str, Any]) -> int:
+    """How many choices a request asks for (its ``n``; 1 when absent)."""
+    n = body.get("n")
+    return n if isinstance(n, int) and n > 1 else 1
+
+
+def record_of(
+    kind: str, request: dict[str, Any], response: dict[str, Any], position: int = 0
+) -> CallRecord:
+    """The call record of one choice (the ``position``-th) of a successful answer, with
+    ids where the backend gave them."""
+    choice = (response.get("choices") or [{}])[position]
     record = CallRecord(index=-1, endpoint="chat" if kind == "chat" else "completions")
     record.tools = request.get("tools")
     record.finish_reason = choice.get("finish_reason")

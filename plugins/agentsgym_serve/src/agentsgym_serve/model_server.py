@@ -21,7 +21,11 @@ tool call's JSON-text ``arguments`` parsed into an object.
 With ``vllm=True`` (default) it behaves like vLLM: ``return_token_ids: true`` adds
 ``prompt_token_ids`` (top level for chat, on the choice for completions) and
 ``token_ids`` on the choice, and ``logprobs`` returns one logprob per generated
-token. With ``vllm=False`` it behaves like OpenAI's API: unknown request fields are
+token. ``stream: true`` answers with Server-Sent Events as vLLM writes them: a chunk
+per generated token (its text, its ``token_ids`` and logprob when asked for; the first
+chunk carries ``prompt_token_ids``), the finish reason, usage when
+``stream_options.include_usage`` asks for it, then ``data: [DONE]``. A reply without
+ids streams a chunk per word. With ``vllm=False`` it behaves like OpenAI's API: unknown request fields are
 rejected with HTTP 400 and no token ids are ever returned.
 
 Weights and versions: ``POST /v1/update_weights`` with ``{"checkpoint": FOLDER}``
@@ -43,6 +47,7 @@ once.
 import asyncio
 import itertools
 import json
+import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -167,6 +172,7 @@ CHAT_FIELDS = {
     "n",
     "seed",
     "stream",
+    "stream_options",
     "user",
     "presence_penalty",
     "frequency_penalty",
@@ -282,7 +288,7 @@ class OpenAICompatServer:
     # ------------------------------------------------------------------ app
     def _build_app(self) -> Any:
         from fastapi import FastAPI, Request
-        from fastapi.responses import JSONResponse
+        from fastapi.responses import JSONResponse, StreamingResponse
         from starlette.concurrency import run_in_threadpool
 
         app = FastAPI(title="agentsgym OpenAI-compatible test server")
@@ -339,10 +345,6 @@ class OpenAICompatServer:
                         f"Unrecognized request argument supplied: {unknown[0]}",
                         "invalid_request_error",
                     )
-            if body.get("stream"):
-                return error(
-                    400, "streaming is not supported by the test server", "BadRequestError"
-                )
             if body.get("model") not in self.models:
                 return error(
                     404, f"The model `{body.get('model')}` does not exist.", "NotFoundError"
@@ -362,6 +364,9 @@ class OpenAICompatServer:
             finally:
                 with self._lock:
                     self.in_flight -= 1
+            if body.get("stream"):
+                events = self._stream(kind, body, reply)
+                return StreamingResponse(events, media_type="text/event-stream")
             # A JSONResponse of plain dicts skips FastAPI's jsonable_encoder walk.
             return JSONResponse(self._response(kind, body, reply))
 
@@ -444,6 +449,99 @@ class OpenAICompatServer:
                 choice["token_ids"] = reply.token_ids
                 choice["prompt_token_ids"] = reply.prompt_token_ids
         return response
+
+    def _stream(self, kind: str, body: dict[str, Any], reply: Reply) -> Iterable[bytes]:
+        """The events of ``reply`` as vLLM streams them (see the module docstring)."""
+        whole = self._response(kind, body, reply)
+        head = {k: whole[k] for k in ("id", "created", "model", "policy_version") if k in whole}
+        head["object"] = "chat.completion.chunk" if kind == "chat" else "text_completion"
+        with_ids = "token_ids" in whole["choices"][0]
+        want_logprobs = whole["choices"][0]["logprobs"] is not None
+
+        def event(payload: dict[str, Any]) -> bytes:
+            return b"data: " + json.dumps(payload, separators=(",", ":")).encode() + b"\n\n"
+
+        def choice(text: str, ids: list[int] | None, logprob: float | None) -> dict[str, Any]:
+            part: dict[str, Any] = {"index": 0}
+            token = self._token_text(ids[0]) if ids else ""
+            if kind == "chat":
+                part["delta"] = {"content": text}
+                entry = {"token": token, "logprob": logprob, "bytes": list(token.encode())}
+                lp = {"content": [{**entry, "top_logprobs": []}]}
+            else:
+                part["text"] = text
+                lp = {
+                    "tokens": [token],
+                    "token_logprobs": [logprob],
+                    "top_logprobs": [{token: logprob}],
+                    "text_offset": [0],
+                }
+            part["logprobs"] = lp if want_logprobs and logprob is not None else None
+            part["finish_reason"] = None
+            if with_ids:
+                part["token_ids"] = ids or []
+            return part
+
+        first = True
+        if kind == "chat":
+            opening: dict[str, Any] = {**head}
+            if with_ids:
+                opening["prompt_token_ids"] = reply.prompt_token_ids
+            delta = {"role": "assistant", "content": ""}
+            opening["choices"] = [{"index": 0, "delta": delta, "logprobs": None}]
+            opening["choices"][0]["finish_reason"] = None
+            yield event(opening)
+            first = False
+        for text, token_id, logprob in self._pieces(reply):
+            part = choice(text, None if token_id is None else [token_id], logprob)
+            if first and with_ids:
+                part["prompt_token_ids"] = reply.prompt_token_ids
+                first = False
+            yield event({**head, "choices": [part]})
+        closing = choice("", None, None)
+        closing.pop("token_ids", None)
+        closing["finish_reason"] = reply.finish_reason
+        if kind == "chat":
+            closing["delta"] = {}
+        yield event({**head, "choices": [closing]})
+        options = body.get("stream_options")
+        if isinstance(options, dict) and options.get("include_usage"):
+            yield event({**head, "choices": [], "usage": whole["usage"]})
+        yield b"data: [DONE]\n\n"
+
+    def _pieces(self, reply: Reply) -> list[tuple[str, int | None, float | None]]:
+        """``reply`` cut as a stream sends it: per token ``(text, id, logprob)``, the
+        text of each token being what it adds to the decoded reply (so the pieces join
+        to ``reply.text``); per word without ids."""
+        if not reply.token_ids:
+            return [(word, None, None) for word in re.findall(r"\s*\S+|\s+$", reply.text)]
+        tokenizer = self._tokenizer()
+        logprobs = reply.logprobs or []
+        pieces, emitted = [], 0
+        for position, token_id in enumerate(reply.token_ids):
+            decoded = reply.text if position == 0 else ""  # no tokenizer: all text first
+            if tokenizer is not None:
+                decoded = tokenizer.decode(
+                    reply.token_ids[: position + 1], skip_special_tokens=True
+                )
+            common = 0
+            limit = min(len(decoded), len(reply.text))
+            while common < limit and decoded[common] == reply.text[common]:
+                common += 1
+            end = max(emitted, common)
+            if position == len(reply.token_ids) - 1:
+                end = len(reply.text)
+            logprob = logprobs[position] if position < len(logprobs) else None
+            pieces.append((reply.text[emitted:end], token_id, logprob))
+            emitted = end
+        return pieces
+
+    def _tokenizer(self) -> Any:
+        tokenizer = getattr(self.policy, "tokenizer", None)
+        if tokenizer is None:
+            chat = getattr(self.policy, "chat_tokenizer", None)
+            tokenizer = getattr(chat, "tokenizer", None)
+        return tokenizer
 
     def _token_text(self, token_id: int) -> str:
         tokenizer = getattr(self.policy, "tokenizer", None)
