@@ -6,38 +6,49 @@ The command's steps, each in its module: the checkpoints in ``--output-dir``
 the closing summary (:mod:`.train_summary`).
 """
 
+# ruff: noqa: B008 - typer declares a command's options as its parameters' defaults
 from __future__ import annotations
 
+import contextlib
 import time
 from pathlib import Path
+from typing import Any
 
 import typer
 
 from agentsgym import StepMetrics, get_registry, load_tokenizer
 from agentsgym.cli import (
+    ExecutorChoice,
     complete_env_id,
     console,
+    executor_option,
+    executor_options_option,
     exit_on_failures,
     failure_report,
     max_concurrency_option,
     max_failure_rate_option,
+    num_workers_option,
     parse_key_values,
     print_failures,
 )
+from agentsgym.errors import TrainerOptionError
+from agentsgym_trl.batch_trainer import BatchTrainer
 from agentsgym_trl.chat_templates import apply_chat_template_choice
 from agentsgym_trl.played_rollouts import PLAYED_FILE, RecordingSource
+from agentsgym_trl.served_policy import served_policy
+from agentsgym_trl.train_async import stream_keywords
 from agentsgym_trl.train_checkpoints import (
     TRAIN_LOG,
     check_resume_arguments,
     checkpoint_keywords,
     checkpoint_to_resume,
 )
-from agentsgym_trl.train_async import stream_keywords
 from agentsgym_trl.train_pace import pace_warning
 from agentsgym_trl.train_progress import quiet_progress_bars, train_with_progress
 from agentsgym_trl.train_setup import (
     DEFAULT_MAX_NEW_TOKENS,
     TINY_MAX_NEW_TOKENS,
+    TrainAgents,
     default_max_new_tokens,
     default_tokenizer,
     player,
@@ -92,11 +103,17 @@ def train(
         "--model tiny, whose replies always run to the limit)",
     ),
     seed: int = typer.Option(0, "--seed"),
-    agent: str | None = typer.Option(
-        None, "--agent", help="who plays (default: the trainer's model; for sinks the env's agent)"
+    agent: list[str] | None = typer.Option(
+        None,
+        "--agent",
+        help="who plays (default: the trainer's model; for sinks the env's agent); "
+        "ROLE=NAME: that role of an env with roles plays with NAME and is not trained "
+        "(repeatable; a role without one is played by the model: self-play)",
     ),
     agent_option: list[str] | None = typer.Option(
-        None, "--agent-option", help="key=value, repeatable"
+        None,
+        "--agent-option",
+        help="key=value, repeatable (ROLE.key=value: to that role's agent only)",
     ),
     env_config: list[str] | None = typer.Option(None, "--env-config", help="key=value, repeatable"),
     trainer_option: list[str] | None = typer.Option(
@@ -125,6 +142,9 @@ def train(
     max_staleness: int = typer.Option(
         1, "--max-staleness", min=0, help="with --async: how many updates old a token may be"
     ),
+    executor: str = executor_option(),
+    num_workers: int | None = num_workers_option(),
+    executor_option: list[str] | None = executor_options_option(),
 ) -> None:
     """Train on ENV_ID: play rollouts, compute the loss, step the optimizer.
 
@@ -134,6 +154,14 @@ def train(
     """
     if split not in ("train", "eval"):
         raise typer.BadParameter("--split must be train or eval")
+    where = ExecutorChoice.parse(executor, num_workers, executor_option)
+    remote = where.executor.remote
+    if remote and chat_template != "model":
+        raise TrainerOptionError(
+            f"--executor {executor} loads the tokenizer by name in each worker, so it plays "
+            "with the model's own chat template: drop --chat-template, or give a tokenizer "
+            "folder whose template is the one to use (--tokenizer)"
+        )
     resume_from = checkpoint_to_resume(output_dir, resume=resume, overwrite=overwrite)
     quiet_progress_bars()
     started = time.perf_counter()
@@ -145,6 +173,8 @@ def train(
         console.print(f"chat template: {template}")
     env_values = parse_key_values(env_config, "--env-config")
     env, rows = task_rows(env_id, tok, env_values, split, num_tasks)
+    agents = TrainAgents.parse(env_id, env, agent, agent_option)
+    trained_roles = agents.trained_roles(env)
 
     trainer_values = parse_key_values(trainer_option, "--trainer-option")
     options, takes_model = trainer_options(
@@ -179,9 +209,8 @@ def train(
             "temperature": temperature,
             "max_new_tokens": max_new_tokens,
             "seed": seed,
-            "agent": agent,
         },
-        parse_key_values(agent_option, "--agent-option"),
+        agents,
         env_values,
         trainer_values,
     )
@@ -192,43 +221,69 @@ def train(
 
     playing = player(
         env_id,
-        agent,
-        agent_option,
+        agents,
         takes_model=takes_model,
         model=model,
         tokenizer=tok,
         sampling={"temperature": temperature, "max_new_tokens": max_new_tokens, "seed": seed},
+        remote=remote,
     )
+    own_policy = _own_policy(adapter, trainer, executor) if playing is None and remote else None
     played = output_dir / PLAYED_FILE
     source = RecordingSource(
         rows,
         record_to=played,
         append=resume_from is not None,
-        tokenizer=tok,
+        trained_roles=trained_roles,
+        tokenizer=(tokenizer or default_tokenizer(model)) if remote else tok,
         num_rollouts=num_rollouts,
         tasks_per_step=min(tasks_per_step, len(rows)),
         max_concurrency=max_concurrency,
         seed=seed,
+        executor=where.name,
+        executor_options=where.options,
+        opponents=agents.opponents(remote=remote),
     )
-    result, errors = train_with_progress(
-        adapter,
-        source,
-        trainer=trainer,
-        env_id=env_id,
-        max_steps=max_steps,
-        episodes_per_step=source.tasks_per_step * num_rollouts * env.config.episodes_per_trial,
-        player=playing,
-        checkpointing={**checkpointing, **streaming},
-        after_first_step=lambda metrics: _warn_if_slow(
-            metrics, max_steps, max_new_tokens, env.config.max_steps_per_episode
-        ),
-    )
+    with contextlib.ExitStack() as serving:
+        if own_policy is not None:  # served to the workers, which cannot be handed it
+            playing = serving.enter_context(served_policy(own_policy))
+        result, errors = train_with_progress(
+            adapter,
+            source,
+            trainer=trainer,
+            env_id=env_id,
+            max_steps=max_steps,
+            episodes_per_step=source.tasks_per_step * num_rollouts * _episodes_per_trial(env),
+            player=playing,
+            checkpointing={**checkpointing, **streaming},
+            after_first_step=lambda metrics: _warn_if_slow(
+                metrics, max_steps, max_new_tokens, env.config.max_steps_per_episode
+            ),
+        )
     output_dir.mkdir(parents=True, exist_ok=True)
     log_path = result.write_log(output_dir / TRAIN_LOG)
     print_summary(result, time.perf_counter() - started, log_path, played=played, env_id=env_id)
     report = failure_report(errors)
     print_failures(report)
     exit_on_failures(report, max_failure_rate)
+
+
+def _episodes_per_trial(env: Any) -> int:
+    """Episodes a trial plays (one per role and episode in an env with roles)."""
+    return env.config.episodes_per_trial * max(1, len(getattr(env, "role_names", ())))
+
+
+def _own_policy(adapter: Any, trainer: str, executor: str) -> Any:
+    """The agent that plays ``adapter``'s own model, to serve to the executor's workers."""
+    policy = getattr(adapter, "policy", None)
+    agent = policy() if callable(policy) and isinstance(adapter, BatchTrainer) else None
+    if agent is None:
+        raise TrainerOptionError(
+            f"trainer {trainer} plays its model inside its own loop, which --executor "
+            f"{executor} cannot reach; use --trainer per-token-grpo, or give the workers "
+            "an agent of their own (--agent openai --agent-option base_url=...)"
+        )
+    return agent
 
 
 def _warn_if_slow(

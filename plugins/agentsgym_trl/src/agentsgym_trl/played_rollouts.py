@@ -5,6 +5,18 @@ is played: one row per episode (per view of a split episode), the rows ``agentsg
 rollout --out`` writes, so ``agentsgym view DIR/played.jsonl`` shows the episodes,
 their rewards and their tokens. ``group_index`` counts the played groups across the
 whole file; ``task_index`` and ``rollout_index`` are the episode's own.
+
+In an env with roles, the groups of every role are recorded (``role``), those of a
+role played by an agent of its own (``--agent ROLE=NAME``) too, but only the groups
+of ``trained_roles`` go to the trainer.
+
+``step`` is the training step whose batch a row belongs to (a trainer that takes its
+rows with :meth:`RolloutSource.next_rows`, one call per step; rows played otherwise,
+as trl-grpo's loop plays them, have none). A run that plays ahead (``--async``) may
+record later steps' rows before a step is trained. When a killed run is resumed from
+its checkpoint of step ``s``, the rows of steps after ``s`` are dropped from the
+file: those steps are played again, fresh, so the finished file holds each step's
+groups once, as trained.
 """
 
 from __future__ import annotations
@@ -16,10 +28,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentsgym import RolloutSource
+from agentsgym import RolloutSource, TrajectoryBatch
+from agentsgym.cli import write_atomically
 
 if TYPE_CHECKING:
-    from agentsgym import Agent, TrajectoryBatch
+    from agentsgym import Agent
 
 logger = logging.getLogger(__name__)
 
@@ -31,6 +44,8 @@ class RecordingSource(RolloutSource):
     """A :class:`RolloutSource` that appends every batch it plays to ``record_to``.
 
     :param append: continue the file (a resumed run); else it starts empty.
+    :param trained_roles: in an env with roles, the roles whose groups :meth:`play`
+        returns (``None``: every group played).
     """
 
     def __init__(
@@ -39,15 +54,45 @@ class RecordingSource(RolloutSource):
         *,
         record_to: Path,
         append: bool = False,
+        trained_roles: Iterable[str] | None = None,
         **options: Any,
     ) -> None:
         super().__init__(rows, **options)
         self.record_to = record_to
+        self.trained_roles = None if trained_roles is None else frozenset(trained_roles)
         record_to.parent.mkdir(parents=True, exist_ok=True)
         self._groups = _next_group(record_to) if append else 0
         self._append_lock = threading.Lock()  # a rollout stream plays batches in threads
+        self._steps_taken = 0
         if not append:
             record_to.write_text("")
+
+    def next_rows(self, count: int | None = None) -> list[Any]:
+        """The next step's rows, which say their step (:class:`StepRows`)."""
+        self._steps_taken += 1
+        return StepRows(super().next_rows(count), step=self._steps_taken)
+
+    def state_dict(self) -> dict[str, Any]:
+        return {**super().state_dict(), "steps_taken": self._steps_taken}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Continue from a checkpoint: the rows recorded for steps after it (played by
+        the run that was stopped, never trained or trained without being kept) are
+        dropped, since those steps play again."""
+        super().load_state_dict(state)
+        if "steps_taken" not in state:
+            return
+        self._steps_taken = int(state["steps_taken"])
+        with self._append_lock:
+            dropped = _drop_steps_after(self.record_to, self._steps_taken)
+            self._groups = _next_group(self.record_to)
+        if dropped:
+            logger.info(
+                "%s: dropped %d rows of steps after step %d, which play again",
+                self.record_to,
+                dropped,
+                self._steps_taken,
+            )
 
     def play(
         self,
@@ -56,16 +101,50 @@ class RecordingSource(RolloutSource):
         num_rollouts: int | None = None,
     ) -> TrajectoryBatch:
         batch = super().play(rows, agent, num_rollouts)
-        self._append(batch)
-        return batch
+        self._append(batch, rows.step if isinstance(rows, StepRows) else None)
+        if self.trained_roles is None:
+            return batch
+        return TrajectoryBatch([g for g in batch.groups if g.role in self.trained_roles])
 
-    def _append(self, batch: TrajectoryBatch) -> None:
+    def _append(self, batch: TrajectoryBatch, step: int | None) -> None:
         records = batch.to_records()
         with self._append_lock, self.record_to.open("a", encoding="utf-8") as handle:
             for record in records:
                 record["group_index"] = self._groups + record["group_index"]
+                if step is not None:
+                    record["step"] = step
                 handle.write(json.dumps(record) + "\n")
-        self._groups += len(batch.groups)
+            self._groups += len(batch.groups)
+
+
+class StepRows(list):  # type: ignore[type-arg]
+    """The rows :meth:`RecordingSource.next_rows` gives for one step, and that step."""
+
+    def __init__(self, rows: Iterable[Any], *, step: int) -> None:
+        super().__init__(rows)
+        self.step = step
+
+
+def _drop_steps_after(path: Path, step: int) -> int:
+    """Rewrite ``path`` without the rows of steps after ``step`` (and without a torn last
+    line a killed run left); returns how many rows were dropped."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        return 0
+    kept, dropped = [], 0
+    for line in lines:
+        try:
+            record = json.loads(line)
+        except ValueError:
+            logger.warning("%s: dropping a line that is not a played rollout", path)
+            continue
+        if isinstance(record.get("step"), int) and record["step"] > step:
+            dropped += 1
+            continue
+        kept.append(line)
+    write_atomically(path, "".join(f"{line}\n" for line in kept).encode("utf-8"))
+    return dropped
 
 
 def _next_group(path: Path) -> int:

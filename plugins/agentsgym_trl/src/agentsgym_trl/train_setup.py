@@ -4,12 +4,28 @@ run's record and who plays."""
 from __future__ import annotations
 
 import inspect
+from dataclasses import dataclass, field
 from typing import Any
 
 import typer
 
-from agentsgym import DEFAULT_TOKENIZER, get_registry, is_secret, make, redact
-from agentsgym.cli import OPERATIONAL_AGENT_OPTIONS, RUN_LIMIT_ENV_KEYS, build_agent
+from agentsgym import (
+    DEFAULT_TOKENIZER,
+    AgentSpec,
+    get_registry,
+    is_secret,
+    make,
+    redact,
+)
+from agentsgym.cli import (
+    OPERATIONAL_AGENT_OPTIONS,
+    RUN_LIMIT_ENV_KEYS,
+    AgentChoices,
+    build_component,
+    check_options,
+    parse_key_values,
+)
+from agentsgym.errors import AgentError
 
 DEFAULT_MAX_NEW_TOKENS = 256
 TINY_MAX_NEW_TOKENS = 16
@@ -83,9 +99,110 @@ def trainer_options(
     return options, takes_model
 
 
+@dataclass(frozen=True)
+class TrainAgents:
+    """``--agent`` and ``--agent-option`` of ``train``.
+
+    ``agent`` plays the trained roles (``None``: the trainer's own model; for a sink,
+    the env's agent); ``--agent ROLE=NAME`` gives one role of an env with roles an
+    agent of its own (a scripted opponent...), and that role is not trained. A role
+    without one is played by ``agent`` (self-play). ``--agent-option ROLE.key=value``
+    goes to that role's agent only, the others to ``agent``.
+    """
+
+    agent: str | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+    role_agents: dict[str, str] = field(default_factory=dict)
+    role_options: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    @classmethod
+    def parse(
+        cls, env_id: str, env: Any, agent: list[str] | None, agent_option: list[str] | None
+    ) -> TrainAgents:
+        """The choice of the command line, each role's agent and options checked."""
+        choices = AgentChoices.parse(agent)
+        if choices.per_env:
+            named = next(iter(choices.per_env))
+            raise AgentError(
+                f"--agent {named}={choices.per_env[named]}: train plays one env ({env_id}); "
+                "give --agent NAME, or --agent ROLE=NAME for one role of an env with roles"
+            )
+        choices.role_agents({env_id: env})  # every role named must be one of the env's
+        # Only the roles named here: a role's default agent is for rollouts and evals;
+        # in training a role without --agent ROLE=NAME is the model's (self-play).
+        role_agents = dict(choices.per_role)
+        options: dict[str, Any] = {}
+        role_options: dict[str, dict[str, Any]] = {}
+        for key, value in parse_key_values(agent_option, "--agent-option").items():
+            role, dot, name = key.partition(".")
+            if dot and role in role_agents:
+                role_options.setdefault(role, {})[name] = value
+            else:
+                options[key] = value
+        registry = get_registry()
+        for role, name in role_agents.items():
+            check_options(
+                registry.agent(name).load(),
+                role_options.get(role, {}),
+                what=f"agent {name!r} of role {role!r}",
+            )
+        return cls(choices.default, options, role_agents, role_options)
+
+    def trained_roles(self, env: Any) -> tuple[str, ...] | None:
+        """The roles whose groups are trained (``None``: an env without roles): the
+        env's trainable roles less those played by an agent of their own."""
+        if not getattr(env, "role_names", ()):
+            return None
+        trained = tuple(r for r in env.trainable_roles if r not in self.role_agents)
+        if not trained:
+            given = ", ".join(f"--agent {r}={n}" for r, n in self.role_agents.items())
+            raise AgentError(
+                f"{given}: every trainable role of {env.env_id} "
+                f"({', '.join(env.trainable_roles) or 'none'}) has an agent of its own, so "
+                "no role is left to train; leave out --agent for the role to train"
+            )
+        return trained
+
+    def opponents(self, *, remote: bool) -> dict[str, Any]:
+        """The agent of each role that has its own: built, or as a recipe (an
+        :class:`~agentsgym.AgentSpec`) for an executor that plays elsewhere."""
+        registry = get_registry()
+        return {
+            role: (
+                AgentSpec(name, self.role_options.get(role, {}))
+                if remote
+                else build_component(registry.agent(name), self.role_options.get(role, {}))
+            )
+            for role, name in self.role_agents.items()
+        }
+
+    def arguments(self) -> dict[str, Any]:
+        """What the run's record keeps of the choice (compared by ``--resume``); the
+        role agents only when there are any, so that older checkpoints still match."""
+        recorded: dict[str, Any] = {
+            "agent": self.agent,
+            "agent_options": agent_record(self.options),
+        }
+        if self.role_agents:
+            recorded["role_agents"] = dict(sorted(self.role_agents.items()))
+            recorded["role_agent_options"] = {
+                role: agent_record(self.role_options.get(role, {}))
+                for role in sorted(self.role_agents)
+            }
+        return recorded
+
+
+def agent_record(options: dict[str, Any]) -> dict[str, Any]:
+    """An agent's options as the run's record keeps them: without the ones that only say
+    how to run (connections, batching) and without secrets."""
+    return {
+        k: v for k, v in options.items() if k not in OPERATIONAL_AGENT_OPTIONS and not is_secret(k)
+    }
+
+
 def run_arguments(
     arguments: dict[str, Any],
-    agent_options: dict[str, Any],
+    agents: TrainAgents,
     env_config: dict[str, Any],
     trainer_option_values: dict[str, Any],
 ) -> dict[str, Any]:
@@ -98,11 +215,7 @@ def run_arguments(
     return redact(
         {
             **arguments,
-            "agent_options": {
-                k: v
-                for k, v in agent_options.items()
-                if k not in OPERATIONAL_AGENT_OPTIONS and not is_secret(k)
-            },
+            **agents.arguments(),
             "env_config": {k: v for k, v in env_config.items() if k not in RUN_LIMIT_ENV_KEYS},
             "trainer_options": {k: v for k, v in trainer_option_values.items() if not is_secret(k)},
         }
@@ -111,22 +224,38 @@ def run_arguments(
 
 def player(
     env_id: str,
-    agent: str | None,
-    agent_option: list[str] | None,
+    agents: TrainAgents,
     *,
     takes_model: bool,
     model: str | None,
     tokenizer: Any,
     sampling: dict[str, Any],
+    remote: bool = False,
 ) -> Any:
-    """Who plays: ``--agent``; else the trainer's own model (``None``); for a trainer
-    without one (a sink), ``--model`` through a transformers agent or the env's agent."""
-    if agent is not None:
-        return build_agent(env_id, agent, agent_option)
-    if takes_model:
+    """Who plays the trained roles: ``--agent``; else the trainer's own model
+    (``None``); for a trainer without one (a sink), ``--model`` through a transformers
+    agent or the env's agent. ``remote``: an executor that plays elsewhere gets a
+    recipe (:class:`~agentsgym.AgentSpec`) that each worker builds."""
+    name = agents.agent
+    if name is None and takes_model:
         return None
-    if model is not None:
+    if name is None and model is not None:
+        if remote:
+            return AgentSpec("transformers", {"model": model, **sampling})
         from agentsgym_trl.transformers_agent import TransformersAgent
 
         return TransformersAgent(model, tokenizer=tokenizer, **sampling)
-    return build_agent(env_id, None, agent_option)
+    if name is None:
+        # An id typed on the command line is the user's own choice, a server URL included.
+        spec = get_registry().resolve(env_id, allow_class_paths=True, allow_remote=True)
+        name = spec.default_agent
+    if name is None:
+        raise typer.BadParameter(
+            f"{env_id} registers no default agent; choose one with --agent "
+            "(see `agentsgym list-agents`)"
+        )
+    spec = get_registry().agent(name)
+    if remote:
+        check_options(spec.load(), agents.options, what=f"agent {name!r}")
+        return AgentSpec(name, dict(agents.options))
+    return build_component(spec, agents.options)
