@@ -130,3 +130,10 @@ def test_the_page_draws_both_roles_side_by_side_in_a_browser(games: Path, tmp_pa
         f"+{o.final_reward:g}" if o.final_reward >= 0 else f"{o.final_reward:g}",
     ]
     assert errors == []
+
+
+def test_paging_from_an_episode_the_filters_leave_out_shows_its_game(games: Path) -> None:
+    args = ["view", str(games), "--episode", "1", "--failed", "--no-tokens", "--interactive"]
+    result = runner.invoke(build_app(), args, input="q\n", env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert "game 1 of 1 (#0 x, #1 o)" in result.output

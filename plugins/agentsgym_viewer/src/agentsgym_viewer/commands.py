@@ -139,7 +139,7 @@ def view(
         return
     if interactive:
         if chosen is not None and chosen not in selection:
-            selection = [chosen]
+            selection = game_of(chosen, trajectories.episodes)  # its game, as printed
         if not selection:
             _no_match(trajectories, filters)
         Pager(selection, console, decoder=decoder, show_tokens=tokens, search=search).run(
