@@ -56,6 +56,7 @@ def test_the_program_gets_the_backends_stream_byte_for_byte() -> None:
         assert _stable(through) == _stable(direct)
         calls = gateway.close_session(session)
     assert len(calls) == 5 and all(c.ok for c in calls)
+    assert calls[-1].endpoint == "completions" and calls[-1].token_source == "server"
 
 
 def test_a_streamed_call_is_recorded_with_the_ids_of_the_stream() -> None:
@@ -77,6 +78,22 @@ def test_a_streamed_call_is_recorded_with_the_ids_of_the_stream() -> None:
     # the program did not ask for ids or logprobs: its chunks carry none
     assert all(c.choices[0].logprobs is None for c in chunks if c.choices)
     assert all("token_ids" not in (c.choices[0].model_extra or {}) for c in chunks if c.choices)
+
+
+def test_a_streamed_reply_of_multibyte_text_joins_to_the_reply_and_its_ids() -> None:
+    reply = "Grüße, 世界 ✓ — done."
+    with gateway_over([reply]) as (gateway, server):
+        session = gateway.open_session()
+        client = openai.OpenAI(base_url=session.base_url, api_key=session.api_key)
+        stream = client.chat.completions.create(model=MODEL, messages=MESSAGES, stream=True)
+        text = "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
+        whole = httpx.post(
+            f"{server.base_url}/chat/completions",
+            json={"model": MODEL, "messages": MESSAGES, "return_token_ids": True},
+        ).json()
+        (call,) = gateway.close_session(session)
+    assert text == reply == call.text
+    assert call.completion_token_ids == whole["choices"][0]["token_ids"]
 
 
 def test_a_stream_without_ids_gives_a_retokenized_record() -> None:
