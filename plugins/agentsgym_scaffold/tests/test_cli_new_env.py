@@ -58,6 +58,27 @@ def test_new_env_tools_writes_a_tool_env(tmp_path: Path) -> None:
     assert written == expected
 
 
+def test_new_env_harness_writes_a_harness_env(tmp_path: Path) -> None:
+    target = tmp_path / "pkg"
+    text = invoke("new-env", "acme/Spell", "--harness", "--dir", str(target))
+    assert "env acme/Spell-v0" in text and "src/agentsgym_acme/program.py" in text
+    # the harness package that test_scaffold_harness installs and checks, file for file
+    expected = render_package(package_names("acme/Spell"), harness=True)
+    written = {
+        path.relative_to(target).as_posix(): path.read_text()
+        for path in target.rglob("*")
+        if path.is_file()
+    }
+    assert written == expected
+
+
+def test_new_env_refuses_tools_with_harness(tmp_path: Path) -> None:
+    result = cli("new-env", "acme/Maze", "--tools", "--harness", "--dir", str(tmp_path / "p"))
+    assert result.returncode == 2, result.stdout
+    assert "--tools and --harness do not go together" in result.stderr
+    assert not (tmp_path / "p").exists()
+
+
 @pytest.mark.parametrize(
     ("name", "message"),
     [

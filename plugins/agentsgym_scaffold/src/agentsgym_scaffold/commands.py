@@ -25,16 +25,24 @@ def new_env(
         "--tools",
         help="a tool env: agentsgym-tools' ToolEnv with an example tool, and a tool-calling solver",
     ),
+    harness: bool = typer.Option(
+        False,
+        "--harness",
+        help="a harness env: agentsgym-gateway's HarnessEnv running an unmodified program (a "
+        "plain openai client loop) and a verifier of its answer",
+    ),
 ) -> None:
     """Write an installable env package: pyproject, env with every hook, agent, datasets, tests.
 
     It passes `agentsgym check-env` and its own tests as written; replace the example
     game in its env.py and keep the shapes. With --tools the env declares Python
-    functions as tools the model calls (it depends on agentsgym-tools).
+    functions as tools the model calls (it depends on agentsgym-tools). With --harness
+    the env runs an agent program whose model calls the gateway records, and scores its
+    final state (it depends on agentsgym-gateway and openai).
     """
     from agentsgym_scaffold.writer import write_package
 
-    names, root, written = write_package(name, directory, tools=tools)
+    names, root, written = write_package(name, directory, tools=tools, harness=harness)
     console.print(
         f"[bold green]wrote {names.distribution}[/] ({len(written)} files) into "
         f"{escape(str(root))}: env [bold]{escape(names.env_id)}[/], default agent "
@@ -50,9 +58,12 @@ def new_env(
         f"  pytest {escape(str(root / 'tests'))}",
         highlight=False,
     )
-    if tools and find_spec("agentsgym_tools") is None:
-        console.print(
-            f"note: {escape(names.distribution)} depends on agentsgym-tools, which is not "
-            "installed here (from a clone of agentsgym: pip install -e ./plugins/agentsgym_tools)",
-            highlight=False,
-        )
+    needs = [("agentsgym-tools", "agentsgym_tools")] if tools else []
+    needs += [("agentsgym-gateway", "agentsgym_gateway")] if harness else []
+    for distribution, module in needs:
+        if find_spec(module) is None:
+            console.print(
+                f"note: {escape(names.distribution)} depends on {distribution}, which is not "
+                f"installed here (from a clone of agentsgym: pip install -e ./plugins/{module})",
+                highlight=False,
+            )

@@ -5,10 +5,12 @@ stubs every hook with a working example game, for the author to replace. The tem
 (``templates/*.tmpl``, package data of this distribution) are :class:`string.Template`
 text (``$$`` is a literal ``$``).
 
-Two kinds of package share those templates: the plain one (a ``MultistepEnv``) and, with
-``tools=True`` (``new-env --tools``), a tool env (agentsgym-tools' ``ToolEnv``). A kind
-is a :class:`Kind`: its own templates for the files that differ (``tools_*.tmpl``) and
-the words it puts into the shared ones.
+Three kinds of package share those templates: the plain one (a ``MultistepEnv``); with
+``tools=True`` (``new-env --tools``), a tool env (agentsgym-tools' ``ToolEnv``); with
+``harness=True`` (``new-env --harness``), a harness env (agentsgym-gateway's
+``HarnessEnv``: an unmodified program, ``program.py``, and a verifier). A kind is a
+:class:`Kind`: its own templates for the files that differ (``tools_*.tmpl``,
+``harness_*.tmpl``) and the words it puts into the shared ones.
 """
 
 from __future__ import annotations
@@ -31,10 +33,12 @@ logger = logging.getLogger(__name__)
 
 __all__ = [
     "FILES",
+    "HARNESS_FILES",
     "KINDS",
     "TOOL_FILES",
     "Kind",
     "PackageNames",
+    "kind_name",
     "package_names",
     "render_package",
     "write_package",
@@ -64,6 +68,23 @@ TOOL_FILES: dict[str, str] = {
     "tests/test_env.py": "tools_test_env.py.tmpl",
 }
 
+# ``new-env --harness``: an agentsgym-gateway HarnessEnv running program.py, a plain openai
+# client loop; its env, program, agent and tests are its own, the others are shared
+HARNESS_FILES: dict[str, str] = {
+    **FILES,
+    "src/${package}/env.py": "harness_env.py.tmpl",
+    "src/${package}/program.py": "harness_program.py.tmpl",
+    "src/${package}/agent.py": "harness_agent.py.tmpl",
+    "tests/test_env.py": "harness_test_env.py.tmpl",
+}
+
+CONTRACT_PLAYS_HOOKS = (
+    "plays episodes with the default\n"
+    "    # agent (with and without a tokenizer, one at a time and concurrently) and checks\n"
+    "    # tokens, hooks and determinism; raises EnvCheckError listing every failure."
+)
+"""test_contract.py's comment of what check_env plays, for the envs of turn hooks."""
+
 # placeholder -> template, rendered first and given to every file (text both kinds share)
 FRAGMENTS: dict[str, str] = {"hook_rules": "hook_rules.tmpl"}
 
@@ -89,6 +110,8 @@ KINDS: dict[str, Kind] = {
             "agent_module": "`${agent_class}`, a scripted agent seeded per rollout",
             "agent_description": "guesses the candidates in a seeded order (option: seed=N)",
             "hard_variant": "num_candidates=12",
+            "contract_plays": CONTRACT_PLAYS_HOOKS,
+            "kind_notes": "",
         },
     ),
     "tools": Kind(
@@ -104,6 +127,36 @@ KINDS: dict[str, Kind] = {
             "agent_module": "`${agent_class}`, a `ScriptedToolAgent`: calls the tool, then answers",
             "agent_description": "calls the tool, then answers (options: tokenizer, token_out)",
             "hard_variant": "num_candidates=8",
+            "contract_plays": CONTRACT_PLAYS_HOOKS,
+            "kind_notes": "",
+        },
+    ),
+    "harness": Kind(
+        HARNESS_FILES,
+        {
+            "new_env_options": " --harness",
+            "dependencies": '"${agentsgym_requirement}", "${gateway_requirement}", "openai>=1"',
+            "game": "spell a word backwards, by an unmodified agent program",
+            "summary": "Spell a word backwards, by a plain openai client program",
+            "task_draws": "word to spell",
+            "env_module": "`${config_class}` (env_config keys) and `${env_class}`, an "
+            "agentsgym-gateway `HarnessEnv`: the program's command line, the task's input "
+            "and the verifier of `answer.txt`; `src/${package}/program.py` is the program, "
+            "a plain `openai` client loop that knows nothing of agentsgym",
+            "agent_module": "`${agent_class}`, a scripted model the gateway calls with the "
+            "program's requests",
+            "agent_description": "spells the word backwards, then answers when asked",
+            "hard_variant": "max_turns=1",
+            "contract_plays": "runs the program on tasks with the\n"
+            "    # default agent through the gateway (its calls, tokens, exit and verifier), makes a\n"
+            "    # crashing and a hanging program fail only their episodes; raises EnvCheckError\n"
+            "    # listing every failure (checks of turn hooks are skipped: a program has none).",
+            "kind_notes": "\nThe model the program calls is the\n"
+            "agent's: with no `--agent`, the scripted default agent (`${agent_name}`) answers\n"
+            "through the gateway, offline; `--agent openai --agent-option base_url=URL\n"
+            "--agent-option model=NAME` runs it against a model server (vLLM reports the token\n"
+            "ids); `agentsgym train` trains the policy on the program's calls. See\n"
+            "agentsgym's `docs/harness.md`.",
         },
     ),
 }
@@ -128,6 +181,7 @@ class PackageNames(BaseModel):
     snake_name: str
     agentsgym_requirement: str
     tools_requirement: str
+    gateway_requirement: str
 
 
 def package_names(env_name: str) -> PackageNames:
@@ -179,6 +233,7 @@ def package_names(env_name: str) -> PackageNames:
         entry_point_name=slug,
         agentsgym_requirement=_requirement("agentsgym"),
         tools_requirement=_requirement("agentsgym-tools"),
+        gateway_requirement=_requirement("agentsgym-gateway"),
         env_class=f"{prefix}Env",
         config_class=f"{prefix}Config",
         state_class=f"{prefix}State",
@@ -196,9 +251,12 @@ def _requirement(distribution: str) -> str:
     return f"{distribution}>={major}.{minor}"
 
 
-def render_package(names: PackageNames, *, tools: bool = False) -> dict[str, str]:
-    """The package's files: relative path -> content (``tools``: a tool env's package)."""
-    kind = KINDS["tools" if tools else "plain"]
+def render_package(
+    names: PackageNames, *, tools: bool = False, harness: bool = False
+) -> dict[str, str]:
+    """The package's files: relative path -> content (``tools``: a tool env's package;
+    ``harness``: a harness env's, an agent program run through agentsgym-gateway)."""
+    kind = KINDS[kind_name(tools=tools, harness=harness)]
     values = names.model_dump()
     values.update({key: _render(text, values, key) for key, text in kind.wording.items()})
     for key, name in FRAGMENTS.items():
@@ -207,6 +265,19 @@ def render_package(names: PackageNames, *, tools: bool = False) -> dict[str, str
         Template(target).substitute(values): _render(_template(template), values, template)
         for target, template in kind.files.items()
     }
+
+
+def kind_name(*, tools: bool = False, harness: bool = False) -> str:
+    """The :data:`KINDS` key of the options: ``plain``, ``tools`` or ``harness``.
+
+    :raises ScaffoldError: both options (a harness env's tools are its program's).
+    """
+    if tools and harness:
+        raise ScaffoldError(
+            "--tools and --harness do not go together: a harness env's tools are its "
+            "program's own (give the program its tools); pick one"
+        )
+    return "harness" if harness else "tools" if tools else "plain"
 
 
 def _template(name: str) -> str:
@@ -222,14 +293,22 @@ def _render(text: str, values: dict[str, str], source: str) -> str:
 
 
 def write_package(
-    env_name: str, directory: Path | str | None = None, *, tools: bool = False
+    env_name: str,
+    directory: Path | str | None = None,
+    *,
+    tools: bool = False,
+    harness: bool = False,
 ) -> tuple[PackageNames, Path, list[Path]]:
     """Write the package for ``env_name`` into ``directory`` (default ``./<distribution>``);
     return the names, the package folder, and the files written. ``tools``: a tool env
-    (agentsgym-tools' ``ToolEnv``, a ``ScriptedToolAgent`` solver) instead of the plain one.
+    (agentsgym-tools' ``ToolEnv``, a ``ScriptedToolAgent`` solver) instead of the plain one;
+    ``harness``: a harness env (agentsgym-gateway's ``HarnessEnv`` running ``program.py``,
+    a plain ``openai`` client loop, and a verifier of its answer file).
 
-    :raises ScaffoldError: a bad name, or a folder that is not empty (nothing is overwritten).
+    :raises ScaffoldError: a bad name, both options, or a folder that is not empty (nothing
+        is overwritten).
     """
+    kind_name(tools=tools, harness=harness)  # both options: refused before anything else
     names = package_names(env_name)
     root = Path(directory) if directory is not None else Path(names.distribution)
     if root.exists() and (not root.is_dir() or any(root.iterdir())):
@@ -238,7 +317,7 @@ def write_package(
             "another folder with --dir, or remove this one"
         )
     written = []
-    for relative, content in render_package(names, tools=tools).items():
+    for relative, content in render_package(names, tools=tools, harness=harness).items():
         path = root / relative
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(content, encoding="utf-8")
