@@ -102,3 +102,19 @@ def test_a_role_agent_given_only_now_is_named_to_leave_out() -> None:
     # an operational option of a role's agent (its server moved) is not compared
     timed = before.model_copy(update={"agent_options": {"o.timeout": 30}})
     assert before.differences(timed) == []
+
+
+def test_describe_lists_the_roles_with_their_default_agents() -> None:
+    text = run_cli("describe", GAME).output
+    assert "roles (--agent ROLE=NAME):" in text
+    assert "  x: plays X and moves first" in text
+    assert f"  o: plays O; default agent {RANDOM}" in text
+    item = json.loads(run_cli("describe", GAME, "--json").output)
+    assert [(r["name"], r["trainable"], r["default_agent"]) for r in item["roles"]] == [
+        ("x", True, None),
+        ("o", True, RANDOM),
+    ]
+    assert (
+        json.loads(run_cli("describe", "agentsgym/GuessTheNumber-v0", "--json").output)["roles"]
+        == []
+    )

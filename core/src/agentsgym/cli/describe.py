@@ -129,6 +129,15 @@ def env_description(spec: EnvSpec) -> dict[str, Any]:
         "registered_env_config": _jsonable(spec.default_env_config),
         "config": config_keys(spec),
         "hooks": [h for h in EPISODE_HOOK_NAMES if hasattr(cls, h)],
+        "roles": [
+            {
+                "name": role.name,
+                "trainable": role.trainable,
+                "description": role.description,
+                "default_agent": role.default_agent,
+            }
+            for role in getattr(cls, "roles", ())
+        ],
         **datasets_and_tools(spec),
     }
 
@@ -218,7 +227,23 @@ def describe(
     agent = item["default_agent"] or "none (give --agent)"
     about = f": {item['default_agent_description']}" if item["default_agent_description"] else ""
     console.print(f"default agent: [bold]{escape(agent)}[/]{escape(about)}", highlight=False)
+    if item["roles"]:
+        console.print(roles_text(item["roles"]), highlight=False)
     console.print(f"episode hooks: {', '.join(item['hooks'])}", highlight=False)
+
+
+def roles_text(roles: list[dict[str, Any]]) -> str:
+    """``roles (--agent ROLE=NAME):`` then a line per role: its description, whether it
+    trains, and the agent it plays with when none is named (``Role.default_agent``)."""
+    lines = ["roles (--agent ROLE=NAME):"]
+    for role in roles:
+        facts = [role["description"]] if role["description"] else []
+        facts += [] if role["trainable"] else ["not trained"]
+        if role["default_agent"]:
+            facts.append(f"default agent {role['default_agent']}")
+        about = f": {'; '.join(facts)}" if facts else ""
+        lines.append(f"  [bold]{escape(role['name'])}[/]{escape(about)}")
+    return "\n".join(lines)
 
 
 def config_table(keys: list[dict[str, Any]], *, title: str | None = None) -> Table:
