@@ -84,6 +84,9 @@ def test_added_fields_come_out_of_every_event_however_the_bytes_are_split() -> N
         assert sent == b"".join(_event(c) for c in expected) + b"data: [DONE]\n\n"
         assert relay.assembler.done
         assert relay.assembler.response()["choices"][0]["token_ids"] == [7, 8, 9, 10, 11]
-        # nothing added: the backend's bytes, in the pieces they came in
-        untouched = StreamRelay("chat", set())
-        assert asyncio.run(_relayed(untouched, raw, size)) == raw
+        # nothing added: the backend's bytes, in the pieces they came in, even when the
+        # last event lacks its blank line
+        for sent_raw in (raw, raw.removesuffix(b"\n\n")):
+            untouched = StreamRelay("chat", set())
+            assert asyncio.run(_relayed(untouched, sent_raw, size)) == sent_raw
+            assert untouched.assembler.done

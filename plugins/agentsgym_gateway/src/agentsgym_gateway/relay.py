@@ -159,10 +159,12 @@ class StreamRelay:
                 yield chunk  # the backend's bytes, as they came
             elif events:
                 yield b"".join(self._program_event(event) for event in events)
-        if self._buffer:  # a last event without its blank line
+        if self._buffer:  # a last event without its blank line (already sent if raw)
             tail = bytes(self._buffer)
+            self._buffer.clear()
             self._record(tail)
-            yield tail if not self.added else self._program_event(tail)
+            if self.added:
+                yield self._program_event(tail)
 
     def _record(self, event: bytes) -> None:
         data = _data_of(event)
