@@ -125,7 +125,7 @@ def test_resume_after_kill_trains_every_step_once_and_records_each_group_once(
     assert sorted(groups_of_step) == list(range(1, last + 1))
     assert all(len(groups) == 1 for groups in groups_of_step.values())
     assert all(count == 2 for count in rows_of_step.values())
-    assert sorted(row["group_index"] for row in played[::2]) == list(range(last))
+    assert len({row["group_index"] for row in played}) == last  # a group index each
     # the checkpointed steps' rows are the killed run's, kept as they were
     kept = [row for row in killed if row["step"] <= checkpoint]
     assert [row for row in played if row["step"] <= checkpoint] == kept
