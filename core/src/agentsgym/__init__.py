@@ -91,6 +91,7 @@ __all__ = [
     "resolve",
     "retry_async",
     "retry_sync",
+    "rollout_seed",
     "rows_to_dataset",
     "run_dataset",
     "run_sync",
@@ -111,6 +112,7 @@ _LAZY_MODULES = {
         "TrialJob",
         "TurnOutcome",
         "arun_trial",
+        "rollout_seed",
     ),
     "agentsgym.env": ("MultistepEnv",),
     "agentsgym.executors": ("AgentSpec",),
@@ -200,6 +202,7 @@ if TYPE_CHECKING:
         TrialJob,
         TurnOutcome,
         arun_trial,
+        rollout_seed,
     )
     from agentsgym.env import MultistepEnv
     from agentsgym.executors import AgentSpec
