@@ -6,7 +6,7 @@ import threading
 import time
 from typing import Any, ClassVar
 
-from agentsgym import RewardTerm, StepResult, hookimpl
+from agentsgym import MultistepEnv, RewardTerm, Role, StepResult, hookimpl
 from agentsgym_classical import GuessState, GuessTheNumberConfig, GuessTheNumberEnv
 
 
@@ -97,3 +97,28 @@ class ExplodingEnv(GuessTheNumberEnv):
         if "boom" in action:
             raise RuntimeError("the env exploded")
         return super().step_episode(state, action)
+
+
+class Duet(MultistepEnv):
+    """Two roles that take one turn each, neither with a default agent: a server of it
+    needs ``--agent`` for a role its clients do not play."""
+
+    roles = (Role("a"), Role("b"))
+    run_hooks_inline = True
+
+    @hookimpl
+    def initialize_episode(self, task_data: dict[str, Any]) -> dict[str, Any]:
+        return {"turns": 0}
+
+    @hookimpl
+    def turn_role(self, state: dict[str, Any]) -> str:
+        return "a" if state["turns"] % 2 == 0 else "b"
+
+    @hookimpl
+    def format_prompt(self, state: dict[str, Any], role: str) -> str:
+        return f"{role}: your line"
+
+    @hookimpl
+    def step_episode(self, state: dict[str, Any], action: str) -> StepResult:
+        state["turns"] += 1
+        return StepResult(state, 0.0, state["turns"] == 2, {})

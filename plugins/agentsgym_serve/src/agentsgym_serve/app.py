@@ -20,7 +20,7 @@ import contextlib
 import importlib.metadata
 import logging
 import secrets
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -32,6 +32,7 @@ from agentsgym_serve.errors import BodyTooLarge, ServeError
 from agentsgym_serve.host import DEFAULT_MAX_ENV_CONFIGS, DEFAULT_THREADS, EnvHost
 from agentsgym_serve.logs import AccessLogMiddleware
 from agentsgym_serve.responses import SafeJSONResponse
+from agentsgym_serve.role_agents import RoleAgents, build_role_agents, with_role_defaults
 from agentsgym_serve.routes_agentgym import reset_step_router as agentgym_reset_step_router
 from agentsgym_serve.routes_agentgym import router as agentgym_router
 from agentsgym_serve.routes_v1 import router as v1_router
@@ -82,6 +83,10 @@ def create_app(
     observation: str = "agentsgym",
     agentgym_create: str = "object",
     agentgym_action_format: str | None = None,
+    agents: Mapping[str | None, Any] | None = None,
+    agent_options: Mapping[str, Any] | None = None,
+    client_role: str | None = None,
+    role_default_agents: bool = False,
 ) -> FastAPI:
     """The server of one env (see the module docstring).
 
@@ -109,6 +114,18 @@ def create_app(
     :param agentgym_action_format: AgentGym actions that are only letters, digits,
         commas and spaces are put into it (``"[{action}]"``); default: the env's
         ``agentgym_action_format``.
+    :param agents: an env with roles: the server's agents, by role (an agent, or a
+        registered agent's name), that play the roles a client does not; the key
+        ``None`` plays every such role without its own. Required for an env with roles
+        (see :mod:`agentsgym_serve.role_agents`); refused for one without.
+    :param agent_options: options of the agents given by name, as ``--agent-option``
+        writes them (``key`` for the agent of key ``None``, ``ROLE.key`` for a role's).
+    :param client_role: the role a session plays unless it names one (default: the
+        env's first trainable role the server can serve); OpenEnv's and AgentGym's
+        clients cannot name one except through OpenEnv's reset ``role``.
+    :param role_default_agents: a role given no agent plays with its
+        ``Role.default_agent`` unless ``agents`` has one for every role (key ``None``),
+        as the command line chooses agents (``agentsgym serve`` passes True).
     """
     if agentgym_create not in CREATE_SHAPES:
         raise ValueError(f"agentgym_create must be object or integer, got {agentgym_create!r}")
@@ -127,12 +144,22 @@ def create_app(
         threads=threads,
         plugins=plugins,
     )
+    try:
+        env = host.default.env
+        chosen = with_role_defaults(agents or {}, env) if role_default_agents else agents
+        roles = tuple(getattr(env, "role_names", ()))
+        built = build_role_agents(chosen or {}, agent_options or {}, roles)
+        role_agents = RoleAgents.for_env(env, host.spec.id, built, client_role)
+    except BaseException:
+        host.close()
+        raise
     table = SessionTable(max_sessions, idle_timeout)
     service = EnvService(
         host,
         table,
         agentgym_split=agentgym_split,
         agentgym_action_format=check_action_format(agentgym_action_format),
+        role_agents=role_agents,
     )
     instance = secrets.token_hex(8)
     try:
@@ -157,6 +184,7 @@ def create_app(
             "max_sessions": table.max_sessions,
             "idle_timeout_seconds": table.idle_timeout,
             "server_instance": instance,
+            **(role_agents.info() if role_agents is not None else {}),
         }
 
     @contextlib.asynccontextmanager

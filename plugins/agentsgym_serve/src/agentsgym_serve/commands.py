@@ -82,6 +82,24 @@ def serve_command(
     allow_class_paths: bool = typer.Option(
         False, "--allow-class-paths", help="let ENV_ID be a module:Class path (imports code)"
     ),
+    agent: list[str] | None = typer.Option(
+        None,
+        "--agent",
+        help="an env with roles: the server's agent of a role clients do not play, "
+        "ROLE=NAME (repeatable), or NAME for every such role (default: a role's own "
+        "default agent, if it declares one)",
+    ),
+    agent_option: list[str] | None = typer.Option(
+        None,
+        "--agent-option",
+        help="key=value for the --agent NAME agent, ROLE.key=value for a role's (repeatable)",
+    ),
+    client_role: str | None = typer.Option(
+        None,
+        "--client-role",
+        help="an env with roles: the role a client plays unless it names one (AgentGym's "
+        "clients cannot; default: the env's first trainable role the server can serve)",
+    ),
     log_level: str = typer.Option("info", "--log-level", help="debug, info, warning or error"),
     access_log: bool = typer.Option(
         True, "--access-log/--no-access-log", help="one log line per request"
@@ -118,6 +136,10 @@ def serve_command(
         observation=observation,
         agentgym_create=agentgym_create,
         agentgym_action_format=agentgym_action_format,
+        agents=_agents_by_role(env_id, agent),
+        agent_options=parse_key_values(agent_option, "--agent-option"),
+        client_role=client_role,
+        role_default_agents=True,
     )
     try:
         sock = bind_socket(host, port)
@@ -143,6 +165,25 @@ def serve_command(
             extra={"fields": {"event": "exposed", "host": host}},
         )
     uvicorn_server(asgi, log_level=log_level.lower()).run(sockets=[sock])
+
+
+def _agents_by_role(env_id: str, values: list[str] | None) -> dict[str | None, str]:
+    """``--agent`` values as the server's agents by role (``None``: every role a client
+    does not play), read as ``agentsgym rollout`` reads them."""
+    from agentsgym.cli import AgentChoices
+
+    choices = AgentChoices.parse(values)
+    other = sorted(set(choices.per_env) - {env_id})
+    if other:
+        raise typer.BadParameter(
+            f"--agent {other[0]}=...: this server serves {env_id} only; give --agent "
+            "ROLE=NAME or --agent NAME"
+        )
+    default = choices.per_env.get(env_id, choices.default)
+    agents: dict[str | None, str] = dict(choices.per_role)
+    if default is not None:
+        agents[None] = default
+    return agents
 
 
 def _loopback(host: str) -> bool:

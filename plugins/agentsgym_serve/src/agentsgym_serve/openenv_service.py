@@ -14,7 +14,9 @@ hooks, checks and ``finish_episode`` bookkeeping.
 * else ``seed``: row ``seed % n`` of the split (a reproducible pick);
 * else the split's next row, cycling (a server-wide counter).
 
-``episode_id`` names the episode for the env's hooks (their ``session_id``). Other
+``episode_id`` names the episode for the env's hooks (their ``session_id``); ``role``,
+in an env with roles, the role the session plays (the server's agents play the
+others; default: the server's, :mod:`agentsgym_serve.role_agents`). Other
 keys are dropped, as openenv-core drops the reset kwargs its env does not take (a key
 this server knows, of the wrong type, is refused). The HTTP ``/reset`` and ``/step``
 are stateless, as in openenv-core: each plays a fresh episode (``/step`` applies one
@@ -56,7 +58,7 @@ from agentsgym_serve.sessions import Session
 
 logger = logging.getLogger("agentsgym_serve")
 
-RESET_KEYS = ("seed", "episode_id", "task_data", "data_idx")
+RESET_KEYS = ("seed", "episode_id", "task_data", "data_idx", "role")
 GAME = -1
 """TextArena's sender id of the game (the env), in the ``textarena`` shape."""
 
@@ -77,6 +79,13 @@ class OpenEnvReset(BaseModel):
     )
     task_data: dict[str, Any] | None = Field(None, description="the task itself")
     data_idx: NonNegativeInt | None = Field(None, description="the row of the served split")
+    role: str | None = Field(
+        None,
+        min_length=1,
+        max_length=255,
+        description="an env with roles: the role this session plays (default: the one it "
+        "played, else the server's --client-role or first trainable role)",
+    )
 
     @classmethod
     def read(cls, data: dict[str, Any]) -> OpenEnvReset:
@@ -188,7 +197,7 @@ class OpenEnvService:
             )
         episode = session.episode + 1
         hook_session = params.episode_id or f"openenv-{session.id}-{episode}"
-        reply = await service._start_episode(session, episode, task, hook_session)
+        reply = await service._start_episode(session, episode, task, hook_session, params.role)
         session.transcript = session.prompt
         return reply
 

@@ -19,9 +19,19 @@ recorded with the error like any failed episode.
 The config is the server's: the constructor asks the server to validate the
 ``env_config`` it is given (a bad key is refused there, with the same message as
 locally) and takes the effective config from its answer, so ``max_steps_per_episode``
-and the reward strategy are the served env's. One key is the client's own and is
-not sent: ``retry_window_seconds``, how long a failed call is retried (see
-:class:`~agentsgym_serve.retry_policy.RetryPolicy`); dataset rows keep it.
+and the reward strategy are the served env's. Two keys are the client's own and are
+not sent as config: ``retry_window_seconds``, how long a failed call is retried (see
+:class:`~agentsgym_serve.retry_policy.RetryPolicy`), and ``role``, the role played on
+a server of an env with roles (see below); dataset rows keep them.
+
+**Roles.** A server of an env with roles (a game) lets its client play one role while
+its own agents play the others (:mod:`agentsgym_serve.role_agents`). ``role`` names
+the one played here (default: the server's); the episode recorded here is that
+role's view, token for token what a local run records for the role, its rewards
+included (the game's outcome arrives as a ``finish_episode`` term, ``outcome``, on
+its last action, as locally). The server's step limit counts every role's actions:
+when it ends the game first, the step is recorded as the end (``done``, with
+``info["truncated"]``).
 """
 
 from __future__ import annotations
@@ -47,6 +57,9 @@ if TYPE_CHECKING:
     import datasets
 
 SETUP_TIMEOUT_SECONDS = 60.0
+ROLE_KEY = "role"
+"""The client's env_config key (and the create's field): the role played on a server
+of an env with roles."""
 
 
 class RemoteEnvConfig(EnvConfig):
@@ -64,6 +77,7 @@ class RemoteEpisode(RemoteEpisodeState):
     episode: int
     terms: dict[str, float] = field(default_factory=dict)
     observation: str = ""
+    role: str | None = None
 
     def describe(self) -> str:
         return f"session {self.id}"
@@ -103,10 +117,15 @@ class RemoteEnv(RemoteClientEnv):
         self.url = base
         self.requested_config = dict(env_config or {})
         window = self.requested_config.pop(RETRY_WINDOW_KEY, None)
+        role = self.requested_config.pop(ROLE_KEY, None)
         self.client_config = {RETRY_WINDOW_KEY: window} if window is not None else {}
+        if role is not None:
+            self.client_config[ROLE_KEY] = role
+        self.role: str | None = None if role is None else str(role)
         self.transport = Transport(base, client_policy(retry, window))
         try:
             self.server_info = info if info is not None else self.fetch_info()
+            self._check_role()
             reply = self._validate_config()
         except BaseException:
             self.transport.close()  # now, not when the collector gets to it
@@ -126,6 +145,19 @@ class RemoteEnv(RemoteClientEnv):
             if exc.code == "bad_env_config":
                 raise EnvConfigError(exc.detail) from None
             raise
+
+    def _check_role(self) -> None:
+        """A ``role`` the server cannot let a client play is refused now, not per episode."""
+        if self.role is None:
+            return
+        roles = list(self.server_info.get("client_roles") or ())
+        if self.role not in roles:
+            served = str(self.server_info.get("env_id"))
+            can = f"roles a client may play there: {', '.join(roles)}" if roles else "no roles"
+            raise RemoteEnvError(
+                f"env_config role={self.role!r}: {redact_text(self.url)} serves {served} with "
+                f"{can}; choose one of them, or leave role out"
+            )
 
     def fetch_info(self) -> dict[str, Any]:
         """``GET /agentsgym/v1/env``: what the server serves."""
@@ -178,15 +210,15 @@ class RemoteEnv(RemoteClientEnv):
 
     @hookimpl
     async def initialize_episode(self, session_id: str, task_data: dict[str, Any]) -> RemoteEpisode:
-        reply = await self._call(
-            "/sessions",
-            {
-                "request_id": uuid.uuid4().hex,
-                "env_config": self.requested_config,
-                "task_data": task_data,
-                "session_id": session_id,
-            },
-        )
+        body = {
+            "request_id": uuid.uuid4().hex,
+            "env_config": self.requested_config,
+            "task_data": task_data,
+            "session_id": session_id,
+        }
+        if self.role is not None:  # only then: a server before roles refuses the field
+            body[ROLE_KEY] = self.role
+        reply = await self._call("/sessions", body)
         _expect(reply, "/sessions", episode=1)
         return RemoteEpisode(
             id=int(reply["id"]),
@@ -194,6 +226,7 @@ class RemoteEnv(RemoteClientEnv):
             episode=1,
             prompt=list(reply["messages"]),
             observation=str(reply.get("observation", "")),
+            role=reply.get(ROLE_KEY),
         )
 
     @hookimpl
@@ -216,7 +249,11 @@ class RemoteEnv(RemoteClientEnv):
         state.advance(list(answer["messages"]), step)
         state.terms = {str(k): float(v) for k, v in answer["reward_terms"].items()}
         state.observation = str(answer.get("observation", ""))
-        return StepResult(state, answer["reward"], bool(answer["done"]), answer["info"])
+        done, info = bool(answer["done"]), answer["info"]
+        if state.role is not None and answer["truncated"] and not done:
+            # the server's limit counts every role's actions: the game ended here
+            done, info = True, {**info, "truncated": True}
+        return StepResult(state, answer["reward"], done, info)
 
     @hookimpl
     def reward_shaping(self, state: RemoteEpisode) -> list[RewardTerm] | None:

@@ -232,6 +232,19 @@ class EnvInfo(BaseModel):
     max_sessions: int
     idle_timeout_seconds: float
     server_instance: str = Field(description="random per server start: a restart changes it")
+    roles: list[str] = Field(
+        default_factory=list, description="the env's roles (empty: a single-agent env)"
+    )
+    client_roles: list[str] = Field(
+        default_factory=list,
+        description="the roles a client may play here (the server's agents play the others)",
+    )
+    default_role: str | None = Field(
+        None, description="the role of a session that names none (--client-role), if fixed"
+    )
+    role_agents: dict[str, str] = Field(
+        default_factory=dict, description="the server's agent of each role it can play"
+    )
 
 
 class ConfigRequest(_Body):
@@ -273,6 +286,14 @@ class CreateRequest(_Body):
     session_id: str | None = Field(
         None, max_length=MAX_ID_TEXT, description="the session id the env's hooks see"
     )
+    role: str | None = Field(
+        None,
+        min_length=1,
+        max_length=MAX_ID_TEXT,
+        description="an env with roles: the role this session plays (the server's agents "
+        "play the others); default: the server's --client-role, else the env's first "
+        "trainable role it can serve",
+    )
 
 
 class Created(BaseModel):
@@ -282,6 +303,9 @@ class Created(BaseModel):
     env_config: dict[str, Any]
     messages: list[ChatMessage] = Field(description="the first prompt when task_data was given")
     observation: str
+    role: str | None = Field(
+        None, description="the role this session plays (an env with roles; else null)"
+    )
 
 
 class ResetRequest(_Body):
@@ -291,6 +315,13 @@ class ResetRequest(_Body):
     )
     task_data: dict[str, Any]
     session_id: str | None = Field(None, max_length=MAX_ID_TEXT)
+    role: str | None = Field(
+        None,
+        min_length=1,
+        max_length=MAX_ID_TEXT,
+        description="an env with roles: the role played from this episode on (default: "
+        "the session's)",
+    )
 
 
 class ResetReply(BaseModel):
@@ -298,6 +329,9 @@ class ResetReply(BaseModel):
     episode: int
     messages: list[ChatMessage] = Field(description="the episode's first prompt")
     observation: str
+    role: str | None = Field(
+        None, description="the role this session plays (an env with roles; else null)"
+    )
 
 
 class StepRequest(_Body):
@@ -320,13 +354,17 @@ class StepReply(BaseModel):
     step: int
     reward: float = Field(description="the env's step reward (without the terms)")
     reward_terms: dict[str, float] = Field(description="reward_shaping terms, by name")
-    done: bool = Field(description="the env ended the episode")
+    done: bool = Field(
+        description="the env ended the episode (with roles: on this step or on a turn of "
+        "the server's agents after it)"
+    )
     truncated: bool = Field(description="the step limit ended it (done is false)")
     info: dict[str, Any] = Field(
         description="the env's step info; a tool turn's is {tool_calls: the calls answered}"
     )
     messages: list[ChatMessage] = Field(
-        description="the next prompt (a tool turn's: the tool results); empty when over"
+        description="the next prompt (a tool turn's: the tool results); empty when over; "
+        "with roles, the new messages of this session's role only"
     )
     observation: str
 
@@ -360,7 +398,7 @@ class SessionState(BaseModel):
 
     id: int
     episode: int
-    step: int = Field(description="actions applied in this episode")
+    step: int = Field(description="actions applied in this episode (with roles: this role's)")
     done: bool
     truncated: bool
     finished: bool
@@ -368,6 +406,9 @@ class SessionState(BaseModel):
         description="the whole conversation of this episode, system prompt included"
     )
     observation: str
+    role: str | None = Field(
+        None, description="the role this session plays (an env with roles; else null)"
+    )
     idle_seconds: float
 
 

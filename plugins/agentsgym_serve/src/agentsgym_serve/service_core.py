@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 from collections.abc import AsyncIterator
 from typing import Any
@@ -25,7 +26,8 @@ from agentsgym_serve.errors import (
     SessionClosed,
     SessionFailed,
 )
-from agentsgym_serve.host import EnvHost, env_failure, observation_text
+from agentsgym_serve.host import EnvHost, HostedEnv, env_failure, observation_text
+from agentsgym_serve.role_agents import BadRole, RoleAgents, client_view, finish_terms
 from agentsgym_serve.sessions import Session, SessionTable
 
 logger = logging.getLogger("agentsgym_serve")
@@ -48,9 +50,12 @@ class SessionService:
         *,
         agentgym_split: str = "train",
         agentgym_action_format: str | None = None,
+        role_agents: RoleAgents | None = None,
     ) -> None:
         self.host = host
         self.table = table
+        # an env with roles: the server's agents play the roles its clients do not
+        self.role_agents = role_agents
         self.agentgym_split = agentgym_split
         # AgentGym's actions are put into this format (agentgym_shapes.format_action)
         self.agentgym_action_format = check_action_format(agentgym_action_format)
@@ -77,10 +82,30 @@ class SessionService:
     def _in_use(self, key: str) -> bool:
         return any(s.config_key == key for s in self.table.live.values())
 
+    def _client_role(self, hosted: HostedEnv, asked: str | None) -> str | None:
+        """The role a client plays on ``hosted`` (None: the env has no roles): the one it
+        asked for, checked, else the server's default."""
+        if self.role_agents is None:
+            if asked is not None:
+                raise BadRole(
+                    f"{self.host.spec.id} has no roles: a client plays all of it; leave role out"
+                )
+            return None
+        return self.role_agents.role_of(hosted.env, asked)
+
     async def _start_episode(
-        self, session: Session, episode: int, task_data: dict[str, Any], session_id: str | None
+        self,
+        session: Session,
+        episode: int,
+        task_data: dict[str, Any],
+        session_id: str | None,
+        role: str | None = None,
     ) -> dict[str, Any]:
-        """A new episode on the session; the reset reply (also kept for retries)."""
+        """A new episode on the session; the reset reply (also kept for retries).
+        ``role``: the role the client plays from now on (None: the one it played, else
+        the server's default; only for an env with roles)."""
+        if self.role_agents is not None or role is not None:
+            session.role = self._client_role(session.hosted, role or session.role)
         hook_session = session_id or f"serve-{session.id}"
         play = self.host.episode(session.hosted, hook_session, task_data)
         session.episode, session.session_id, session.play = episode, hook_session, play
@@ -90,6 +115,9 @@ class SessionService:
         session.last_step = session.last_finish = None
         try:
             messages = await play.start()
+            if session.role is not None:
+                await self._play_others(session)
+                messages = list(client_view(play, session.role).messages)
         except Exception as exc:  # noqa: BLE001 (the env's answer to this request)
             failure = env_failure(play, exc)
             session.failed = failure.detail
@@ -102,6 +130,7 @@ class SessionService:
             # a copy: the session's conversation grows, the reply kept for retries must not
             "messages": [dict(m) for m in messages],
             "observation": session.observation,
+            "role": session.role,
         }
         session.last_reset = (episode, reply)
         return reply
@@ -110,6 +139,8 @@ class SessionService:
         """One action on the session's episode: a tool turn or the env's step."""
         play = session.play
         assert play is not None  # _check_can_step saw an episode
+        if session.role is not None:
+            return await self._apply_role_step(session, action)
         try:
             outcome = await play.step(action)
         except Exception as exc:  # noqa: BLE001 (the env's answer to this request)
@@ -119,6 +150,39 @@ class SessionService:
         session.observation = observation_text(outcome.messages)
         self.steps_applied += 1
         return outcome
+
+    async def _apply_role_step(self, session: Session, action: AgentAction) -> TurnOutcome:
+        """The client's action in its role, then the server's agents' turns until it is
+        the client's turn again: the outcome of the client's step, with its role's new
+        messages, and whether the episode (any role's step) ended."""
+        play = session.play
+        assert play is not None and session.role is not None
+        view = client_view(play, session.role)
+        seen = len(view.messages) + 1  # the client's reply is the next message
+        try:
+            outcome = await play.step(action, role=session.role)
+            await self._play_others(session)
+        except Exception as exc:  # noqa: BLE001 (the env's or an agent's answer)
+            failure = env_failure(play, exc)
+            session.failed = failure.detail
+            raise failure from None
+        outcome = dataclasses.replace(
+            outcome,
+            messages=view.messages[seen:],
+            done=play.done,
+            truncated=session.truncated and not play.done,
+        )
+        session.observation = observation_text(outcome.messages)
+        self.steps_applied += 1
+        return outcome
+
+    async def _play_others(self, session: Session) -> None:
+        """The server's agents play until it is the client's role's turn or the end."""
+        assert self.role_agents is not None and session.play is not None
+        assert session.role is not None
+        await self.role_agents.play_others(
+            session.play, session.role, session.agent_states, session.episode - 1
+        )
 
     async def _end_episode(
         self,
@@ -132,6 +196,10 @@ class SessionService:
         play = session.play
         if play is None or play.finished:
             return {}
+        before = None  # the client's role's last step's terms before the game closes
+        if session.role is not None:
+            steps = client_view(play, session.role).steps
+            before = dict(steps[-1].reward_terms) if steps else None
         finished = await play.finish(truncated=truncated, error=error)
         if finished.error is not None:
             if not quiet:
@@ -142,6 +210,8 @@ class SessionService:
                     "fields": {"event": "finish_failed", "id": session.id, "error": finished.error}
                 },
             )
+        if session.role is not None:  # the client's role's share: its outcome, its terms
+            return finish_terms(client_view(play, session.role), before)
         return finished.terms
 
     async def _close(self, session: Session, reason: str) -> bool:

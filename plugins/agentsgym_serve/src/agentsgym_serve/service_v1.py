@@ -56,13 +56,14 @@ class V1Operations(SessionService):
 
     async def create(self, body: CreateRequest) -> dict[str, Any]:
         hosted = await self.host.hosted(body.env_config, self._in_use)
+        role = self._client_role(hosted, body.role)
         session, new = self.table.create("agentsgym", hosted.key, body.request_id)
         if not new:
             async with self._use(session):
                 if session.created_reply is None:  # the first call's episode failed
                     raise SessionFailed(f"session {session.id}: {session.failed}")
                 return session.created_reply
-        session.hosted = hosted
+        session.hosted, session.role = hosted, role
         log_event("session_created", id=session.id, protocol="agentsgym", sessions=len(self.table))
         async with self._use(session):
             messages: list[dict[str, str]] = []
@@ -82,6 +83,7 @@ class V1Operations(SessionService):
                 "env_config": hosted.public_config,
                 "messages": messages,
                 "observation": observation,
+                "role": session.role,
             }
             return session.created_reply
 
@@ -97,11 +99,15 @@ class V1Operations(SessionService):
                     f"{session.episode + 1}",
                     episode=session.episode,
                 )
+            if body.role is not None:  # refused before the episode it would replace ends
+                self._client_role(session.hosted, body.role)
             if not session.finished:
                 await self._end_episode(
                     session, truncated=False, error="reset before the episode ended", quiet=True
                 )
-            return await self._start_episode(session, body.episode, body.task_data, body.session_id)
+            return await self._start_episode(
+                session, body.episode, body.task_data, body.session_id, body.role
+            )
 
     async def step(self, session_id: int, body: StepRequest) -> dict[str, Any]:
         session = self.table.get(session_id, body.token)
@@ -211,5 +217,6 @@ class V1Operations(SessionService):
             "finished": session.finished,
             "messages": session.messages,
             "observation": session.observation,
+            "role": session.role,
             "idle_seconds": max(0.0, self.table.clock() - session.last_used),
         }

@@ -104,6 +104,9 @@ class Session:
     prompt: str = ""  # the episode's first prompt, as text
     transcript: str = ""  # the episode's env text so far (OpenEnv's textarena shape)
     score: float = 0.0  # the episode's rewards so far (AgentGym's `score`)
+    # an env with roles: the role the client plays, the server's agents' states by role
+    role: str | None = None
+    agent_states: dict[str, Any] = field(default_factory=dict)
     # the last reply of each kind, for retries: (episode, step, action, reply)
     last_reset: tuple[int, dict[str, Any]] | None = None
     last_step: tuple[int, int, Any, dict[str, Any]] | None = None
@@ -111,8 +114,12 @@ class Session:
 
     @property
     def step(self) -> int:
-        """Actions applied in the current episode."""
-        return self.play.steps_taken if self.play is not None else 0
+        """Actions applied in the current episode (the client's role's, with roles)."""
+        if self.play is None:
+            return 0
+        if self.role is not None:
+            return len(self.play.views[self.role].episode.steps)
+        return self.play.steps_taken
 
     @property
     def done(self) -> bool:
@@ -122,7 +129,11 @@ class Session:
     @property
     def truncated(self) -> bool:
         """The step limit (or the client) ended the current episode."""
-        return self.play is not None and self.play.truncated
+        if self.play is None:
+            return False
+        if self.role is not None:  # whichever role's step reached the limit
+            return any(view.episode.truncated for view in self.play.views.values())
+        return self.play.truncated
 
     @property
     def finished(self) -> bool:
@@ -131,8 +142,13 @@ class Session:
 
     @property
     def messages(self) -> Messages:
-        """The current episode's conversation (tool calls and results included)."""
-        return self.play.messages if self.play is not None else []
+        """The current episode's conversation (tool calls and results included); with
+        roles, the client's role's."""
+        if self.play is None:
+            return []
+        if self.role is not None:
+            return self.play.views[self.role].episode.messages
+        return self.play.messages
 
 
 @dataclass(frozen=True)
