@@ -19,6 +19,7 @@ Workers of a cluster on other machines play against a model server of their own
 
 from __future__ import annotations
 
+import collections
 import contextlib
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
@@ -35,6 +36,9 @@ SERVED_MODEL = "agentsgym-policy"
 
 REQUEST_TIMEOUT_SECONDS = 3600.0
 """A request may wait for the trainer's update (generation is held off meanwhile)."""
+
+KEPT_REQUESTS = 16
+"""Request bodies the server keeps (for debugging): not one per turn of the run."""
 
 
 class AgentPolicy:
@@ -77,7 +81,11 @@ def served_policy(agent: TransformersAgent) -> Iterator[AgentSpec]:
             "(or give the workers a model server of their own: --agent openai "
             "--agent-option base_url=...)"
         ) from None
-    with OpenAICompatServer(AgentPolicy(agent), models=[SERVED_MODEL]) as server:
+    server = OpenAICompatServer(AgentPolicy(agent), models=[SERVED_MODEL])
+    # The test server keeps every request body for inspection; a training run makes
+    # one request per turn for hours, so it keeps only the last few.
+    server.requests = collections.deque(maxlen=KEPT_REQUESTS)  # type: ignore[assignment]
+    with server:
         yield AgentSpec(
             "openai",
             {
