@@ -10,9 +10,11 @@ import json
 from pathlib import Path
 
 import agentsgym
+from agentsgym import Role
 from agentsgym.cli import AgentChoices
 from agentsgym.output import RunArguments
-from agentsgym.testing import run_cli
+from agentsgym.testing import register_env, run_cli
+from agentsgym_classical.tictactoe import TicTacToeEnv
 
 GAME = "classical/TicTacToe-v0"
 RANDOM, HEURISTIC = "classical/tictactoe-random", "classical/tictactoe-heuristic"
@@ -118,3 +120,20 @@ def test_describe_lists_the_roles_with_their_default_agents() -> None:
         json.loads(run_cli("describe", "agentsgym/GuessTheNumber-v0", "--json").output)["roles"]
         == []
     )
+
+
+class Misdeclared(TicTacToeEnv):
+    """TicTacToe whose role o defaults to an agent nobody registers."""
+
+    roles = (Role("x"), Role("o", default_agent="nope/agent"))
+
+
+def test_a_role_default_that_is_not_registered_is_named_with_its_role(tmp_path: Path) -> None:
+    with register_env("tests/Misdeclared-v0", Misdeclared, default_agent=RANDOM):
+        out = str(tmp_path / "out.jsonl")
+        result = run_cli("rollout", "tests/Misdeclared-v0", "--num-tasks", "1", "--out", out)
+        named = run_cli("rollout", "tests/Misdeclared-v0", "--agent", f"o={RANDOM}", "--out", out)
+    assert result.code == 2
+    message = "the role 'o' of tests/Misdeclared-v0 defaults to the agent 'nope/agent'"
+    assert message in result.output and "--agent o=AGENT" in result.output
+    assert named.code == 0, named.output  # naming the role's agent needs no default

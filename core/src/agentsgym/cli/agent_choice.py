@@ -84,12 +84,20 @@ class AgentChoices:
             )
         chosen = dict(self.per_role)
         defaults: dict[str, tuple[str, str]] = {}  # role -> (agent, the env that declares it)
+        registered = get_registry().agents
         for env_id, env in envs.items():
             if self.default is not None or env_id in self.per_env:
                 continue
             for role in getattr(env, "roles", ()):
                 if role.default_agent is None or role.name in chosen:
                     continue
+                if role.default_agent not in registered:
+                    raise AgentError(
+                        f"the role {role.name!r} of {env_id} defaults to the agent "
+                        f"{role.default_agent!r}, which is not registered (is the plugin that "
+                        f"registers it installed? see `agentsgym list-agents`); choose its "
+                        f"agent with --agent {role.name}=AGENT"
+                    )
                 agent, declared_by = defaults.setdefault(role.name, (role.default_agent, env_id))
                 if agent != role.default_agent:
                     raise AgentError(
