@@ -73,7 +73,7 @@ def served_policy(agent: TransformersAgent) -> Iterator[AgentSpec]:
     """Serve ``agent`` on loopback while the block runs; yields the ``openai`` agent
     recipe that a worker builds to play with it."""
     try:
-        from agentsgym_serve.model_server import OpenAICompatServer
+        from agentsgym_serve import OpenAICompatServer
     except ImportError:
         raise TrainerOptionError(
             "the trainer's model plays in this process; to play on an executor's workers it "
