@@ -71,23 +71,3 @@ def test_async_resume_neither_replays_nor_skips_an_admitted_step(
     )
     assert resumed.code == 0, resumed.output
     assert [s["step"] for s in log(streamed)] == [1, 2, 3, 4]
-
-
-def test_a_trainer_without_a_stream_is_refused_with_what_to_do(
-    model_dir: Path, tmp_path: Path
-) -> None:
-    result = run_cli(
-        "train",
-        GUESS,
-        "--output-dir",
-        str(tmp_path / "x"),
-        "--model",
-        str(model_dir),
-        "--trainer",
-        "trl-grpo",
-        "--max-steps",
-        "1",
-        "--async",
-    )
-    assert result.code != 0
-    assert "per-token-grpo" in result.output and "--async" in result.output

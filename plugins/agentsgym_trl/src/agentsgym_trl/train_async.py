@@ -25,6 +25,6 @@ def stream_keywords(
     if not isinstance(adapter, BatchTrainer) and "max_staleness" not in parameters:
         raise TrainerOptionError(
             f"trainer {trainer} does not train from a rollout stream; use --trainer "
-            "per-token-grpo with --async, or drop --async"
+            "per-token-grpo or trl-grpo with --async, or drop --async"
         )
     return {"max_staleness": max_staleness}

@@ -7,7 +7,9 @@ says how). A subclass of ``GRPOTrainer`` trains every view of split episodes and
 applies importance sampling to any sampler's logprobs
 (:mod:`agentsgym_trl.trl_trainer`); the ``GRPOConfig`` is built from the fields the
 installed TRL has (:mod:`agentsgym_trl.grpo_config`); TRL's logs become the step log
-(:mod:`agentsgym_trl.trl_step_log`).
+(:mod:`agentsgym_trl.trl_step_log`). With ``max_staleness`` (``--async``) the
+``rollout_func`` takes each step's batch from a rollout stream that plays TRL's
+prompts ahead of the trainer (:mod:`agentsgym_trl.trl_stream`).
 
 By default the rollouts are played by a
 :class:`~agentsgym_trl.transformers_agent.TransformersAgent` sharing the
@@ -41,9 +43,11 @@ from agentsgym_trl.trl_rollouts import (
     rollouts_to_trl,
 )
 from agentsgym_trl.trl_step_log import StepLog, StepLogCallback
+from agentsgym_trl.trl_stream import check_one_group_per_prompt
 
 if TYPE_CHECKING:
     from agentsgym import Agent
+    from agentsgym_trl.trl_stream import StreamedRollouts
 
 logger = logging.getLogger(__name__)
 
@@ -140,6 +144,8 @@ class TRLGRPOAdapter:
         self._agent: Any = None
         self.step_log = StepLog()
         self.last_batch: TrajectoryBatch | None = None
+        """The rollouts of the last step (with ``--async``: the groups admitted)."""
+        self.streamed: StreamedRollouts | None = None
 
     # ------------------------------------------------------------------ setup
     def grpo_args(
@@ -149,11 +155,14 @@ class TRLGRPOAdapter:
         *,
         save_steps: int = 0,
         save_total_limit: int | None = 2,
+        max_staleness: int | None = None,
     ) -> Any:
         """The ``GRPOConfig``: one generation round and one optimizer step per step.
 
         Fields go under the names the installed ``GRPOConfig`` declares (see
-        :mod:`agentsgym_trl.grpo_config`)."""
+        :mod:`agentsgym_trl.grpo_config`). With ``max_staleness`` of 1 or more, TRL's
+        importance sampling defaults to per-token truncation (``token_truncate``):
+        stale tokens are weighted by ``min(pi_old / pi_sample, cap)``, not dropped."""
         import torch
 
         cuda = torch.cuda.is_available()
@@ -179,6 +188,8 @@ class TRLGRPOAdapter:
             "disable_tqdm": True,
             "shuffle_dataset": True,
         }
+        if max_staleness:
+            fields["vllm_importance_sampling_mode"] = "token_truncate"
         fields.update(self.grpo_overrides)
         if fields["num_generations"] < 2:
             raise TrainerOptionError(
@@ -203,8 +214,10 @@ class TRLGRPOAdapter:
         save_steps: int = 0,
         save_total_limit: int | None = 2,
         run_arguments: dict[str, Any] | None = None,
+        max_staleness: int | None = None,
     ) -> Any:
-        """The configured ``GRPOTrainer`` (not yet trained)."""
+        """The configured ``GRPOTrainer`` (not yet trained); with ``max_staleness``, its
+        ``rollout_func`` takes from a rollout stream (:mod:`agentsgym_trl.trl_stream`)."""
         from agentsgym_trl.trl_trainer import AgentsgymGRPOTrainer  # imports TRL: slow
 
         check_source_template(source, self.tokenizer, self.chat_template)
@@ -214,7 +227,11 @@ class TRLGRPOAdapter:
                 f"({len(source.rows)})"
             )
         args = self.grpo_args(
-            source, max_steps, save_steps=save_steps, save_total_limit=save_total_limit
+            source,
+            max_steps,
+            save_steps=save_steps,
+            save_total_limit=save_total_limit,
+            max_staleness=max_staleness,
         )
         if args.beta != 0.0:
             self._snapshot_reference()
@@ -234,12 +251,32 @@ class TRLGRPOAdapter:
                 processing_class=self.tokenizer,
                 rollout_func=self.rollout_func(source, agent),
                 callbacks=[StepLogCallback(self.step_log, self._scored, source, run_arguments)],
+                plan_prompts=max_staleness is not None,
             )
+        self.streamed = None
+        if max_staleness is not None:
+            self.streamed = self._streamed_rollouts(trainer, source, max_staleness, agent)
         from transformers.trainer_callback import PrinterCallback
 
         trainer.remove_callback(PrinterCallback)  # progress goes through on_step
         self.trainer = trainer
         return trainer
+
+    def _streamed_rollouts(
+        self, trainer: Any, source: RolloutSource, max_staleness: int, agent: Agent | None
+    ) -> StreamedRollouts:
+        from agentsgym_trl.trl_stream import StreamCallback, StreamedRollouts, check_streamable
+
+        check_streamable(trainer)
+        streamed = StreamedRollouts(
+            source,
+            max_staleness=max_staleness,
+            max_steps=int(trainer.args.max_steps),
+            policy=self.policy,
+            agent=agent,
+        )
+        trainer.add_callback(StreamCallback(streamed))
+        return streamed
 
     def _scored(self) -> dict[str, float]:
         """The trainer's statistics of the rows that reached the last loss."""
@@ -265,28 +302,25 @@ class TRLGRPOAdapter:
 
         def rollout(prompts: list[Any], trainer: Any) -> dict[str, Any]:
             started = time.perf_counter()
-            rows = [json.loads(p) if isinstance(p, str) else p for p in prompts]
-            player = agent if agent is not None else self.policy(trainer)
-            batch = source.play(rows, player, num_rollouts=1)
-            if len(batch.groups) != len(rows):  # an env with several trainable roles
-                roles = ", ".join(dict.fromkeys(str(group.role) for group in batch.groups))
-                raise TrainerOptionError(
-                    f"trl-grpo gives TRL one completion per prompt, but these rows made "
-                    f"{len(batch.groups)} groups for {len(rows)} prompts: their env has "
-                    f"several trainable roles ({roles}). "
-                    "Train one role with trl-grpo (--env-config trainable_roles='[\"x\"]'; "
-                    "the policy still plays every role), or all of them with per-token-grpo"
-                )
+            streamed: dict[str, float] = {}
+            if self.streamed is not None:  # --async: the step's batch was played ahead
+                played, batch, streamed = self.streamed.take(prompts, trainer)
+            else:
+                rows = [json.loads(p) if isinstance(p, str) else p for p in prompts]
+                player = agent if agent is not None else self.policy(trainer)
+                played = batch = source.play(rows, player, num_rollouts=1)
+                check_one_group_per_prompt(batch, len(rows))
             self.last_batch = batch
             output, views = rollouts_to_trl(
-                batch,
+                played,
                 pad_token_id(self.tokenizer),
                 screen=self.screen,
                 multi_turn=source.is_multi_turn,
             )
             trainer.pending_views = views
             metrics = StepMetrics.of_batch(batch, step=trainer.state.global_step + 1)
-            metrics.extra.update(reward_signal(rewards_by_prompt(prompts, batch).values()))
+            metrics.extra.update(streamed)
+            metrics.extra.update(reward_signal(rewards_by_prompt(prompts, played).values()))
             metrics.extra["extra_views"] = float(len(views))
             metrics.extra["masked_rollouts"] = float(
                 sum(
@@ -326,9 +360,12 @@ class TRLGRPOAdapter:
         save_total_limit: int | None = 2,
         resume_from: str | Path | None = None,
         run_arguments: dict[str, Any] | None = None,
+        max_staleness: int | None = None,
     ) -> TrainResult:
         """Train for ``max_steps`` steps; a checkpoint (TRL's, plus agentsgym's run
-        state) every ``save_steps`` steps; ``resume_from`` a checkpoint folder."""
+        state) every ``save_steps`` steps; ``resume_from`` a checkpoint folder.
+        ``max_staleness`` (``None``: synchronous) plays rollouts ahead of the trainer,
+        at most that many versions (:mod:`agentsgym_trl.trl_stream`)."""
         from agentsgym_trl.checkpoints import read_run_state
 
         if max_steps < 1:
@@ -340,6 +377,7 @@ class TRLGRPOAdapter:
             save_steps=save_steps,
             save_total_limit=save_total_limit,
             run_arguments=run_arguments,
+            max_staleness=max_staleness,
         )
         result = TrainResult(output_dir=self.output_dir)
         if resume_from is not None:
@@ -355,6 +393,8 @@ class TRLGRPOAdapter:
                     resume_from_checkpoint=str(resume_from) if resume_from is not None else None
                 )
         finally:
+            if self.streamed is not None:
+                self.streamed.close()
             if self._agent is not None:
                 self._agent.close()
         trainer.save_model(str(self.output_dir))

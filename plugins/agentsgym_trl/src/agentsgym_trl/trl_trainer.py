@@ -21,6 +21,12 @@ TRL's machinery overridden as possible (checked against TRL 1.13 and 1.16):
   and false everywhere else (no weight sync to a server that does not exist). A
   token whose sampled logprob is unknown (``NaN``) gets ratio 1, as TRL does.
 
+* **Prompts known ahead** (``plan_prompts=True``, for ``--async``): TRL's train
+  sampler is wrapped in a :class:`~agentsgym_trl.trl_prompt_plan.PlannedSampler`
+  (:attr:`AgentsgymGRPOTrainer.prompt_plan`), so that a rollout stream can play the
+  prompts TRL will ask for before it asks (:mod:`agentsgym_trl.trl_stream`). The
+  scored batch's statistics add the importance weights' spread (``is_ratio_std``).
+
 And one thing a run must not do: transformers pickles the trainer's arguments into
 ``training_args.bin`` beside every saved model and checkpoint, secrets included
 (``hub_token``, a ``vllm_server_base_url`` with credentials); the subclass saves a
@@ -44,6 +50,7 @@ from trl.models.utils import disable_gradient_checkpointing
 from trl.trainer.utils import use_adapter
 
 from agentsgym import redact
+from agentsgym_trl.trl_prompt_plan import PlannedSampler
 from agentsgym_trl.trl_rollouts import ExtraView
 
 
@@ -79,6 +86,12 @@ def scored_stats(output: dict[str, Any]) -> dict[str, float]:
             advantage_min=float(advantages.min()),
             advantage_max=float(advantages.max()),
         )
+    ratio = output.get("importance_sampling_ratio")
+    if ratio is not None:
+        # per token (B, T), or per row (B, 1) at sequence level
+        weights = ratio[mask.bool()] if ratio.shape == mask.shape else ratio[trained].flatten()
+        if weights.numel():
+            stats["is_ratio_std"] = float(weights.float().std(unbiased=False))
     return stats
 
 
@@ -127,11 +140,13 @@ WIDENED_COMPLETION_FIELDS = [
 class AgentsgymGRPOTrainer(GRPOTrainer):  # type: ignore[misc]
     """See the module docstring."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, plan_prompts: bool = False, **kwargs: Any) -> None:
         self._sampled_is = False
         self._use_vllm = False
         self.pending_views: list[ExtraView] = []
         self.scored_stats: dict[str, float] = {}
+        self.plan_prompts = plan_prompts
+        self.prompt_plan: PlannedSampler | None = None
         super().__init__(*args, **kwargs)
 
     # TRL assigns self.use_vllm = args.use_vllm in __init__; the setter keeps it.
@@ -166,6 +181,14 @@ class AgentsgymGRPOTrainer(GRPOTrainer):  # type: ignore[misc]
             output = self._append_views(output, views)
         self.scored_stats = scored_stats(output)
         return output
+
+    def _get_train_sampler(self, dataset: Any = None) -> Any:
+        sampler = super()._get_train_sampler(dataset)
+        if self.plan_prompts:  # --async: the stream plays the prompts TRL will ask for
+            prompts = (dataset if dataset is not None else self.train_dataset)["prompt"]
+            step_size = self.args.per_device_train_batch_size
+            sampler = self.prompt_plan = PlannedSampler(sampler, prompts, step_size)
+        return sampler
 
     def _save(self, output_dir: str | None = None, state_dict: Any = None) -> None:
         # transformers' _save (final model and every checkpoint) pickles self.args
