@@ -127,23 +127,26 @@ class StepRows(list):  # type: ignore[type-arg]
 
 def _drop_steps_after(path: Path, step: int) -> int:
     """Rewrite ``path`` without the rows of steps after ``step`` (and without a torn last
-    line a killed run left); returns how many rows were dropped."""
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
+    line a killed run left), a line at a time; returns how many rows were dropped."""
+    if not path.exists():
         return 0
-    kept, dropped = [], 0
-    for line in lines:
-        try:
-            record = json.loads(line)
-        except ValueError:
-            logger.warning("%s: dropping a line that is not a played rollout", path)
-            continue
-        if isinstance(record.get("step"), int) and record["step"] > step:
-            dropped += 1
-            continue
-        kept.append(line)
-    write_atomically(path, "".join(f"{line}\n" for line in kept).encode("utf-8"))
+    dropped = 0
+
+    def keep_rows(target: Path) -> None:
+        nonlocal dropped
+        with path.open(encoding="utf-8") as source, target.open("w", encoding="utf-8") as out:
+            for line in source:
+                try:
+                    record = json.loads(line)
+                except ValueError:
+                    logger.warning("%s: dropping a line that is not a played rollout", path)
+                    continue
+                if isinstance(record.get("step"), int) and record["step"] > step:
+                    dropped += 1
+                    continue
+                out.write(line if line.endswith("\n") else line + "\n")
+
+    write_atomically(path, keep_rows)
     return dropped
 
 
