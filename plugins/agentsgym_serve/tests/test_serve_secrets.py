@@ -109,3 +109,27 @@ def test_remote_env_errors_logs_and_ids_never_carry_url_credentials(
     assert any("retrying" in r.getMessage() for r in caplog.records)
     assert not any(SECRET in r.getMessage() for r in caplog.records)
     assert SECRET in env.location  # what rows name: the client must still reach the server
+
+
+def test_rows_of_every_remote_env_name_its_url_with_credentials_and_play_again() -> None:
+    """One rule for the three clients: a dataset row names the server as given, its
+    credentials included (else the row could not play again); an env id, what episodes
+    record and logs show, has them redacted. (OpenEnv's rows named the redacted id.)"""
+    from agentsgym import run_dataset
+    from agentsgym_serve import OpenEnvEnv
+
+    openenv = OpenEnvEnv(f"openenv+ws://agent:{SECRET}@127.0.0.1:9", env_config={"dataset_size": 1})
+    agentgym = AgentGymEnv(f"agentgym+http://agent:{SECRET}@127.0.0.1:9", retry=QUICK)
+    for env, prefix in ((openenv, "openenv+ws"), (agentgym, "agentgym+http")):
+        [row] = env.make_dataset([{"data_idx": 0}])
+        assert row["env_class_path"] == f"{prefix}://agent:{SECRET}@127.0.0.1:9"
+        assert env.env_id == f"{prefix}://<redacted>@127.0.0.1:9"
+    assert openenv.get_train_dataset()[0]["env_class_path"] == openenv.location
+    with served("agentsgym/GuessTheNumber-v0") as server:
+        url = server.url.replace("http://", f"http://agent:{SECRET}@")
+        remote = RemoteEnv(url)
+        rows = remote.make_dataset([{"seed": 3}])
+        assert rows[0]["env_class_path"] == url
+        assert remote.env_id == "agentsgym/GuessTheNumber-v0"  # the served id, as locally
+        [replayed] = run_dataset(rows, BisectAgent(), allow_remote=True).groups
+    assert replayed.episodes[0].ok and SECRET not in replayed.episodes[0].env_id

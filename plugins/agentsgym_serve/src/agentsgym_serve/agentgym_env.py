@@ -43,7 +43,7 @@ from agentsgym_serve.errors import RemoteEnvError
 from agentsgym_serve.remote_client import ConversationConfig, RemoteClientEnv, RemoteEpisodeState
 from agentsgym_serve.retry_policy import Retry, RetryPolicy, client_policy
 from agentsgym_serve.transport import Transport
-from agentsgym_serve.urls import is_remote_url, split_protocol
+from agentsgym_serve.urls import AGENTGYM_PREFIX, split_protocol
 
 if TYPE_CHECKING:
     import datasets
@@ -121,22 +121,11 @@ class AgentGymEnv(RemoteClientEnv):
     ) -> None:
         super().__init__(tokenizer, env_config, plugins=plugins)
         _, self.url = split_protocol(url)
+        self.address = f"{AGENTGYM_PREFIX}{self.url}"
         policy = client_policy(retry, self.config.retry_window_seconds)
         self.transport = Transport(self.url, policy)
         self._action = re.compile(self.config.action_regex) if self.config.action_regex else None
         self._start = self.config.opening()
-
-    @property
-    def location(self) -> str:
-        """What dataset rows name to play on this server."""
-        if self.spec is not None and not is_remote_url(self.spec.id):
-            return self.spec.id  # a registered id that points at the server
-        return f"agentgym+{self.url}"
-
-    @property
-    def env_id(self) -> str:
-        """What episodes record and logs name: :attr:`location`, without URL credentials."""
-        return redact_text(self.location)
 
     # ------------------------------------------------------------------ calls
     async def _post(self, path: str, body: Any, retry: Retry) -> Any:
@@ -236,15 +225,6 @@ class AgentGymEnv(RemoteClientEnv):
                 "env_config"
             )
         return self.make_dataset({TASK_KEY: index} for index in range(size))
-
-    def make_dataset(self, task_data_list: Iterable[dict[str, Any]]) -> datasets.Dataset:
-        from agentsgym import rows_to_dataset
-
-        config = self.row_env_config()
-        return rows_to_dataset(
-            {"env_class_path": self.location, "env_config": config, "task_data": task}
-            for task in task_data_list
-        )
 
 
 def _observation(reply: Any, path: str) -> str:

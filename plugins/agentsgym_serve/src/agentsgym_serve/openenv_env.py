@@ -117,16 +117,9 @@ class OpenEnvEnv(RemoteClientEnv):
     ) -> None:
         super().__init__(tokenizer, env_config, plugins=plugins)
         self.url = split_openenv_url(url)
-        self.location = canonical_openenv_url(url)
-        """The server's URL as given (``openenv+ws://...``): what rows and episodes name."""
+        self.address = canonical_openenv_url(url)  # as given: openenv+ws://, not http
         self.retry = client_policy(retry, self.config.retry_window_seconds)
         self._start = self.config.opening()
-
-    @property
-    def env_id(self) -> str:
-        if self.spec is not None and "://" not in self.spec.id:
-            return self.spec.id
-        return redact_text(self.location)
 
     # ------------------------------------------------------------------ calls
     def _client(self) -> Any:

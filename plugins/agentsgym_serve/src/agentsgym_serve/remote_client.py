@@ -7,6 +7,11 @@ own; :class:`~agentsgym_serve.agentgym_env.AgentGymEnv`;
 :class:`~agentsgym_serve.openenv_env.OpenEnvEnv`). The base holds what they have in
 common:
 
+* where the server is, once: :attr:`RemoteClientEnv.location`, what dataset rows
+  name (the registered id that points at the server, else its URL as given,
+  credentials included, so that a row plays again), :attr:`~RemoteClientEnv.env_id`,
+  what episodes and logs name (the same, with URL credentials redacted), and
+  ``make_dataset``, rows that name the location;
 * the episode state (:class:`RemoteEpisodeState`): the prompt the server last sent,
   for which step, and the score so far for servers that report a cumulative reward;
 * ``format_prompt``: that prompt, refused when the runner asks for another step's;
@@ -20,15 +25,19 @@ reset's extra fields, how to read the reward, the dataset's size and the retry w
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, field_validator
 
-from agentsgym import EnvConfig, Messages, MultistepEnv, hookimpl
+from agentsgym import EnvConfig, Messages, MultistepEnv, hookimpl, redact_text
 from agentsgym_serve.errors import RemoteEnvError
 from agentsgym_serve.schemas import ChatMessage
 from agentsgym_serve.transport import Transport
+
+if TYPE_CHECKING:
+    import datasets
 
 AGENTGYM_ROLES = {"human": "user", "gpt": "assistant", "system": "system"}
 """AgentGym's conversation roles (``{from: human|gpt, value}``) as chat roles."""
@@ -68,13 +77,41 @@ class RemoteEpisodeState:
 class RemoteClientEnv(MultistepEnv):
     """The base of an env played on a server (see the module docstring).
 
-    An adapter sets :attr:`url` (the server's base URL) and :attr:`transport` (when it
-    speaks HTTP), and implements ``initialize_episode``, ``step_episode`` and
-    ``finish_episode`` for its protocol with a :class:`RemoteEpisodeState`.
+    An adapter sets :attr:`url` (the server's base URL), :attr:`address` (the server's
+    URL as rows name it) and :attr:`transport` (when it speaks HTTP), and implements
+    ``initialize_episode``, ``step_episode`` and ``finish_episode`` for its protocol
+    with a :class:`RemoteEpisodeState`.
     """
 
     url: str
+    address: str
+    """The server's URL as dataset rows name it: with the protocol's prefix
+    (``agentgym+``, ``openenv+ws``), and credentials, if it has them."""
     transport: Transport | None = None
+
+    @property
+    def location(self) -> str:
+        """What dataset rows name to play on this server: the registered id that points
+        at it, else :attr:`address`. A row must play again, so a URL keeps its
+        credentials here; what is shown or logged is :attr:`env_id`."""
+        if self.spec is not None and "://" not in self.spec.id:
+            return self.spec.id
+        return self.address
+
+    @property
+    def env_id(self) -> str:
+        """What episodes record and logs name: :attr:`location`, URL credentials redacted."""
+        return redact_text(self.location)
+
+    def make_dataset(self, task_data_list: Iterable[dict[str, Any]]) -> datasets.Dataset:
+        """Rows that play ``task_data_list`` on this server (they name :attr:`location`)."""
+        from agentsgym import rows_to_dataset
+
+        config = self.row_env_config()
+        return rows_to_dataset(
+            {"env_class_path": self.location, "env_config": config, "task_data": task}
+            for task in task_data_list
+        )
 
     @hookimpl
     def format_prompt(self, state: RemoteEpisodeState, step: int) -> Messages:

@@ -114,7 +114,7 @@ class RemoteEnv(RemoteClientEnv):
                 f"{redact_text(url)} names a server of AgentGym's protocol; use AgentGymEnv "
                 "(or agentsgym.make, which picks the class)"
             )
-        self.url = base
+        self.url = self.address = base
         self.requested_config = dict(env_config or {})
         window = self.requested_config.pop(RETRY_WINDOW_KEY, None)
         role = self.requested_config.pop(ROLE_KEY, None)
@@ -174,8 +174,8 @@ class RemoteEnv(RemoteClientEnv):
 
     @property
     def env_id(self) -> str:
-        """The served env's id (what a local episode of it records), unless this env was
-        made from a registered id that points at the server."""
+        """The served env's id (what a local episode of it records, not the URL), unless
+        this env was made from a registered id that points at the server."""
         if self.spec is not None and not is_remote_url(self.spec.id):
             return self.spec.id
         return str(self.server_info["env_id"])
@@ -188,13 +188,6 @@ class RemoteEnv(RemoteClientEnv):
             return self.spec.default_agent
         agent = self.server_info.get("default_agent")
         return str(agent) if agent else None
-
-    @property
-    def location(self) -> str:
-        """What dataset rows name to play on this server: the registered id or the URL."""
-        if self.spec is not None:
-            return self.spec.id
-        return self.url
 
     # ------------------------------------------------------------------ hooks
     def _timeout(self) -> float:
@@ -312,17 +305,10 @@ class RemoteEnv(RemoteClientEnv):
                 raise NotImplementedError(exc.detail) from None
             raise
 
-    def make_dataset(self, task_data_list: Iterable[dict[str, Any]]) -> datasets.Dataset:
-        from agentsgym import rows_to_dataset
-
-        return rows_to_dataset(
-            {
-                "env_class_path": self.location,
-                "env_config": {**self.requested_config, **self.client_config},
-                "task_data": task,
-            }
-            for task in task_data_list
-        )
+    def row_env_config(self) -> dict[str, Any]:
+        """What rows keep: the config asked of the server (it fills in the rest, as
+        served then) and the client's own keys (``retry_window_seconds``, ``role``)."""
+        return {**self.requested_config, **self.client_config}
 
 
 def _expect(reply: dict[str, Any], path: str, **wanted: int) -> None:
