@@ -103,3 +103,11 @@ def test_a_verifier_that_raises_fails_its_check_with_the_error() -> None:
     assert "ValueError: could not convert string to float" in failed[HARNESS_CHECKS[2]]
     # the crash and hang checks replace the program: they still pass
     assert HARNESS_CHECKS[3] not in failed and HARNESS_CHECKS[4] not in failed
+
+
+def test_without_a_tokenizer_every_play_is_skipped_with_the_reason_never_failed() -> None:
+    report = check_env("gateway/OpenAIToolLoop-v0", tokenizer=None)
+    assert report.passed
+    skipped = {c.name: c.detail for c in report.skipped}
+    assert set(HARNESS_CHECKS) | SKIPPED <= set(skipped)
+    assert "given no tokenizer" in skipped["step infos are JSON-serialisable"]

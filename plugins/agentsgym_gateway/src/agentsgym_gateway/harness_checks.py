@@ -51,6 +51,7 @@ sys.exit({CRASH_STATUS})
 _HANGING_PROGRAM = "import time; time.sleep(3600)"
 
 _NO_HOOKS = "a harness env has no turn hooks: its episodes are runs of a program"
+_NO_TOKENIZER = "check_env was given no tokenizer; a harness env needs one to play"
 
 
 def harness_checks(context: EnvCheckContext) -> EnvChecks:
@@ -74,6 +75,12 @@ class _HarnessChecks:
         self._tasks_changed = False
 
     def checks(self) -> EnvChecks:
+        checks = self._checks()
+        if self.context.tokenizer is None:  # nothing is played: no step info to read
+            checks["step infos are JSON-serialisable"] = _skipped(_NO_TOKENIZER)
+        return checks
+
+    def _checks(self) -> EnvChecks:
         return {
             "episodes play without a tokenizer": _skipped(
                 "a harness env needs the model's tokenizer: it pads the episodes and "
@@ -118,7 +125,7 @@ class _HarnessChecks:
 
     def _tokenizer(self) -> Any:
         if self.context.tokenizer is None:
-            raise CheckSkipped("check_env was given no tokenizer; a harness env needs one")
+            raise CheckSkipped(_NO_TOKENIZER)
         return self.context.tokenizer
 
     def episodes(self) -> list[Episode]:
