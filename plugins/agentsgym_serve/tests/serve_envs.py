@@ -100,15 +100,16 @@ class ExplodingEnv(GuessTheNumberEnv):
 
 
 class Duet(MultistepEnv):
-    """Two roles that take one turn each, neither with a default agent: a server of it
-    needs ``--agent`` for a role its clients do not play."""
+    """Two roles that take turns (``task_data["turns"]`` in all, default 2), neither
+    with a default agent: a server of it needs ``--agent`` for a role its clients do
+    not play."""
 
     roles = (Role("a"), Role("b"))
     run_hooks_inline = True
 
     @hookimpl
     def initialize_episode(self, task_data: dict[str, Any]) -> dict[str, Any]:
-        return {"turns": 0}
+        return {"turns": 0, "last": task_data.get("turns", 2)}
 
     @hookimpl
     def turn_role(self, state: dict[str, Any]) -> str:
@@ -121,4 +122,4 @@ class Duet(MultistepEnv):
     @hookimpl
     def step_episode(self, state: dict[str, Any], action: str) -> StepResult:
         state["turns"] += 1
-        return StepResult(state, 0.0, state["turns"] == 2, {})
+        return StepResult(state, 0.0, state["turns"] == state["last"], {})

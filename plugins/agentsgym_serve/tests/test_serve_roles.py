@@ -13,6 +13,7 @@ import httpx
 import pytest
 
 import agentsgym
+from agentsgym import ScriptedAgent
 from agentsgym.errors import RunSettingsError
 from agentsgym.testing import run_cli
 from agentsgym_classical.tictactoe_agents import HeuristicAgent, RandomMoveAgent
@@ -216,3 +217,15 @@ def test_rollout_against_a_served_tictactoe_plays_one_seat(tmp_path: Path) -> No
     assert all(r["final_reward"] == 1.0 for r in rows)  # the heuristic beats random moves
     seen = [json.dumps(r["messages"]) for r in rows]
     assert all("you play X" in text and "you play O" not in text for text in seen)
+
+
+def test_the_servers_step_limit_counts_every_roles_actions() -> None:
+    """max_steps_per_episode=3 on the server: a, b, a. The client (a) has acted twice
+    when the game is cut; its episode ends there, marked, instead of failing."""
+    options = {"allow_class_paths": True, "agents": {"b": ScriptedAgent("b's line")}}
+    with served("serve_envs:Duet", {"max_steps_per_episode": 3}, **options) as server:
+        env = agentsgym.make(server.url, tokenizer=TINY)
+        [episode] = env.run_trial([{"turns": 10}], ScriptedAgent("a's line")).groups[0].episodes
+    assert episode.ok and len(episode.steps) == 2
+    assert episode.steps[-1].info["truncated"] is True
+    assert [m["content"] for m in episode.messages if m["role"] == "user"] == ["a: your line"] * 2

@@ -243,8 +243,10 @@ class RemoteEnv(RemoteClientEnv):
         state.terms = {str(k): float(v) for k, v in answer["reward_terms"].items()}
         state.observation = str(answer.get("observation", ""))
         done, info = bool(answer["done"]), answer["info"]
-        if state.role is not None and answer["truncated"] and not done:
-            # the server's limit counts every role's actions: the game ended here
+        cut = answer["truncated"] and step + 1 < self.config.max_steps_per_episode
+        if state.role is not None and cut and not done:
+            # the server's limit counts every role's actions: the game ended here,
+            # before this client's own limit would end it
             done, info = True, {**info, "truncated": True}
         return StepResult(state, answer["reward"], done, info)
 
