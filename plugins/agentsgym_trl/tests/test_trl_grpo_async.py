@@ -25,6 +25,7 @@ from agentsgym.trainers import RolloutSource
 from agentsgym_trl import TRLGRPOAdapter
 from agentsgym_trl.train_async import stream_keywords
 from checkpointed_runs import CHECKPOINTED_RUN, GUESS, warm_tiny_model
+from trainer_agents import ThinkingAgent
 
 SMALL = [*CHECKPOINTED_RUN, "--trainer", "trl-grpo"]
 """One task of two rollouts per step, four tasks: an epoch of TRL's sampler is 4 steps."""
@@ -98,6 +99,44 @@ def test_no_trained_token_is_older_than_the_bound(model_dir: Path, tmp_path: Pat
     # stale tokens are weighted by TRL's truncated importance ratio, not masked
     assert adapter.trainer.args.vllm_importance_sampling_mode == "token_truncate"
     assert all(s.extra["is_ratio_max"] <= 3.0 for s in result.steps)
+
+
+class FrozenAgent(ThinkingAgent):
+    """A given agent whose server never takes new weights: every reply says version 0."""
+
+    def get_action(self, *args: Any, **kwargs: Any) -> Any:
+        action, state = super().get_action(*args, **kwargs)
+        action.policy_version = 0
+        return action, state
+
+
+def test_groups_over_the_bound_are_discarded_not_trained(model_dir: Path, tmp_path: Path) -> None:
+    """An agent whose replies stay at version 0 falls behind the trainer: from step 2 on
+    (K=0) its groups are over the bound, discarded and counted, and TRL gets failed,
+    fully masked completions for them, never their tokens."""
+    adapter = TRLGRPOAdapter(str(model_dir), output_dir=tmp_path, max_new_tokens=6)
+    rows = [
+        {
+            "env_class_path": GUESS,
+            "env_config": {"high": 3, "max_steps_per_episode": 2},
+            "task_data": {"seed": seed},
+        }
+        for seed in range(2)
+    ]
+    source = RolloutSource(rows, tokenizer=adapter.tokenizer, num_rollouts=2, tasks_per_step=1)
+    trained: list[int] = []
+    result = adapter.train(
+        source,
+        max_steps=2,
+        agent=FrozenAgent(adapter.tokenizer),
+        max_staleness=0,
+        on_step=lambda m: trained.append(len(adapter.last_batch.groups)),
+    )
+    first, second = (s.to_dict() for s in result.steps)
+    assert first["groups_discarded"] == 0 and first["staleness_max"] == 0
+    assert second["groups_discarded"] == 2 and second["num_rollouts"] == 0
+    assert trained == [2, 0] and second["trained_rows"] == 0
+    assert second["loss"] == 0.0 and second["grad_norm"] == 0.0  # nothing of theirs trains
 
 
 def test_async_run_logs_the_stream_and_records_every_version(

@@ -122,7 +122,8 @@ class StreamedRollouts:
     ) -> tuple[TrajectoryBatch, TrajectoryBatch, dict[str, float]]:
         """The batch of the step TRL is on, for ``prompts``: one group per prompt entry
         (a discarded group left without trials), the admitted groups, and the stream's
-        figures. From here until the step ends the trainer holds the policy's weights."""
+        figures. From here until it waits for the next step's batch, the trainer holds
+        the policy's weights."""
         step = int(trainer.state.global_step) + 1
         if self.stream is None:
             self._start(trainer, step)
