@@ -24,7 +24,7 @@ import tempfile
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
@@ -44,6 +44,9 @@ from agentsgym_gateway.agent_backend import AGENT_MODEL, AgentBackend
 from agentsgym_gateway.episodes import episode_from_calls
 from agentsgym_gateway.gateway import ModelGateway, SessionHandle
 from agentsgym_gateway.programs import ProgramOutcome, ProgramRun, as_program
+
+if TYPE_CHECKING:
+    from agentsgym.testing import EnvCheckContext, EnvChecks
 
 DEFAULT_CONCURRENCY = 64
 
@@ -97,7 +100,7 @@ class HarnessEnv(MultistepEnv):
         )
 
     @classmethod
-    def contract_checks(cls, context: Any) -> dict[str, Callable[[], str | None]]:
+    def contract_checks(cls, context: EnvCheckContext) -> EnvChecks:
         """``agentsgym check-env``'s checks of a harness env: the program ends within the
         timeout, its calls become an episode, the verifier scores, a crash or a hang
         fails only its episode (:mod:`~agentsgym_gateway.harness_checks`)."""
