@@ -60,6 +60,8 @@ def test_a_role_env_without_agents_for_the_other_roles_is_refused_at_startup() -
         create_app(TTT, agents={"z": RandomMoveAgent()})
     with pytest.raises(RunSettingsError, match="has no roles"):
         create_app(GUESS, agents={None: RandomMoveAgent()})
+    with pytest.raises(RunSettingsError, match="--client-role o: .* no agent for x; play x"):
+        create_app(TTT, agents={"o": RandomMoveAgent()}, client_role="o")
     cli = run_cli("serve", "serve_envs:Duet", "--allow-class-paths", "--port", "0")
     assert cli.code == 2 and "--agent b=AGENT" in cli.stderr
     assert "Traceback" not in cli.output

@@ -75,6 +75,14 @@ class EnvFailure(ServeError):
     code = "env_error"
 
 
+class BadRole(ServeError):
+    """A session names a role its env does not have, one the server's agents must play,
+    or a role at all in an env without roles."""
+
+    status = 400
+    code = "bad_role"
+
+
 class BadEnvConfig(ServeError):
     status = 422
     code = "bad_env_config"

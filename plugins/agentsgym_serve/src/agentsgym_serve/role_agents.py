@@ -19,7 +19,6 @@ it is given.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import partial
@@ -27,19 +26,10 @@ from typing import TYPE_CHECKING, Any
 
 from agentsgym import EpisodeContext, call_agent, rollout_seed
 from agentsgym.errors import RunSettingsError
-from agentsgym_serve.errors import ServeError
+from agentsgym_serve.errors import BadRole
 
 if TYPE_CHECKING:
     from agentsgym import Episode, EpisodeSession, MultistepEnv
-
-logger = logging.getLogger("agentsgym_serve")
-
-
-class BadRole(ServeError):
-    """A session names a role the env does not have, or one the server's agents play."""
-
-    status = 400
-    code = "bad_role"
 
 
 @dataclass(frozen=True)
@@ -87,7 +77,10 @@ class RoleAgents:
             raise RunSettingsError(self._what_to_pass())
         self.fixed_role = client_role
         if client_role is not None:
-            self.check(client_role)
+            try:
+                self.check(client_role)
+            except BadRole as exc:
+                raise RunSettingsError(f"--client-role {client_role}: {exc.detail}") from None
 
     @classmethod
     def for_env(

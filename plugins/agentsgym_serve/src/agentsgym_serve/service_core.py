@@ -21,13 +21,14 @@ from agentsgym_serve.agentgym_shapes import (
     check_action_format,
 )
 from agentsgym_serve.errors import (
+    BadRole,
     EnvFailure,
     EpisodeState,
     SessionClosed,
     SessionFailed,
 )
 from agentsgym_serve.host import EnvHost, HostedEnv, env_failure, observation_text
-from agentsgym_serve.role_agents import BadRole, RoleAgents, client_view, finish_terms
+from agentsgym_serve.role_agents import RoleAgents, client_view, finish_terms
 from agentsgym_serve.sessions import Session, SessionTable
 
 logger = logging.getLogger("agentsgym_serve")
