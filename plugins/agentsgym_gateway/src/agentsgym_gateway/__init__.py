@@ -11,12 +11,30 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
-__all__ = ["CallRecord", "ModelGateway", "SessionHandle"]
+__all__ = [
+    "CallRecord",
+    "CallableProgram",
+    "CommandProgram",
+    "HarnessConfig",
+    "HarnessEnv",
+    "ModelGateway",
+    "ProgramOutcome",
+    "ProgramRun",
+    "SessionHandle",
+    "episode_from_calls",
+]
 
 _LAZY = {
     "CallRecord": "agentsgym_gateway.records",
+    "CallableProgram": "agentsgym_gateway.programs",
+    "CommandProgram": "agentsgym_gateway.programs",
+    "HarnessConfig": "agentsgym_gateway.harness",
+    "HarnessEnv": "agentsgym_gateway.harness",
     "ModelGateway": "agentsgym_gateway.gateway",
+    "ProgramOutcome": "agentsgym_gateway.programs",
+    "ProgramRun": "agentsgym_gateway.programs",
     "SessionHandle": "agentsgym_gateway.gateway",
+    "episode_from_calls": "agentsgym_gateway.episodes",
 }
 
 
