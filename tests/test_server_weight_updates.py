@@ -74,3 +74,15 @@ def test_a_policy_without_weights_moves_its_version_only_and_refuses_a_checkpoin
         assert refused.status_code == 400 and "no weights to load" in refused.text
         batch = play(server, "chat")
     assert {v for e in batch.episodes for v in e.policy_versions} == {7}
+
+
+def test_a_server_for_a_long_run_keeps_only_the_newest_request_bodies() -> None:
+    with OpenAICompatServer(ScriptedPolicy(["[1]"]), models=["tiny"], keep_requests=2) as server:
+        for word in ("first", "second", "third"):
+            reply = httpx.post(
+                f"{server.base_url}/chat/completions",
+                json={"model": "tiny", "messages": [{"role": "user", "content": word}]},
+            )
+            assert reply.status_code == 200
+        kept = [body["messages"][0]["content"] for body in server.requests]
+    assert kept == ["second", "third"]

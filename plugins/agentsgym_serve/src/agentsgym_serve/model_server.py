@@ -45,6 +45,7 @@ once.
 # No `from __future__ import annotations`: FastAPI reads the handlers' annotations
 # (``request: Request``) at runtime, and ``Request`` is imported inside _build_app.
 import asyncio
+import collections
 import itertools
 import json
 import re
@@ -198,6 +199,8 @@ class OpenAICompatServer:
     :param vllm: behave like vLLM (token ids on request) or like OpenAI (strict).
     :param api_key: when set, requests must carry it as a bearer token.
     :param delay: seconds every request is held before it is answered.
+    :param keep_requests: how many request bodies ``requests`` keeps, the newest
+        (default: all, for tests; a long run that serves a model gives a bound).
     """
 
     def __init__(
@@ -210,6 +213,7 @@ class OpenAICompatServer:
         delay: float = 0.0,
         host: str = "127.0.0.1",
         port: int = 0,
+        keep_requests: int | None = None,
     ) -> None:
         self.policy = policy
         self.models = list(models)
@@ -218,7 +222,9 @@ class OpenAICompatServer:
         self.delay = delay
         self.host = host
         self.port = port
-        self.requests: list[dict[str, Any]] = []
+        self.requests: list[dict[str, Any]] | collections.deque[dict[str, Any]] = (
+            [] if keep_requests is None else collections.deque(maxlen=keep_requests)
+        )
         self.in_flight = 0
         self.max_in_flight = 0
         self._failures: list[int] = []

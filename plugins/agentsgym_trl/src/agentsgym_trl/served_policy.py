@@ -19,7 +19,6 @@ Workers of a cluster on other machines play against a model server of their own
 
 from __future__ import annotations
 
-import collections
 import contextlib
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
@@ -81,10 +80,10 @@ def served_policy(agent: TransformersAgent) -> Iterator[AgentSpec]:
             "(or give the workers a model server of their own: --agent openai "
             "--agent-option base_url=...)"
         ) from None
-    server = OpenAICompatServer(AgentPolicy(agent), models=[SERVED_MODEL])
-    # The test server keeps every request body for inspection; a training run makes
-    # one request per turn for hours, so it keeps only the last few.
-    server.requests = collections.deque(maxlen=KEPT_REQUESTS)  # type: ignore[assignment]
+    # A training run makes one request per turn for hours: keep only the last few bodies.
+    server = OpenAICompatServer(
+        AgentPolicy(agent), models=[SERVED_MODEL], keep_requests=KEPT_REQUESTS
+    )
     with server:
         yield AgentSpec(
             "openai",
