@@ -12,23 +12,27 @@ Usage: python bench/bench_gateway.py [--part fidelity|overhead|all] [--records P
   rollout (segments per episode), the share of loss tokens sampled by the backend, and
   duplicated supervised tokens; the recorded trajectories are written to ``--records``
   and checked by bench/check_gateway_records.py, which uses AutoTokenizer alone.
-* overhead: the same calls straight to the backend and through the gateway, at 1, 64
-  and 1,000 concurrent sessions; backend and gateway each in their own process, the
-  client in this one. Per-call latency p50 and p99 for both; the gateway's overhead is
-  the difference.
+* overhead (``--levels 1,64,1000 [--delay S] [--prompt-tokens N] [--profile F] [--json F]``):
+  the same chat call straight to an instant backend, through a bare proxy, and through
+  the gateway, at each number of concurrent sessions, every session making its calls
+  one after another; backend, bare proxy, gateway and each arm's load generator in
+  processes of their own (bench/gateway_overhead.py). The backend answers canned ids
+  at once, or after ``--delay`` seconds (a model's generation time; sessions then start
+  spread over one delay). Per arm, latency p50 and p99; the gateway's overhead is its
+  percentile minus the direct one; the gateway's own time per call (inside its app,
+  less the backend's part) and the CPU per call of gateway, backend and client tell
+  added work from queueing.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
 import statistics
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -231,101 +235,147 @@ def _fidelity_row(pack: str, program: str, episodes: list) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------- overhead
-SERVE_BACKEND = """
-import sys, time
-from agentsgym_serve.model_server import OpenAICompatServer, ScriptedPolicy
-server = OpenAICompatServer(ScriptedPolicy(["ok, done."], tokenizer=sys.argv[1]), models=[sys.argv[2]])
-server.start()
-print(server.base_url, flush=True)
-while True:
-    time.sleep(3600)
-"""
-SERVE_GATEWAY = """
-import json, sys, time
-from agentsgym_gateway import ModelGateway
-gateway = ModelGateway(sys.argv[1]).start()
-keys = [gateway.open_session().api_key for _ in range(int(sys.argv[2]))]
-print(json.dumps({"url": gateway.url + "/v1", "keys": keys}), flush=True)
-while True:
-    time.sleep(3600)
-"""
+# The processes (backend, bare proxy, gateway, load generator) are bench/gateway_overhead.py.
+PROCESSES = Path(__file__).resolve().parent / "gateway_overhead.py"
+ARMS = ("direct", "hop", "gateway")
+"""Straight to the backend; through a bare proxy (a raw ASGI app forwarding bytes over
+aiohttp: the floor of any proxy in that place); through the gateway."""
 
 
-def _spawn(code: str, *args: str) -> tuple[subprocess.Popen, str]:
+ARM_SECONDS = 8.0
+"""With a slow backend (``--delay``), a session makes at most this many seconds of
+calls per arm and round."""
+
+
+def _spawn(*args: str) -> tuple[subprocess.Popen, str]:
     process = subprocess.Popen(
-        [sys.executable, "-c", code, *args],
+        [sys.executable, str(PROCESSES), *args],
         stdout=subprocess.PIPE,
         text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
     assert process.stdout is not None
-    return process, process.stdout.readline().strip()
+    line = process.stdout.readline().strip()
+    if not line:
+        raise RuntimeError(f"bench/gateway_overhead.py {args[0]} did not start")
+    return process, line
 
 
-async def _load(url: str, keys: list[str], calls_each: int) -> tuple[list[float], int]:
-    """Per-call latencies of the calls that succeeded, and how many failed."""
+def _stop(process: subprocess.Popen) -> None:
+    process.kill()
+    process.wait()
+
+
+def _load(url: str, keys: list[str], calls_each: int, stagger: float, seed: int) -> dict:
+    """One arm's calls, from a load-generator process of their own."""
+    command = [sys.executable, str(PROCESSES), "load", url, json.dumps(keys)]
+    command += [str(calls_each), str(stagger), str(seed)]
+    return json.loads(subprocess.run(command, capture_output=True, text=True, check=True).stdout)
+
+
+def _control(root: str, command: str) -> dict[str, Any]:
     import httpx
 
-    body = {"model": MODEL, "messages": [SYSTEM, {"role": "user", "content": "Say ok."}]}
-    limits = httpx.Limits(max_connections=None, max_keepalive_connections=None)
-    latencies: list[float] = []
-    failed = 0
-    async with httpx.AsyncClient(limits=limits, timeout=600) as client:
-
-        async def session(key: str) -> None:
-            nonlocal failed
-            headers = {"Authorization": f"Bearer {key}"}
-            for _ in range(calls_each):
-                start = time.perf_counter()
-                try:
-                    answer = await client.post(
-                        f"{url}/chat/completions", json=body, headers=headers
-                    )
-                    answer.raise_for_status()
-                except httpx.HTTPError:
-                    failed += 1
-                    continue
-                latencies.append(time.perf_counter() - start)
-
-        await asyncio.gather(*(session(k) for k in keys))
-    return latencies, failed
+    return httpx.get(f"{root}/_bench/{command}", timeout=60).json()
 
 
 def _percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
 
 
-def overhead(levels: list[int], calls_total: int) -> list[dict[str, Any]]:
-    backend, backend_url = _spawn(SERVE_BACKEND, TINY, MODEL)
+def overhead(
+    levels: list[int],
+    calls_total: int,
+    delay: float,
+    rounds: int,
+    profile: Path | None,
+    prompt_tokens: int = 40,
+) -> list[dict[str, Any]]:
+    """Per level, ``rounds`` rounds of the three arms in turn, so that a change in the
+    machine's load falls on all of them; about ``calls_total`` calls per arm."""
+    backend, backend_url = _spawn("backend", str(delay), str(prompt_tokens))
+    hop, hop_url = _spawn("hop", backend_url)
+    backend_root = backend_url.removesuffix("/v1")
+    hop_root = hop_url.removesuffix("/v1")
     rows = []
+    profiles: dict[int, str] = {}
     try:
         for sessions in levels:
-            gateway, line = _spawn(SERVE_GATEWAY, backend_url, str(sessions))
+            gateway, line = _spawn("gateway", backend_url, str(sessions))
             try:
                 info = json.loads(line)
-                calls_each = max(2, calls_total // sessions)
-                asyncio.run(_load(backend_url, ["unused"] * sessions, 1))  # warm both
-                asyncio.run(_load(info["url"], info["keys"], 1))
-                direct, direct_failed = asyncio.run(
-                    _load(backend_url, ["unused"] * sessions, calls_each)
-                )
-                through, through_failed = asyncio.run(_load(info["url"], info["keys"], calls_each))
+                urls = {"direct": backend_url, "hop": hop_url, "gateway": info["url"] + "/v1"}
+                keys = {"direct": ["-"] * sessions, "hop": ["-"] * sessions}
+                keys["gateway"] = info["keys"]
+                calls_each = max(1, calls_total // (sessions * rounds))
+                if delay > 0:  # a session's calls take ``delay`` each: bound the arm's time
+                    calls_each = min(calls_each, max(1, int(ARM_SECONDS / delay)))
+                for arm in ARMS:  # connections open, code paths warm
+                    _load(urls[arm], keys[arm], 1, delay, seed=0)
+                found: dict[str, Any] = {arm: {"latencies": [], "failed": 0} for arm in ARMS}
+                cpu = {"client": 0.0, "backend": 0.0, "gateway": 0.0, "hop": 0.0}
+                timings: dict[str, list[float]] = {"own_ms": [], "backend_ms": []}
+                for index in range(rounds):
+                    for arm in ARMS:
+                        if arm == "hop":
+                            hop_cpu = _control(hop_root, "cpu")["cpu"]
+                        if arm == "gateway":
+                            _control(info["url"], "reset")
+                            backend_cpu = _control(backend_root, "cpu")["cpu"]
+                            if profile is not None:
+                                _control(info["url"], "profile-start")
+                        result = _load(urls[arm], keys[arm], calls_each, delay, seed=index + 1)
+                        found[arm]["latencies"] += result["latencies"]
+                        found[arm]["failed"] += result["failed"]
+                        if arm == "hop":
+                            cpu["hop"] += _control(hop_root, "cpu")["cpu"] - hop_cpu
+                        if arm != "gateway":
+                            continue
+                        if profile is not None:
+                            profiles[sessions] = _control(info["url"], "profile-stop")["profile"]
+                        cpu["backend"] += _control(backend_root, "cpu")["cpu"] - backend_cpu
+                        stats = _control(info["url"], "stats")
+                        cpu["gateway"] += stats["cpu"]
+                        cpu["client"] += result["cpu"]
+                        timings["own_ms"] += stats["own_ms"]
+                        timings["backend_ms"] += stats["backend_ms"]
             finally:
-                gateway.kill()
-                gateway.wait()
-            row: dict[str, Any] = {"sessions": sessions, "calls": len(through)}
-            row["failed (direct, gateway)"] = f"{direct_failed}, {through_failed}"
-            for name, q in (("p50", 0.5), ("p99", 0.99)):
-                row[f"direct {name} ms"] = 1000 * _percentile(direct, q)
-                row[f"gateway {name} ms"] = 1000 * _percentile(through, q)
-                row[f"overhead {name} ms"] = row[f"gateway {name} ms"] - row[f"direct {name} ms"]
-            rows.append(row)
-            print(row, flush=True)
+                _stop(gateway)
+            rows.append(_overhead_row(sessions, found, timings, cpu, profile is not None))
+            print(json.dumps(rows[-1]), flush=True)
+            if profile is not None:  # the last round's profile of each level
+                profile.write_text("".join(f"# {n} sessions\n{t}\n" for n, t in profiles.items()))
     finally:
-        backend.kill()
-        backend.wait()
+        _stop(hop)
+        _stop(backend)
     return rows
+
+
+def _overhead_row(
+    sessions: int,
+    found: dict[str, Any],
+    timings: dict[str, list[float]],
+    cpu: dict[str, float],
+    profiled: bool,
+) -> dict[str, Any]:
+    """Latencies in ms per arm; overhead = gateway minus direct, per percentile (the
+    calls of two arms cannot be paired); the gateway's own time per call (inside its
+    app, less the backend's part) and its CPU per call; CPU under cProfile if
+    ``profiled``."""
+    calls = len(found["gateway"]["latencies"])
+    row: dict[str, Any] = {"sessions": sessions, "calls per arm": calls, "profiled": profiled}
+    for name, q in (("p50", 0.5), ("p99", 0.99)):
+        for arm in ARMS:
+            row[f"{arm} {name} ms"] = 1000 * _percentile(found[arm]["latencies"], q)
+        row[f"overhead {name} ms"] = row[f"gateway {name} ms"] - row[f"direct {name} ms"]
+        row[f"over hop {name} ms"] = row[f"gateway {name} ms"] - row[f"hop {name} ms"]
+        row[f"own {name} ms"] = _percentile(timings["own_ms"], q)
+    row["backend part p50 ms"] = _percentile(timings["backend_ms"], 0.5)
+    for part in ("gateway", "hop", "backend", "client"):
+        row[f"{part} CPU ms/call"] = 1000 * cpu[part] / max(1, calls)
+    row["failed"] = {arm: found[arm]["failed"] for arm in ARMS}
+    return row
 
 
 def _table(rows: list[dict[str, Any]]) -> str:
@@ -348,8 +398,17 @@ def main() -> None:
     parser.add_argument("--rollouts", type=int, default=4)
     parser.add_argument("--levels", default="1,64,1000")
     parser.add_argument(
-        "--calls", type=int, default=2000, help="calls per level (at least 2 per session)"
+        "--calls", type=int, default=2000, help="calls per arm and level (at least 1 per session)"
     )
+    parser.add_argument(
+        "--delay", type=float, default=0.0, help="the backend's seconds per call (0: instant)"
+    )
+    parser.add_argument("--rounds", type=int, default=4, help="rounds of the three arms in turn")
+    parser.add_argument(
+        "--prompt-tokens", type=int, default=40, help="prompt ids in each backend answer"
+    )
+    parser.add_argument("--profile", type=Path, help="write the gateway's cProfile here")
+    parser.add_argument("--json", type=Path, help="write the overhead rows here")
     args = parser.parse_args()
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     if args.part in ("fidelity", "all"):
@@ -357,7 +416,13 @@ def main() -> None:
         print(f"records: {args.records} (python bench/check_gateway_records.py {args.records})")
     if args.part in ("overhead", "all"):
         levels = [int(level) for level in args.levels.split(",")]
-        print(_table(overhead(levels, args.calls)))
+        rows = overhead(
+            levels, args.calls, args.delay, args.rounds, args.profile, args.prompt_tokens
+        )
+        print(_table(rows))
+        if args.json is not None:
+            run = {"delay": args.delay, "prompt tokens": args.prompt_tokens, "rows": rows}
+            args.json.write_text(json.dumps(run, indent=1))
 
 
 if __name__ == "__main__":
