@@ -6,6 +6,9 @@ the local game: the same messages, token ids, masks and rewards."""
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +24,7 @@ from agentsgym_classical.tictactoe_board import free_cells, read_board
 from agentsgym_serve import create_app
 from agentsgym_serve.errors import RemoteEnvError
 from serve_helpers import GUESS, TINY, served
+from test_serve_cli import first_line
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -231,3 +235,27 @@ def test_the_servers_step_limit_counts_every_roles_actions() -> None:
     assert episode.ok and len(episode.steps) == 2
     assert episode.steps[-1].info["truncated"] is True
     assert [m["content"] for m in episode.messages if m["role"] == "user"] == ["a: your line"] * 2
+
+
+def test_the_serve_command_says_which_roles_clients_play_and_serves_them() -> None:
+    command = [sys.executable, "-m", "agentsgym", "serve", TTT, "--port", "0"]
+    process = subprocess.Popen(
+        [*command, "--agent", "o=classical/tictactoe-heuristic", "--no-access-log"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        url = first_line(process).split(" on ", 1)[1].split(" ", 1)[0]
+        roles = first_line(process)
+        assert roles.startswith("clients play x (by default x)")
+        assert "o=classical/tictactoe-heuristic" in roles
+        env = agentsgym.make(url, tokenizer=TINY)
+        [episode] = env.run_trial(TASKS[:1], HeuristicAgent()).groups[0].episodes
+        env.close()
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=60)
+        assert process.stdout is not None
+        process.stdout.close()
+    assert episode.ok and episode.final_reward == 0.0  # heuristic against heuristic

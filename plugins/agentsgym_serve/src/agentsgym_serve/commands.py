@@ -158,6 +158,19 @@ def serve_command(
         highlight=False,
         soft_wrap=True,
     )
+    service = asgi.state.service
+    if service.role_agents is not None:
+        roles = service.role_agents
+        default = roles.default_role(service.host.default.env)
+        agents = ", ".join(f"{role}={agent.label}" for role, agent in roles.agents.items())
+        console.print(
+            escape(
+                f"clients play {' or '.join(roles.client_roles)} (by default {default}); "
+                f"the server's agents play the other roles: {agents}"
+            ),
+            highlight=False,
+            soft_wrap=True,
+        )
     if not _loopback(host) and not lock_config:
         logging.getLogger("agentsgym_serve").warning(
             "listening beyond this machine without --lock-config: any client can choose the "
