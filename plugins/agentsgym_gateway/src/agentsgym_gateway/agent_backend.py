@@ -13,7 +13,6 @@ Text completions, and several choices per call (``n`` above 1), need a server ba
 from __future__ import annotations
 
 import asyncio
-import json
 import secrets
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -21,7 +20,8 @@ from typing import Any
 
 from agentsgym import EpisodeContext, call_agent
 from agentsgym_gateway.backend import BackendAnswer
-from agentsgym_gateway.wire import dumps, requested_choices
+from agentsgym_gateway.jsonio import dumps, loads
+from agentsgym_gateway.wire import requested_choices
 
 AGENT_CALL_THREADS = 256
 """Threads that wait on the agent at once: enough for every program of a large run to
@@ -52,7 +52,7 @@ class AgentBackend:
         if path != "/chat/completions":
             message = "an agent backend answers chat completions only; use a model server"
             return _answer(400, {"error": {"message": message, "type": "invalid_request_error"}})
-        request = json.loads(body)
+        request = loads(body)
         if requested_choices(request) > 1:
             message = (
                 "an agent backend samples one choice per call: ask for n=1 and make one call "

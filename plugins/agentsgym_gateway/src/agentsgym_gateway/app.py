@@ -6,12 +6,19 @@ Routes, each also under a path prefix ``/s/<key>`` for programs that cannot set 
 session's key; the answer is the backend's (see :mod:`agentsgym_gateway.wire`).
 """
 
-# No `from __future__ import annotations`: FastAPI reads the handlers' annotations.
-import json
+from __future__ import annotations
+
 import logging
+from contextlib import asynccontextmanager
 from typing import Any
 
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import Route
+
 from agentsgym_gateway.backend import Backend, BackendAnswer, BackendStream
+from agentsgym_gateway.jsonio import dumps, loads_request
 from agentsgym_gateway.limits import BodyTooLarge, read_bounded
 from agentsgym_gateway.records import CallRecord
 from agentsgym_gateway.relay import StreamRelay
@@ -21,7 +28,6 @@ from agentsgym_gateway.streaming import chat_events, completion_events, response
 from agentsgym_gateway.tool_parsing import with_parsed_calls
 from agentsgym_gateway.wire import (
     BackendRequest,
-    dumps,
     prepare,
     program_view,
     record_of,
@@ -38,10 +44,9 @@ def _error_body(message: str, kind: str, code: str | None = None) -> dict[str, A
     return {"error": {"message": message, "type": kind, "param": None, "code": code}}
 
 
-def _error(status: int, message: str, kind: str, code: str | None = None) -> Any:
-    from fastapi.responses import JSONResponse
-
-    return JSONResponse(_error_body(message, kind, code), status_code=status)
+def _error(status: int, message: str, kind: str, code: str | None = None) -> Response:
+    body = dumps(_error_body(message, kind, code))
+    return Response(body, status, media_type="application/json")
 
 
 def _failed(kind: str, status: int, content: bytes) -> CallRecord:
@@ -65,14 +70,16 @@ def _streamed_records(
     return [record_of(kind, body, response, i) for i in range(len(response["choices"]))]
 
 
-def _bearer(request: Any) -> str | None:
+def _bearer(request: Request) -> str | None:
     header = request.headers.get("authorization") or ""
     scheme, _, token = header.partition(" ")
     return token.strip() if scheme.lower() == "bearer" and token.strip() else None
 
 
 class GatewayApp:
-    """Builds the FastAPI app over a session store and a backend."""
+    """Builds the app over a session store and a backend: Starlette's routing, no
+    framework per request above it (FastAPI's dependency machinery cost twice the
+    routing's CPU per call); requests are read as JSON objects at the boundary."""
 
     def __init__(
         self,
@@ -89,49 +96,46 @@ class GatewayApp:
         """Whether the backend takes ``return_token_ids``; turned off (and the calls
         recorded ``retokenized``) the first time it refuses the field."""
 
-    def session_of(self, request: Any, key: str | None) -> GatewaySession | None:
+    def session_of(self, request: Request, key: str | None) -> GatewaySession | None:
         return self.store.find(key if key is not None else _bearer(request))
 
-    def build(self) -> Any:
-        from contextlib import asynccontextmanager
-
-        from fastapi import FastAPI, Request
-
+    def build(self) -> Starlette:
         @asynccontextmanager
-        async def lifespan(app: Any) -> Any:
+        async def lifespan(app: Starlette) -> Any:
             yield
             await self.backend.aclose()
-
-        app = FastAPI(title="agentsgym model gateway", lifespan=lifespan)
 
         # The key comes from the path prefix or the Authorization header, never from a
         # query string (URLs end up in logs): handlers read the path's own parameter.
         def path_key(request: Request) -> str | None:
             return request.path_params.get("key")
 
-        async def models(request: Request) -> Any:
+        async def models(request: Request) -> Response:
             if self.session_of(request, path_key(request)) is None:
                 return self._unauthorised()
             return self._passthrough(await self.backend.get("/models"))
 
-        async def chat(request: Request) -> Any:
+        async def chat(request: Request) -> Response:
             return await self.forward(request, path_key(request), "chat")
 
-        async def completions(request: Request) -> Any:
+        async def completions(request: Request) -> Response:
             return await self.forward(request, path_key(request), "completions")
 
-        async def responses(request: Request) -> Any:
+        async def responses(request: Request) -> Response:
             return await self.respond(request, path_key(request))
 
+        routes = []
         for prefix in ("", "/s/{key}"):
-            app.get(prefix + "/v1/models")(models)
-            app.post(prefix + "/v1/chat/completions")(chat)
-            app.post(prefix + "/v1/completions")(completions)
-            app.post(prefix + "/v1/responses")(responses)
-        return app
+            routes += [
+                Route(prefix + "/v1/models", models, methods=["GET"]),
+                Route(prefix + "/v1/chat/completions", chat, methods=["POST"]),
+                Route(prefix + "/v1/completions", completions, methods=["POST"]),
+                Route(prefix + "/v1/responses", responses, methods=["POST"]),
+            ]
+        return Starlette(routes=routes, lifespan=lifespan)
 
     @staticmethod
-    def _unauthorised() -> Any:
+    def _unauthorised() -> Response:
         return _error(
             401,
             "no open gateway session has this key: use the OPENAI_API_KEY (or base URL) "
@@ -141,19 +145,17 @@ class GatewayApp:
         )
 
     @staticmethod
-    def _passthrough(answer: BackendAnswer) -> Any:
-        from fastapi.responses import Response
-
+    def _passthrough(answer: BackendAnswer) -> Response:
         return Response(answer.content, answer.status, media_type=answer.media_type)
 
-    async def read_json(self, request: Any) -> dict[str, Any] | Any:
+    async def read_json(self, request: Request) -> dict[str, Any] | Response:
         """The request body as a JSON object, or the error response to send instead."""
         try:
             raw = await read_bounded(request, self.max_body_bytes)
         except BodyTooLarge as exc:
             return _error(413, str(exc), "invalid_request_error")
         try:
-            body = json.loads(raw)
+            body = loads_request(raw)
         except ValueError as exc:
             return _error(400, f"the request body is not JSON ({exc})", "invalid_request_error")
         if not isinstance(body, dict):
@@ -205,7 +207,7 @@ class GatewayApp:
         records = [record_of(kind, body, response, i) for i in range(max(got, 1))]
         parser = self.tool_parser if kind == "chat" and body.get("tools") else None
         if parser and with_parsed_calls(response, parser):  # what vLLM's parser would send
-            answer = BackendAnswer(200, dumps(response), answer.media_type)
+            answer = BackendAnswer(200, answer.rewrite(response), answer.media_type)
             for record, choice in zip(records, response["choices"]):
                 record.tool_calls = choice["message"].get("tool_calls") or None
         return answer, records
@@ -229,11 +231,9 @@ class GatewayApp:
         can_stream = callable(getattr(self.backend, "open_stream", None))
         return can_stream and not parsing and requested_choices(body) == 1
 
-    async def relay(self, session: GatewaySession, kind: str, body: dict[str, Any]) -> Any:
+    async def relay(self, session: GatewaySession, kind: str, body: dict[str, Any]) -> Response:
         """A streaming request answered with the backend's stream, as it comes, recorded
         when it ends (:mod:`agentsgym_gateway.relay`)."""
-        from fastapi.responses import Response, StreamingResponse
-
         prepared, sent = await self._send(kind, body, stream=True)
         if isinstance(sent, BackendAnswer):  # an error, or a backend that did not stream
             answer, records = self._complete(kind, body, sent)
@@ -242,7 +242,7 @@ class GatewayApp:
             if answer.status != 200 or not prepared.added:
                 return self._passthrough(answer)
             view = program_view(kind, answer.json(), prepared.added)
-            return Response(dumps(view), 200, media_type=answer.media_type)
+            return Response(answer.rewrite(view), 200, media_type=answer.media_type)
         stream, relay = sent, StreamRelay(kind, prepared.added)
 
         async def events() -> Any:
@@ -278,9 +278,7 @@ class GatewayApp:
             session.add(record)
         return True
 
-    async def forward(self, request: Any, key: str | None, kind: str) -> Any:
-        from fastapi.responses import Response, StreamingResponse
-
+    async def forward(self, request: Request, key: str | None, kind: str) -> Response:
         session = self.session_of(request, key)
         if session is None:
             return self._unauthorised()
@@ -300,12 +298,10 @@ class GatewayApp:
             return StreamingResponse(
                 events(view, prepared.include_usage), media_type="text/event-stream"
             )
-        return Response(dumps(view), 200, media_type=answer.media_type)
+        return Response(answer.rewrite(view), 200, media_type=answer.media_type)
 
-    async def respond(self, request: Any, key: str | None) -> Any:
+    async def respond(self, request: Request, key: str | None) -> Response:
         """A Responses API call, served as one recorded chat completion."""
-        from fastapi.responses import Response, StreamingResponse
-
         session = self.session_of(request, key)
         if session is None:
             return self._unauthorised()

@@ -8,12 +8,13 @@ program, a record or a log line.
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp
+
+from agentsgym_gateway.jsonio import loads, rewrite, written_by_orjson
 
 BACKEND_TIMEOUT_SECONDS = 600.0
 """A long generation on a loaded server takes minutes; the episode's own timeout
@@ -28,10 +29,15 @@ class BackendAnswer:
     _parsed: Any = field(default=None, repr=False)
 
     def json(self) -> Any:
-        """The body as JSON (parsed once)."""
+        """The body as JSON (parsed once; ``json.loads``'s values, by orjson where exact)."""
         if self._parsed is None:
-            self._parsed = json.loads(self.content)
+            self._parsed = loads(self.content)
         return self._parsed
+
+    def rewrite(self, view: Any) -> bytes:
+        """``view``, this answer's JSON with fields taken out or changed, written as the
+        backend writes JSON (:func:`agentsgym_gateway.jsonio.rewrite`)."""
+        return rewrite(view, written_by_orjson(self.content, self.json()))
 
 
 @dataclass

@@ -18,7 +18,8 @@ from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentsgym_gateway.wire import dumps, program_view
+from agentsgym_gateway.jsonio import loads, rewrite, written_by_orjson
+from agentsgym_gateway.wire import program_view, token_ids
 
 _EVENT_END = re.compile(rb"\r?\n\r?\n")
 DONE = b"[DONE]"
@@ -75,7 +76,7 @@ class StreamAssembler:
         for key in ("id", "created", "model"):
             self.head.setdefault(key, chunk.get(key))
         if isinstance(chunk.get("prompt_token_ids"), list):
-            self.prompt_token_ids = list(chunk["prompt_token_ids"])
+            self.prompt_token_ids = token_ids(chunk["prompt_token_ids"])
         if chunk.get("usage"):
             self.usage = chunk["usage"]
         for part in chunk.get("choices") or []:
@@ -84,9 +85,9 @@ class StreamAssembler:
 
     def _feed_choice(self, choice: _Choice, part: dict[str, Any]) -> None:
         if isinstance(part.get("token_ids"), list):
-            choice.token_ids = (choice.token_ids or []) + [int(i) for i in part["token_ids"]]
+            choice.token_ids = (choice.token_ids or []) + (token_ids(part["token_ids"]) or [])
         if isinstance(part.get("prompt_token_ids"), list):
-            choice.prompt_token_ids = [int(i) for i in part["prompt_token_ids"]]
+            choice.prompt_token_ids = token_ids(part["prompt_token_ids"])
         if part.get("finish_reason"):
             choice.finish_reason = part["finish_reason"]
         logprobs = part.get("logprobs") or {}
@@ -174,7 +175,7 @@ class StreamRelay:
             self.assembler.done = True
             return
         try:
-            chunk = json.loads(data)
+            chunk = loads(data)
         except ValueError:
             return
         if isinstance(chunk, dict):
@@ -187,10 +188,11 @@ class StreamRelay:
         if data is None or len(lines) != 1 or data.strip() == DONE:
             return event
         try:
-            chunk = json.loads(data)
+            chunk = loads(data)
         except ValueError:
             return event
         if not isinstance(chunk, dict):
             return event
         view = program_view(self.assembler.kind, chunk, self.added)
-        return b"data: " + dumps(view) + event[event.index(lines[0]) + len(lines[0]) :]
+        written = rewrite(view, written_by_orjson(data, chunk))
+        return b"data: " + written + event[event.index(lines[0]) + len(lines[0]) :]

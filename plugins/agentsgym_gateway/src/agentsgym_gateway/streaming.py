@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from agentsgym_gateway.wire import dumps
+from agentsgym_gateway.jsonio import dumps
 
 
 def _event(payload: dict[str, Any]) -> bytes:
