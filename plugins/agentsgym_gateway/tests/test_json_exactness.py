@@ -17,7 +17,7 @@ import pytest
 
 from agentsgym_gateway import ModelGateway
 from agentsgym_gateway.backend import BackendAnswer
-from agentsgym_gateway.jsonio import dumps, loads, loads_request
+from agentsgym_gateway.jsonio import dumps, loads, loads_request, parse_answer
 from agentsgym_gateway.wire import token_ids
 
 PROMPT_IDS = [101, 102, 103]
@@ -39,6 +39,12 @@ def test_loads_gives_json_loads_values_where_orjson_would_not() -> None:
     ]
     for text in texts:
         assert repr(loads(text)) == repr(json.loads(text))
+        assert repr(parse_answer(text)[0]) == repr(json.loads(text))
+    ids = list(range(10**18, 10**18 + 50))  # 19 digits each, within 64 bits
+    for text in (_python_json({"x": -3.2e-06, "ids": ids}), orjson.dumps({"ids": ids})):
+        assert parse_answer(text)[0] == json.loads(text)
+    assert parse_answer(orjson.dumps({"x": -3.2e-06}))[1]  # orjson's form, kept
+    assert not parse_answer(_python_json({"x": -3.2e-06}))[1]
     rng = random.Random(0)
     for _ in range(2000):  # any finite double reads back as the same double
         value = struct.unpack("d", struct.pack("Q", rng.getrandbits(64)))[0]

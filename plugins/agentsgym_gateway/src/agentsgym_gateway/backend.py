@@ -14,7 +14,7 @@ from typing import Any
 
 import aiohttp
 
-from agentsgym_gateway.jsonio import loads, rewrite, written_by_orjson
+from agentsgym_gateway.jsonio import parse_answer, rewrite
 
 BACKEND_TIMEOUT_SECONDS = 600.0
 """A long generation on a loaded server takes minutes; the episode's own timeout
@@ -26,18 +26,21 @@ class BackendAnswer:
     status: int
     content: bytes
     media_type: str
-    _parsed: Any = field(default=None, repr=False)
+    _parsed: tuple[Any, bool] | None = field(default=None, repr=False)
+
+    def _parse(self) -> tuple[Any, bool]:
+        if self._parsed is None:
+            self._parsed = parse_answer(self.content)
+        return self._parsed
 
     def json(self) -> Any:
         """The body as JSON (parsed once; ``json.loads``'s values, by orjson where exact)."""
-        if self._parsed is None:
-            self._parsed = loads(self.content)
-        return self._parsed
+        return self._parse()[0]
 
     def rewrite(self, view: Any) -> bytes:
         """``view``, this answer's JSON with fields taken out or changed, written as the
         backend writes JSON (:func:`agentsgym_gateway.jsonio.rewrite`)."""
-        return rewrite(view, written_by_orjson(self.content, self.json()))
+        return rewrite(view, self._parse()[1])
 
 
 @dataclass
