@@ -221,7 +221,9 @@ def plot(path: str, target: str) -> None:
         axes.plot(times, smooth, marker=".", label=label)
     axes.set_xlabel("wall time (s)")
     axes.set_ylabel("mean reward (last 5 steps)")
-    axes.set_title("per-token-grpo, tiny model, lognormal tool latency")
+    real = any("held_out" in result for result in results)
+    setting = "smollm2, QuickArithmetic" if real else "tiny model, lognormal tool latency"
+    axes.set_title(f"per-token-grpo, {setting}")
     axes.legend()
     figure.tight_layout()
     figure.savefig(target, dpi=110)
