@@ -14,7 +14,9 @@ from agentsgym.testing.check_report import (
     CheckResult,
     CheckSkipped,
     EnvCheckError,
+    require,
 )
+from agentsgym.testing.check_tokens import check_padded_rows
 from agentsgym.testing.cli import CliResult, run_cli
 from agentsgym.testing.registration import register_env
 
@@ -30,7 +32,9 @@ __all__ = [
     "EnvChecks",
     "SlowAgent",
     "check_env",
+    "check_padded_rows",
     "register_env",
+    "require",
     "run_cli",
     "slow_agent",
 ]

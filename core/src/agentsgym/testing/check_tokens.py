@@ -8,12 +8,13 @@ from typing import Any
 from agentsgym.testing.check_report import require
 from agentsgym.trajectory import TrajectoryBatch
 
-__all__ = ["check_token_rows"]
+__all__ = ["check_padded_rows", "check_token_rows"]
 
 
-def check_token_rows(batch: TrajectoryBatch, env: Any) -> None:
-    """Fail the running check where ``batch``'s rows break a fidelity invariant."""
-    pad = env.chat.pad_token_id
+def check_padded_rows(batch: TrajectoryBatch, pad_token_id: int | None) -> None:
+    """Fail the running check where a group's padded rows differ in width, an episode
+    breaks its own invariants (:meth:`Episode.check`), or padding is not ``pad_token_id``
+    or carries a mask or a reward."""
     for group in batch.groups:
         widths = {len(r) for r in group.padded_full_token_ids}
         require(len(widths) == 1, f"group {group.task_index} rows have lengths {widths}")
@@ -26,8 +27,15 @@ def check_token_rows(batch: TrajectoryBatch, env: Any) -> None:
         for (episode, segment), ids, mask, rewards in rows:
             episode.check()
             n = len(episode.segments[segment])
-            require(ids[n:] == [pad] * (len(ids) - n), "padding is not the pad token id")
+            pad = [pad_token_id] * (len(ids) - n)
+            require(ids[n:] == pad, "padding is not the pad token id")
             require(not any(mask[n:]) and not any(rewards[n:]), "padding carries mask or reward")
+
+
+def check_token_rows(batch: TrajectoryBatch, env: Any) -> None:
+    """Fail the running check where ``batch``'s rows break a fidelity invariant."""
+    check_padded_rows(batch, env.chat.pad_token_id)
+    for group in batch.groups:
         if not env.chat.is_prefix_preserving():
             # e.g. Qwen3 renders an empty think block into a final assistant turn the
             # model never generated; segments were checked against their views instead.

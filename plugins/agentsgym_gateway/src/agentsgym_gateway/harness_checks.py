@@ -21,7 +21,14 @@ from collections import Counter
 from typing import Any
 
 from agentsgym import Episode, TrajectoryBatch
-from agentsgym.testing import CheckFailed, CheckSkipped, EnvCheckContext, EnvChecks
+from agentsgym.testing import (
+    CheckFailed,
+    CheckSkipped,
+    EnvCheckContext,
+    EnvChecks,
+    check_padded_rows,
+    require,
+)
 from agentsgym_gateway.programs import CommandProgram
 
 __all__ = ["CRASH_MARKER", "harness_checks"]
@@ -134,24 +141,24 @@ class _HarnessChecks:
     def programs_end(self) -> str:
         env, batch = self.play()
         episodes = batch.all_episodes
-        _require(episodes, "no program ran")
+        require(episodes, "no program ran")
         for episode in episodes:
             if episode.error:
                 raise CheckFailed(f"a program's episode failed: {episode.error}")
             code = episode.metrics.get("program_exit_code")
-            _require(code == 0, f"a program ended with exit code {code}")
+            require(code == 0, f"a program ended with exit code {code}")
         timeout = env.config.episode_timeout_seconds
         return f"{len(episodes)} programs exited 0 within {timeout:g} s"
 
     def calls(self) -> str:
         episodes = self.episodes()
         sessions = Counter(e.session_id for e in episodes)
-        _require(
+        require(
             all(count == 1 for count in sessions.values()),
             "a program session gave more than one episode",
         )
         for episode in episodes:
-            _require(episode.steps, f"a program made no model call: {episode.error}")
+            require(episode.steps, f"a program made no model call: {episode.error}")
         sources = Counter(step.token_source for e in episodes for step in e.steps)
         segments = sum(len(e.segments) for e in episodes)
         listed = ", ".join(f"{source}: {count}" for source, count in sorted(sources.items()))
@@ -165,25 +172,9 @@ class _HarnessChecks:
         failed = batch.failed
         if failed:
             raise CheckFailed(f"{len(failed)} episodes failed, first: {failed[0].error}")
-        _require(len(batch) > 0, "no trajectories")
-        pad = env.chat.pad_token_id
-        for group in batch.groups:
-            widths = {len(row) for row in group.padded_full_token_ids}
-            _require(len(widths) == 1, f"group {group.task_index} rows have lengths {widths}")
-            rows = zip(
-                group.rows,
-                group.padded_full_token_ids,
-                group.padded_agent_token_mask,
-                group.padded_per_token_rewards,
-            )
-            for (episode, segment), ids, mask, rewards in rows:
-                n = len(episode.segments[segment])
-                _require(ids[n:] == [pad] * (len(ids) - n), "padding is not the pad token id")
-                _require(
-                    not any(mask[n:]) and not any(rewards[n:]), "padding carries mask or reward"
-                )
+        require(len(batch) > 0, "no trajectories")
+        check_padded_rows(batch, env.chat.pad_token_id)
         for episode in batch.all_episodes:
-            episode.check()
             _check_sampled_once(episode)
         shares = [e.metrics["sampled_token_share"] for e in batch.all_episodes]
         return f"{len(batch)} rows; sampled token share {sum(shares) / len(shares):.3g}"
@@ -193,10 +184,10 @@ class _HarnessChecks:
         for episode in episodes:
             if episode.error:
                 raise CheckFailed(f"no reward: the episode failed: {episode.error}")
-            _require(
+            require(
                 math.isfinite(episode.final_reward), "the verifier returned a non-finite reward"
             )
-            _require(
+            require(
                 episode.steps[-1].reward == episode.final_reward,
                 "the verifier's reward is not on the last call",
             )
@@ -205,7 +196,7 @@ class _HarnessChecks:
 
     def task_data_unchanged(self) -> None:
         self.play()
-        _require(
+        require(
             not self._tasks_changed,
             "playing an episode changed its task_data; task_data is shared by every "
             "rollout of a task: copy what prepare and verify change",
@@ -225,13 +216,13 @@ class _HarnessChecks:
     def crash(self) -> str:
         episode = self.run_replaced(CommandProgram((sys.executable, "-c", _CRASHING_PROGRAM)))
         error = episode.error or ""
-        _require(
+        require(
             f"exited with status {CRASH_STATUS}" in error and CRASH_MARKER in error,
             f"the crashed program's episode error does not give its exit status "
             f"({CRASH_STATUS}) and stderr: {error!r}",
         )
-        _require(episode.final_reward == 0.0, "a crashed program's episode has a reward")
-        _require(
+        require(episode.final_reward == 0.0, "a crashed program's episode has a reward")
+        require(
             episode.num_turns == 1,
             f"the crashed program's call before it crashed was not kept ({episode.num_turns} "
             "calls)",
@@ -242,7 +233,7 @@ class _HarnessChecks:
         program = CommandProgram((sys.executable, "-c", _HANGING_PROGRAM))
         episode = self.run_replaced(program, episode_timeout_seconds=HANG_TIMEOUT_SECONDS)
         error = episode.error or ""
-        _require(
+        require(
             "did not finish within" in error,
             f"a program that hangs was not stopped at episode_timeout_seconds: {error!r}",
         )
@@ -253,12 +244,7 @@ def _check_sampled_once(episode: Episode) -> None:
     """Each call's completion is agent tokens exactly once: nothing is trained twice."""
     agent_tokens = sum(int(segment.agent_mask.sum()) for segment in episode.segments)
     sampled = sum(step.num_agent_tokens for step in episode.steps)
-    _require(
+    require(
         agent_tokens == sampled,
         f"the episode has {agent_tokens} agent tokens but its calls sampled {sampled}",
     )
-
-
-def _require(condition: object, message: str) -> None:
-    if not condition:
-        raise CheckFailed(message)
