@@ -6,7 +6,7 @@ code logs; the CLI owns the terminal."""
 from __future__ import annotations
 
 from agentsgym.atomic_files import write_atomically
-from agentsgym.cli.agent_choice import AgentChoices, RunAgents
+from agentsgym.cli.agent_choice import AgentChoices, RunAgents, split_role_options
 from agentsgym.cli.app import build_app, main
 from agentsgym.cli.executor_flags import given_executor_flags
 from agentsgym.cli.options import (
@@ -100,6 +100,7 @@ __all__ = [
     "retry_failed_option",
     "run_into_output",
     "sigterm_as_interrupt",
+    "split_role_options",
     "time_budgets",
     "tokenizer_cli_option",
     "tokenizer_option",

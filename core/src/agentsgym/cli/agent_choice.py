@@ -140,8 +140,11 @@ def is_role_name(key: str) -> bool:
     return "/" not in key and ":" not in key
 
 
-def role_options(options: dict[str, Any], roles: Iterable[str]) -> tuple[dict, dict]:
-    """``--agent-option`` split into the run's options and each role's (``ROLE.key``)."""
+def split_role_options(
+    options: Mapping[str, Any], roles: Iterable[str]
+) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """``--agent-option`` split into the run's options and each role's: ``ROLE.key`` of
+    one of ``roles`` goes to that role's agent, any other key to the run's."""
     roles = set(roles)
     shared: dict[str, Any] = {}
     by_role: dict[str, dict[str, Any]] = {}
@@ -203,7 +206,7 @@ class RunAgents:
     ) -> RunAgents:
         by_env = choices.resolve(env_ids, envs)
         by_role = choices.role_agents(envs or {})
-        options, per_role_options = role_options(options, by_role)
+        options, per_role_options = split_role_options(options, by_role)
         shares = options_per_agent(by_env.values(), options)
         agents = cls(by_env, shares, by_role=by_role, role_options=per_role_options)
         agents.env_roles = {

@@ -222,9 +222,9 @@ def build_role_agents(
     if not agents and not options:
         return {}
     from agentsgym import get_registry
-    from agentsgym.cli import build_component
+    from agentsgym.cli import build_component, split_role_options
 
-    shared, by_role = _role_options(options, roles)
+    shared, by_role = split_role_options(options, roles)
     unused = [f"{role}.*" for role in by_role if not isinstance(agents.get(role), str)]
     if shared and not isinstance(agents.get(None), str):
         unused.append(", ".join(shared))
@@ -241,22 +241,6 @@ def build_role_agents(
         else:
             built[role] = (agent, type(agent).__name__)
     return built
-
-
-def _role_options(
-    options: Mapping[str, Any], roles: tuple[str, ...]
-) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
-    """``--agent-option`` split as ``rollout`` splits it: ``ROLE.key`` to that role's
-    agent, any other key to the agent of every role."""
-    shared: dict[str, Any] = {}
-    by_role: dict[str, dict[str, Any]] = {}
-    for key, value in options.items():
-        role, dot, name = key.partition(".")
-        if dot and role in roles:
-            by_role.setdefault(role, {})[name] = value
-        else:
-            shared[key] = value
-    return shared, by_role
 
 
 def client_view(play: EpisodeSession, role: str) -> Episode:

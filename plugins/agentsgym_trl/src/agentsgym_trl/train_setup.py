@@ -24,6 +24,7 @@ from agentsgym.cli import (
     build_component,
     check_options,
     parse_key_values,
+    split_role_options,
 )
 from agentsgym.errors import AgentError
 
@@ -131,14 +132,9 @@ class TrainAgents:
         # Only the roles named here: a role's default agent is for rollouts and evals;
         # in training a role without --agent ROLE=NAME is the model's (self-play).
         role_agents = dict(choices.per_role)
-        options: dict[str, Any] = {}
-        role_options: dict[str, dict[str, Any]] = {}
-        for key, value in parse_key_values(agent_option, "--agent-option").items():
-            role, dot, name = key.partition(".")
-            if dot and role in role_agents:
-                role_options.setdefault(role, {})[name] = value
-            else:
-                options[key] = value
+        options, role_options = split_role_options(
+            parse_key_values(agent_option, "--agent-option"), role_agents
+        )
         registry = get_registry()
         for role, name in role_agents.items():
             check_options(
