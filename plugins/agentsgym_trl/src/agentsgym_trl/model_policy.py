@@ -41,6 +41,20 @@ class PolicyReply:
     policy_version: int | None = None
 
 
+def generated_reply(agent: TransformersAgent, prompt: list[int]) -> PolicyReply:
+    """``agent``'s reply to the token ids ``prompt``, with what the server reports of it."""
+    generation = agent.generate([prompt])[0]
+    action = agent.to_action(generation)
+    return PolicyReply(
+        action.text,
+        generation.token_ids,
+        generation.logprobs,
+        prompt,
+        generation.finish_reason,
+        generation.policy_version,
+    )
+
+
 class ModelPolicy:
     """A local causal LM behind the API (default: the tiny random model).
 
@@ -100,7 +114,7 @@ class ModelPolicy:
     def chat(self, messages: Messages, params: dict[str, Any]) -> PolicyReply:
         agent = self._agent(params)
         prompt = agent.render_messages(messages, params.get("tools"))
-        return self._reply(agent, prompt)
+        return generated_reply(agent, prompt)
 
     def complete(self, prompt: str | list[int], params: dict[str, Any]) -> PolicyReply:
         agent = self._agent(params)
@@ -109,20 +123,7 @@ class ModelPolicy:
             if isinstance(prompt, list)
             else list(self.tokenizer(prompt, add_special_tokens=False)["input_ids"])
         )
-        return self._reply(agent, list(ids))
-
-    @staticmethod
-    def _reply(agent: Any, prompt: list[int]) -> PolicyReply:
-        generation = agent.generate([prompt])[0]
-        action = agent.to_action(generation)
-        return PolicyReply(
-            action.text,
-            generation.token_ids,
-            generation.logprobs,
-            prompt,
-            generation.finish_reason,
-            generation.policy_version,
-        )
+        return generated_reply(agent, list(ids))
 
     def close(self) -> None:
         for agent in self._agents.values():

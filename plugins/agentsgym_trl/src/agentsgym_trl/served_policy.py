@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentsgym import AgentSpec, Messages
 from agentsgym.errors import TrainerOptionError
-from agentsgym_trl.model_policy import PolicyReply
+from agentsgym_trl.model_policy import PolicyReply, generated_reply
 
 if TYPE_CHECKING:
     from agentsgym_trl.transformers_agent import TransformersAgent
@@ -47,24 +47,14 @@ class AgentPolicy:
         self.agent = agent
 
     def chat(self, messages: Messages, params: dict[str, Any]) -> PolicyReply:
-        return self._reply(self.agent.render_messages(messages, params.get("tools")))
+        return generated_reply(
+            self.agent, self.agent.render_messages(messages, params.get("tools"))
+        )
 
     def complete(self, prompt: str | list[int], params: dict[str, Any]) -> PolicyReply:
         if isinstance(prompt, str):
             prompt = list(self.agent.tokenizer(prompt, add_special_tokens=False)["input_ids"])
-        return self._reply(list(prompt))
-
-    def _reply(self, prompt: list[int]) -> PolicyReply:
-        generation = self.agent.generate([prompt])[0]
-        action = self.agent.to_action(generation)
-        return PolicyReply(
-            action.text,
-            generation.token_ids,
-            generation.logprobs,
-            prompt,
-            generation.finish_reason,
-            generation.policy_version,
-        )
+        return generated_reply(self.agent, list(prompt))
 
 
 @contextlib.contextmanager
