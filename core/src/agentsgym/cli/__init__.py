@@ -33,7 +33,7 @@ from agentsgym.cli.options import (
     tokenizer_cli_option,
     tokenizer_option,
 )
-from agentsgym.cli.rollout import build_agent
+from agentsgym.cli.rollout import agent_name, build_agent
 from agentsgym.cli.running import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
@@ -71,6 +71,7 @@ __all__ = [
     "RunAgents",
     "RunPlan",
     "accepted_options",
+    "agent_name",
     "build_agent",
     "build_app",
     "build_component",

@@ -51,27 +51,32 @@ from agentsgym.redaction import redact_text
 from agentsgym.registry import get_registry
 from agentsgym.rows import DatasetRow, load_rows
 
-__all__ = ["build_agent", "rollout"]
+__all__ = ["agent_name", "build_agent", "rollout"]
 
 DEFAULT_NUM_TASKS = 8
+
+
+def agent_name(env_id: str | None, agent: str | None) -> str:
+    """The agent of the command line (``--agent``), else the env's default agent; a
+    usage error that says what to give when there is neither."""
+    if agent:
+        return agent
+    if env_id is None:
+        raise typer.BadParameter("give --agent: there is no env to take a default agent from")
+    # An id typed on the command line is the user's own choice, a server URL included.
+    spec = get_registry().resolve(env_id, allow_class_paths=True, allow_remote=True)
+    if spec.default_agent is None:
+        raise typer.BadParameter(
+            f"{env_id} registers no default agent; choose one with --agent "
+            "(see `agentsgym list-agents`)"
+        )
+    return spec.default_agent
 
 
 def build_agent(env_id: str | None, agent: str | None, agent_options: list[str] | None) -> Any:
     """Build the agent of the command line, else the env's default agent; unknown or bad
     options are an AgentError."""
-    name = agent
-    if not name:
-        if env_id is None:
-            raise typer.BadParameter("give --agent: there is no env to take a default agent from")
-        # An id typed on the command line is the user's own choice, a server URL included.
-        spec = get_registry().resolve(env_id, allow_class_paths=True, allow_remote=True)
-        name = spec.default_agent
-    if name is None:
-        raise typer.BadParameter(
-            f"{env_id} registers no default agent; choose one with --agent "
-            "(see `agentsgym list-agents`)"
-        )
-    spec = get_registry().agent(name)
+    spec = get_registry().agent(agent_name(env_id, agent))
     return build_component(spec, parse_key_values(agent_options, "--agent-option"))
 
 

@@ -21,6 +21,7 @@ from agentsgym.cli import (
     OPERATIONAL_AGENT_OPTIONS,
     RUN_LIMIT_ENV_KEYS,
     AgentChoices,
+    agent_name,
     build_component,
     check_options,
     parse_key_values,
@@ -241,15 +242,7 @@ def player(
         from agentsgym_trl.transformers_agent import TransformersAgent
 
         return TransformersAgent(model, tokenizer=tokenizer, **sampling)
-    if name is None:
-        # An id typed on the command line is the user's own choice, a server URL included.
-        spec = get_registry().resolve(env_id, allow_class_paths=True, allow_remote=True)
-        name = spec.default_agent
-    if name is None:
-        raise typer.BadParameter(
-            f"{env_id} registers no default agent; choose one with --agent "
-            "(see `agentsgym list-agents`)"
-        )
+    name = agent_name(env_id, name)
     spec = get_registry().agent(name)
     if remote:
         check_options(spec.load(), agents.options, what=f"agent {name!r}")
