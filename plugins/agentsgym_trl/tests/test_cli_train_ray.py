@@ -13,8 +13,9 @@ import pytest
 
 ray = pytest.importorskip("ray", reason="--executor ray needs agentsgym-ray's ray")
 pytest.importorskip("agentsgym_ray", reason="--executor ray comes with agentsgym-ray")
-pytest.importorskip("fastapi", reason="the model is served to the workers by agentsgym-serve")
-pytest.importorskip("uvicorn", reason="the model is served to the workers by agentsgym-serve")
+pytest.importorskip(
+    "agentsgym_serve", reason="the model is served to the workers by agentsgym-serve"
+)
 pytest.importorskip("torch")
 pytest.importorskip("trl")
 

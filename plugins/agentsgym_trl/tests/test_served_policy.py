@@ -7,8 +7,7 @@ from __future__ import annotations
 import pytest
 
 pytest.importorskip("torch")
-pytest.importorskip("fastapi", reason="the policy is served by agentsgym-serve")
-pytest.importorskip("uvicorn", reason="the policy is served by agentsgym-serve")
+pytest.importorskip("agentsgym_serve", reason="the policy is served by agentsgym-serve")
 
 from agentsgym.trainers import RolloutSource
 from agentsgym_trl.served_policy import KEPT_REQUESTS, served_policy
