@@ -19,6 +19,7 @@ __all__ = [
     "DEFAULT_TOKENIZER",
     "ENV_ID_PATTERN",
     "MAX_STEPS_PER_EPISODE",
+    "TOOL_ERROR_PREFIX",
     "Agent",
     "AgentAction",
     "AgentSpan",
@@ -160,6 +161,7 @@ _LAZY_MODULES = {
         "records_to_dataset",
     ),
     "agentsgym.types": (
+        "TOOL_ERROR_PREFIX",
         "AgentAction",
         "EpisodeContext",
         "Message",
@@ -249,6 +251,7 @@ if TYPE_CHECKING:
         records_to_dataset,
     )
     from agentsgym.types import (
+        TOOL_ERROR_PREFIX,
         AgentAction,
         EpisodeContext,
         Message,

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple, TypedDict
 
 __all__ = [
+    "TOOL_ERROR_PREFIX",
     "AgentAction",
     "EpisodeContext",
     "Message",
@@ -27,6 +28,12 @@ class Message(TypedDict, total=False):
 
 
 Messages = list[Message]
+
+TOOL_ERROR_PREFIX = "Error: "
+"""How a tool message that reports a failure begins, the reason after it (a call that
+could not be read, bad arguments, a tool that raised): the model reads it, and a server
+that answers tool calls over another protocol (OpenEnv's ``/mcp``) reports it as an
+error."""
 
 
 class StepResult(NamedTuple):

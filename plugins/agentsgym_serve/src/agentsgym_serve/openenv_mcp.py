@@ -53,7 +53,7 @@ from openenv.core.env_server.mcp_types import (
 )
 from pydantic import ValidationError
 
-from agentsgym import AgentAction, MultistepEnv
+from agentsgym import TOOL_ERROR_PREFIX, AgentAction, MultistepEnv
 from agentsgym_serve.errors import (
     EpisodeState,
     ServeError,
@@ -142,7 +142,7 @@ class McpService:
         payload, outcome = await self.openenv.turn(session, AgentAction("", tool_calls=[call]))
         answers = outcome.tool_results or []
         text = "\n\n".join(str(m.get("content", "")) for m in answers)
-        failed = any(str(m.get("content", "")).startswith("Error") for m in answers)
+        failed = any(str(m.get("content", "")).startswith(TOOL_ERROR_PREFIX) for m in answers)
         result = {
             "content": [{"type": "text", "text": text}],
             "structured_content": None,

@@ -12,7 +12,7 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from agentsgym import Messages, redact_text
+from agentsgym import TOOL_ERROR_PREFIX, Messages, redact_text
 from agentsgym_tools.context import ToolContext
 from agentsgym_tools.errors import ToolError, ToolUnavailableError
 from agentsgym_tools.threads import ToolEscape, ToolThreads, shared_tool_threads
@@ -22,7 +22,6 @@ __all__ = ["ToolRunner", "tool_message"]
 
 logger = logging.getLogger(__name__)
 
-ERROR_PREFIX = "Error: "
 DEFAULT_MAX_RESULT_CHARS = 32_000
 
 
@@ -181,4 +180,4 @@ def _binding_problem(tool: Tool, arguments: dict[str, Any]) -> str | None:
 
 
 def _error(text: str) -> str:
-    return ERROR_PREFIX + text
+    return TOOL_ERROR_PREFIX + text

@@ -16,10 +16,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from agentsgym import AgentAction, Message, Messages
+from agentsgym import TOOL_ERROR_PREFIX, AgentAction, Message, Messages
 from agentsgym_tools.context import ToolContext
 from agentsgym_tools.parsing import ParsedReply, ToolCallParser
-from agentsgym_tools.runner import ERROR_PREFIX, ToolRunner
+from agentsgym_tools.runner import ToolRunner
 from agentsgym_tools.tool import Tool
 
 __all__ = ["Toolbox"]
@@ -60,7 +60,7 @@ class Toolbox:
             )
         if parsed.error is not None:  # a call was attempted but cannot be read: say so
             reply = Message(role="assistant", content=action.text)
-            return reply, [Message(role="user", content=ERROR_PREFIX + parsed.error)]
+            return reply, [Message(role="user", content=TOOL_ERROR_PREFIX + parsed.error)]
         if not parsed.calls:
             return None
         # Calls written as text have no ids: number them across the episode's replies.

@@ -30,10 +30,9 @@ from collections.abc import Callable
 from typing import Any
 
 import agentsgym
-from agentsgym import run_sync
+from agentsgym import TOOL_ERROR_PREFIX, run_sync
 from agentsgym_tools.env import ToolEnv
 from agentsgym_tools.errors import ToolDeclarationError
-from agentsgym_tools.runner import ERROR_PREFIX
 from agentsgym_tools.tool import Tool, without_parameter
 
 __all__ = ["trl_environment"]
@@ -171,10 +170,10 @@ def _method(tool: Tool) -> Callable[..., Any]:
         try:
             arguments = dict(signature.bind(*args, **kwargs).arguments)
         except TypeError as exc:
-            return f"{ERROR_PREFIX}bad arguments for {tool.name}: {exc}"
+            return f"{TOOL_ERROR_PREFIX}bad arguments for {tool.name}: {exc}"
         toolbox = self.toolbox
         if toolbox is None:
-            return f"{ERROR_PREFIX}this episode has no tools (reset() makes a task's tools)"
+            return f"{TOOL_ERROR_PREFIX}this episode has no tools (reset() makes a task's tools)"
         call = {
             "id": "call_0",
             "type": "function",
