@@ -17,7 +17,7 @@ when it is exact:
 * :func:`rewrite` writes a part of a backend's answer back the way the backend wrote
   it: with orjson when orjson writes the whole answer byte for byte as the backend did
   (checked per answer), else as Python's ``json`` writes compact JSON (Starlette's
-  ``JSONResponse``, so the loopback server and vLLM). The two differ in floats below
+  ``JSONResponse``, so the loopback server). The two differ in floats below
   1e-4 (``1e-05`` against ``0.00001``, ``-3.2e-06`` against ``-3.2e-6``).
 """
 

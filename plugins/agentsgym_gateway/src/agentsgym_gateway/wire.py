@@ -8,7 +8,7 @@ answer as the program asked for it:
   untouched;
 * otherwise the backend's JSON with exactly the added fields taken out, written as
   the backend wrote it (compact JSON, keys in the backend's order): for the loopback
-  server, vLLM and any server writing compact JSON as Python's ``json`` or orjson do,
+  server and any server writing compact JSON as Python's ``json`` or orjson do,
   the bytes it would have sent (:func:`agentsgym_gateway.jsonio.rewrite`);
 * a program that asked to stream gets the backend's own stream, each event treated
   the same way (:mod:`agentsgym_gateway.relay`), or, where the gateway rewrites the
