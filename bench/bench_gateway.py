@@ -1,13 +1,16 @@
 """The model gateway: token fidelity of recorded programs, and overhead per call.
 
 Usage: python bench/bench_gateway.py [--part fidelity|overhead|all] [--records PATH]
+       python bench/bench_gateway.py --plot PNG --runs RUN.json ...   (runs from --json)
 
 * fidelity: programs run through the gateway (agentsgym-gateway) in front of the
   loopback server of agentsgym-serve, which renders each request with a real tokenizer
   pack's chat template (with the request's tools) and reports prompt and completion ids
   as vLLM's ``return_token_ids`` does. Programs: a chat loop that keeps its history, a
-  tool loop (three calls of a tool, then an answer; the packs whose tool calls the
-  gateway's hermes parser reads), a program that truncates its history, and one that
+  tool loop (three calls of a tool, then an answer; the scripted model writes its calls
+  in the pack's own format, hermes ``<tool_call>`` or Llama-3's JSON, and the gateway's
+  ``tool_parser="auto"`` reads them by the chat template), a program that truncates its
+  history, and one that
   runs two sub-agent calls in parallel then a final call. Per (pack, program): rows per
   rollout (segments per episode), the share of loss tokens sampled by the backend, and
   duplicated supervised tokens; the recorded trajectories are written to ``--records``
@@ -42,7 +45,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from tokenizer_packs import has_pack, pack_path
 
 PACKS = {"Qwen2.5": "qwen2.5-1.5b-instruct", "Llama-3.2": "llama-3.2-instruct", "Qwen3": "qwen3-4b"}
-HERMES_PACKS = {"Qwen2.5", "Qwen3"}  # tool calls written as <tool_call> JSON </tool_call>
+LLAMA_PACKS = {"Llama-3.2"}  # tool calls written as bare JSON with "parameters", not <tool_call>
 MODEL = "bench-model"
 TINY = "agentsgym/tiny-chatml"
 SYSTEM = {"role": "system", "content": "You are a careful assistant."}
@@ -64,16 +67,23 @@ TURNS = 6
 
 
 # ---------------------------------------------------------------- the programs
-def reply_for(messages: list[dict[str, Any]]) -> str:
-    """What the scripted model says: a tool call in the template's own format while a
-    tool loop has called fewer than three tools, else a numbered sentence."""
-    if messages and messages[0].get("content", "").startswith("Use the add tool"):
-        calls = sum(1 for m in messages if m["role"] == "tool")
-        if calls < 3:
-            arguments = json.dumps({"a": calls + 1, "b": 2})
-            return f'<tool_call>\n{{"name": "add", "arguments": {arguments}}}\n</tool_call>'
-        return "The total is 12."
-    return f"Reply number {len(messages)}: all is well."
+def reply_for(pack: str) -> Any:
+    """What the scripted model of ``pack`` says: a tool call in the template's own
+    format (hermes ``<tool_call>``, or Llama-3's bare JSON) while a tool loop has called
+    fewer than three tools, else a numbered sentence."""
+
+    def reply(messages: list[dict[str, Any]]) -> str:
+        if messages and messages[0].get("content", "").startswith("Use the add tool"):
+            calls = sum(1 for m in messages if m["role"] in ("tool", "ipython"))
+            if calls < 3:
+                arguments = json.dumps({"a": calls + 1, "b": 2})
+                if pack in LLAMA_PACKS:
+                    return f'{{"name": "add", "parameters": {arguments}}}'
+                return f'<tool_call>\n{{"name": "add", "arguments": {arguments}}}\n</tool_call>'
+            return "The total is 12."
+        return f"Reply number {len(messages)}: all is well."
+
+    return reply
 
 
 def chat_loop(client: Any) -> None:
@@ -165,15 +175,16 @@ def fidelity(records_path: Path, rollouts: int) -> list[dict[str, Any]]:
             if not has_pack(folder):
                 print(f"skipping {pack}: no pack at {pack_path(folder)}")
                 continue
-            chat = agentsgym.ChatTokenizer(agentsgym.load_tokenizer(str(pack_path(folder))))
-            policy = ScriptedPolicy(reply_for, tokenizer=str(pack_path(folder)))
+            tokenizer = agentsgym.load_tokenizer(str(pack_path(folder)))
+            chat = agentsgym.ChatTokenizer(tokenizer)
+            policy = ScriptedPolicy(reply_for(pack), tokenizer=str(pack_path(folder)))
             with (
                 OpenAICompatServer(policy, models=[MODEL]) as server,
-                ModelGateway(server.base_url, tool_parser="hermes") as gateway,
+                ModelGateway(
+                    server.base_url, tool_parser="auto", chat_template=tokenizer.chat_template
+                ) as gateway,
             ):
                 for name, program in PROGRAMS.items():
-                    if name == "tool loop" and pack not in HERMES_PACKS:
-                        continue
                     episodes = []
                     for _ in range(rollouts):
                         session = gateway.open_session()
@@ -389,6 +400,43 @@ def _table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def plot(runs: list[Path], path: Path) -> None:
+    """Latency p50 of each arm, and the gateway's CPU per call, against sessions, for
+    each ``--json`` file of ``runs`` (named by its file name)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, (latency, cpu) = plt.subplots(1, 2, figsize=(11, 4.2))
+    styles = ["--", "-", ":", "-."]
+    colours = {"direct": "tab:gray", "hop": "tab:blue", "gateway": "tab:red"}
+    names = {"direct": "direct", "hop": "bare proxy", "gateway": "gateway"}
+    for position, run_path in enumerate(runs):
+        rows = json.loads(run_path.read_text())["rows"]
+        sessions = [row["sessions"] for row in rows]
+        style = styles[position % len(styles)]
+        for arm in ARMS:
+            if arm == "direct" and position > 0:
+                continue  # the same backend in every run: one line says it
+            values = [row[f"{arm} p50 ms"] for row in rows]
+            label = f"{names[arm]} ({run_path.stem})"
+            latency.plot(sessions, values, style, marker="o", color=colours[arm], label=label)
+        for part in ("gateway", "hop"):
+            values = [row[f"{part} CPU ms/call"] for row in rows]
+            label = f"{names[part]} ({run_path.stem})"
+            cpu.plot(sessions, values, style, marker="o", color=colours[part], label=label)
+    latency.set(xscale="log", yscale="log", xlabel="concurrent sessions", ylabel="p50 ms")
+    latency.set_title("latency per call, instant backend")
+    cpu.set(xscale="log", xlabel="concurrent sessions", ylabel="CPU ms per call", ylim=(0, None))
+    cpu.set_title("CPU per call")
+    for axes in (latency, cpu):
+        axes.grid(True, which="both", alpha=0.3)
+        axes.legend(fontsize=8)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--part", choices=["fidelity", "overhead", "all"], default="all")
@@ -409,8 +457,17 @@ def main() -> None:
     )
     parser.add_argument("--profile", type=Path, help="write the gateway's cProfile here")
     parser.add_argument("--json", type=Path, help="write the overhead rows here")
+    parser.add_argument(
+        "--plot",
+        type=Path,
+        help="only draw the --runs files (written by --json) against sessions into this PNG",
+    )
+    parser.add_argument("--runs", type=Path, nargs="+", default=[], help="runs for --plot")
     args = parser.parse_args()
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    if args.plot is not None:
+        plot(args.runs, args.plot)
+        return
     if args.part in ("fidelity", "all"):
         print(_table(fidelity(args.records, args.rollouts)))
         print(f"records: {args.records} (python bench/check_gateway_records.py {args.records})")

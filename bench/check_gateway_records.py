@@ -1,8 +1,9 @@
 """An independent check of the gateway's recorded trajectories, with AutoTokenizer alone.
 
-Usage: python bench/check_gateway_records.py RECORDS.jsonl
+Usage: python bench/check_gateway_records.py [RECORDS.jsonl]
 
-RECORDS.jsonl is what bench/bench_gateway.py writes: per episode, the tokenizer pack,
+RECORDS.jsonl (default: bench_gateway.py's default ``--records``,
+/tmp/agentsgym-gateway-records.jsonl) is what bench/bench_gateway.py writes: per episode, the tokenizer pack,
 each call (messages, tools, the backend's prompt and completion ids) and the training
 rows (token ids, agent mask) with each call's span. Nothing of agentsgym is imported:
 the chat template is applied by transformers. For every call it checks that
@@ -23,6 +24,8 @@ import sys
 from typing import Any
 
 from transformers import AutoTokenizer
+
+DEFAULT_RECORDS = "/tmp/agentsgym-gateway-records.jsonl"
 
 
 def _rendered(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -90,4 +93,4 @@ def main(path: str) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1]))
+    sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else DEFAULT_RECORDS))
