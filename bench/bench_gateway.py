@@ -10,10 +10,9 @@ Usage: python bench/bench_gateway.py [--part fidelity|overhead|all] [--records P
   tool loop (three calls of a tool, then an answer; the scripted model writes its calls
   in the pack's own format, hermes ``<tool_call>`` or Llama-3's JSON, and the gateway's
   ``tool_parser="auto"`` reads them by the chat template), a program that truncates its
-  history, and one that
-  runs two sub-agent calls in parallel then a final call. Per (pack, program): rows per
-  rollout (segments per episode), the share of loss tokens sampled by the backend, and
-  duplicated supervised tokens; the recorded trajectories are written to ``--records``
+  history, and one that runs two sub-agent calls in parallel then a final call. Per
+  (pack, program): rows per rollout (segments per episode), the share of loss tokens
+  sampled by the backend, and duplicated supervised tokens; the recorded trajectories are written to ``--records``
   and checked by bench/check_gateway_records.py, which uses AutoTokenizer alone.
 * overhead (``--levels 1,64,1000 [--delay S] [--prompt-tokens N] [--profile F] [--json F]``):
   the same chat call straight to an instant backend, through a bare proxy, and through
