@@ -6,6 +6,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 import agentsgym
 from agentsgym_gateway.harness import HarnessEnv
 from agentsgym_gateway.programs import CommandProgram, ProgramOutcome, ProgramRun
@@ -47,6 +49,7 @@ def test_a_plain_openai_tool_loop_is_an_env() -> None:
 
 
 def test_an_openai_agents_sdk_app_is_an_env() -> None:
+    pytest.importorskip("agents", reason="the program is an OpenAI Agents SDK app (openai-agents)")
     with _server(_calculator("42")) as server:
         env = agentsgym.make(
             "gateway/AgentsSDK-v0", tokenizer=TOKENIZER, env_config=_config(server)
@@ -154,6 +157,7 @@ def test_a_local_model_agent_serves_the_programs_with_its_own_sampled_ids() -> N
 def test_a_pydantic_ai_agent_is_an_env() -> None:
     """pydantic-ai sends an assistant turn of tool calls with ``content: null``, which the
     bundled tiny template cannot render: the backend renders with the Qwen2.5 pack."""
+    pytest.importorskip("pydantic_ai", reason="the program is a pydantic-ai agent")
     from tokenizer_packs import load_pack, pack_path
 
     load_pack("qwen2.5-1.5b-instruct")  # skips without the pack

@@ -11,6 +11,7 @@ episode, never the run.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import os
 import signal
@@ -92,12 +93,36 @@ class CommandProgram:
             start_new_session=True,  # its own process group: a timeout stops its children too
         )
         try:
-            out, err = await asyncio.wait_for(process.communicate(run.input.encode()), timeout)
+            out, err = await asyncio.wait_for(_exchange(process, run.input.encode()), timeout)
         except asyncio.TimeoutError:
             _kill_group(process.pid)
             out, err = await process.communicate()
             return ProgramOutcome(process.returncode, _text(out), _text(err), timed_out=True)
         return ProgramOutcome(process.returncode, _text(out), _text(err))
+
+
+async def _exchange(process: asyncio.subprocess.Process, data: bytes) -> tuple[bytes, bytes]:
+    """``process.communicate(data)``, except that a program which exits without reading
+    all of its input is not an error: its exit status and stderr say what happened."""
+    feeding = asyncio.ensure_future(_feed(process, data))
+    assert process.stdout is not None and process.stderr is not None
+    out, err = await asyncio.gather(process.stdout.read(), process.stderr.read())
+    await feeding
+    await process.wait()
+    return out, err
+
+
+async def _feed(process: asyncio.subprocess.Process, data: bytes) -> None:
+    stdin = process.stdin
+    assert stdin is not None
+    # asyncio raises BrokenPipeError or ConnectionResetError for a program that is gone;
+    # uvloop (the loop of a process where uvicorn set its policy) raises RuntimeError
+    # "unable to perform operation on <WriteUnixTransport closed=True>".
+    with contextlib.suppress(BrokenPipeError, ConnectionResetError, RuntimeError):
+        if data:
+            stdin.write(data)
+            await stdin.drain()
+        stdin.close()
 
 
 @dataclass(frozen=True)
