@@ -8,8 +8,8 @@ promise that the project works with ``name==X``. This script
 2. creates a fresh venv (default ``.venv-floors``) and installs the distributions
    with every floored package pinned to its floor (transitive packages take what
    pip resolves);
-3. runs the trainer smoke tests there: both trainers on the tiny model, and the
-   ``train`` command.
+3. runs the smoke tests there: both trainers on the tiny model, the ``train``
+   command, and the servers (serve's, the gateway's) with harness envs.
 
 Usage: ``python scripts/check_floors.py [--venv DIR] [--keep] [-- PYTEST ARGS]``.
 It needs the package index (or the wheels) for the floor versions. It prints how
@@ -39,10 +39,18 @@ DISTRIBUTIONS = [
     "plugins/agentsgym_tools",
     "plugins/agentsgym_scaffold",
     "plugins/agentsgym_trl",
+    "plugins/agentsgym_serve",
+    "plugins/agentsgym_gateway",
 ]
 """What the smoke tests import, in install order (each before those that need it)."""
 
-TEST_TOOLS = ["pytest>=8", "pytest-timeout>=2.3", "hypothesis>=6.100"]
+TEST_TOOLS = [
+    "pytest>=8",
+    "pytest-timeout>=2.3",
+    "hypothesis>=6.100",
+    # the unmodified program of gateway/OpenAIToolLoop-v0, as the gateway's test extra pins it
+    "openai==3.57.0",
+]
 
 TESTS = "plugins/agentsgym_trl/tests"
 
@@ -52,6 +60,14 @@ SMOKE_TESTS = [
     f"{TESTS}/test_trainers_per_token.py::test_training_steps_change_the_weights_and_save_the_model",
     f"{TESTS}/test_cli_train.py::test_train_with_trl_grpo_runs_end_to_end",
     f"{TESTS}/test_cli_train.py::test_train_per_token_grpo_with_a_tiny_model_built_on_the_fly",
+    # the servers at their floors (fastapi, starlette, uvicorn, aiohttp, orjson): serve's
+    # background server and an env with roles over its v1 protocol; the gateway's calls,
+    # its exact JSON, and harness envs whose programs run as processes
+    "plugins/agentsgym_serve/tests/test_serve_background_server.py",
+    "plugins/agentsgym_serve/tests/test_serve_roles.py",
+    "plugins/agentsgym_gateway/tests/test_gateway_calls.py",
+    "plugins/agentsgym_gateway/tests/test_json_exactness.py",
+    "plugins/agentsgym_gateway/tests/test_harness_envs.py",
 ]
 
 

@@ -91,3 +91,21 @@ def test_a_stopped_server_frees_its_port(sockets_made: list[socket.socket]) -> N
     assert [s.fileno() for s in sockets_made] == [-1]
     with BackgroundServer(hello, port=port) as again:
         assert httpx.get(again.url).text == "hello"
+
+
+def test_a_server_leaves_the_process_event_loop_policy_as_it_was() -> None:
+    """uvicorn 0.30's Server.run set uvloop's policy for the whole process, after which a
+    plain asyncio loop could not start a subprocess (a harness env's program)."""
+    import asyncio
+    import sys
+
+    policy = asyncio.get_event_loop_policy()
+    with BackgroundServer(hello) as server:
+        assert httpx.get(server.url).text == "hello"
+    assert asyncio.get_event_loop_policy() is policy
+
+    async def run_a_subprocess() -> int:
+        process = await asyncio.create_subprocess_exec(sys.executable, "-c", "pass")
+        return await process.wait()
+
+    assert asyncio.run(run_a_subprocess()) == 0

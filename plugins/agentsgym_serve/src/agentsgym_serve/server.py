@@ -12,6 +12,7 @@ works and the real address is known at once: the CLI prints it, and
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import threading
 import time
@@ -75,6 +76,43 @@ def uvicorn_server(
     return uvicorn.Server(config)
 
 
+def run_server(server: Any, sockets: list[socket.socket]) -> None:
+    """Run a uvicorn server until it exits, on a new event loop of this thread (uvloop's
+    when it is installed, as uvicorn's ``loop="auto"`` picks).
+
+    ``uvicorn.Server.run`` is not used: uvicorn 0.30 (the declared floor) sets uvloop's
+    event-loop policy for the whole process there, and a plain asyncio loop made
+    elsewhere, such as agentsgym's own, then cannot start a subprocess (the policy's
+    child watcher raises NotImplementedError; a harness env's programs are
+    subprocesses). Later uvicorn passes a loop factory instead, as this does."""
+    loop = _new_loop()
+    try:
+        loop.run_until_complete(server.serve(sockets=sockets))
+    finally:
+        try:
+            _cancel_remaining(loop)
+            loop.run_until_complete(loop.shutdown_asyncgens())
+        finally:
+            loop.close()
+
+
+def _new_loop() -> asyncio.AbstractEventLoop:
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.new_event_loop()
+    return uvloop.new_event_loop()
+
+
+def _cancel_remaining(loop: asyncio.AbstractEventLoop) -> None:
+    """Cancel the tasks the server left and wait for them, as ``asyncio.run`` does."""
+    remaining = asyncio.all_tasks(loop)
+    for task in remaining:
+        task.cancel()
+    if remaining:
+        loop.run_until_complete(asyncio.gather(*remaining, return_exceptions=True))
+
+
 class BackgroundServer:
     """Serves an ASGI app on loopback from a daemon thread (see the module docstring).
 
@@ -136,7 +174,7 @@ class BackgroundServer:
     @staticmethod
     def _serve(server: Any, sock: socket.socket) -> None:
         try:
-            server.run(sockets=[sock])
+            run_server(server, [sock])
         except SystemExit:
             pass  # uvicorn exits when the app's startup fails; it has logged why
 
