@@ -276,6 +276,7 @@ def test_an_interrupted_run_keeps_the_trials_that_finished(
     import time
 
     from agentsgym_scaffold import install_plugin
+    from interruptible import python_taking_ctrl_c
 
     site = tmp_path / "site"
     install_plugin(site, "agentsgym-stall", "agentsgym_stall", STALLING_AGENT)
@@ -297,7 +298,7 @@ def test_an_interrupted_run_keeps_the_trials_that_finished(
     env = {**os.environ, "PYTHONPATH": str(site), "STALL_MARKER": str(marker)}
     process = subprocess.Popen(
         [
-            sys.executable,
+            *python_taking_ctrl_c(),
             "-m",
             "agentsgym",
             "rollout",
@@ -447,9 +448,8 @@ def test_help_lists_commands_in_the_readme_order_and_80_columns_keep_ids_whole()
 
 
 def test_a_run_closes_the_envs_it_built(tmp_path: Path) -> None:
-    from envs_for_tests import ClosingCountdownEnv
-
     from agentsgym.testing import register_env, run_cli
+    from envs_for_tests import ClosingCountdownEnv
 
     ClosingCountdownEnv.closed = 0
     with register_env("test/Closing-v0", ClosingCountdownEnv):

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ import pytest
 
 from agentsgym.output import JournalWriter, RunArguments, RunManifest, RunOutput, scan_journal
 from agentsgym.output.manifest import read_manifest
+from interruptible import python_taking_ctrl_c
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -100,7 +100,7 @@ def test_ctrl_c_on_a_parquet_rollout_prints_no_traceback(tmp_path: Path) -> None
     env = {**os.environ, "PYTHONPATH": str(site), "SLOW_CLOSE_SECONDS": "1.0"}
     process = subprocess.Popen(
         [
-            sys.executable,
+            *python_taking_ctrl_c(),
             "-m",
             "agentsgym",
             "rollout",
