@@ -32,13 +32,12 @@ from agentsgym_twentyq.game import GameState, new_game, pick_secret, play_turn
 from agentsgym_twentyq.gamemaster import DONT_KNOW, GamemasterReply, RulesGamemaster
 from agentsgym_twentyq.parsing import find_question, parse_guess
 from agentsgym_twentyq.prompts import rules_prompt, turn_prompt
-from agentsgym_twentyq.splits import split_tasks
-from agentsgym_twentyq.words import Level, Secret, level_of
+from agentsgym_twentyq.splits import WordListTasks
+from agentsgym_twentyq.words import Secret
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    import datasets
 
 QUESTIONER, GAMEMASTER = "questioner", "gamemaster"
 ORACLE = RulesGamemaster()
@@ -90,7 +89,7 @@ class _GivenAnswer:
         return self.reply
 
 
-class TwentyQuestionsDuelEnv(MultistepEnv):
+class TwentyQuestionsDuelEnv(WordListTasks, MultistepEnv):
     """A questioner and a gamemaster, both agents (see the module docstring)."""
 
     config_class = TwentyQuestionsDuelConfig
@@ -109,10 +108,6 @@ class TwentyQuestionsDuelEnv(MultistepEnv):
         super().__init__(tokenizer, env_config, **kw)
         if self.config.trainable_roles is not None:
             self.trainable_roles = self.config.trainable_roles
-
-    @property
-    def level(self) -> Level:
-        return level_of(self.config.hardcore)
 
     @property
     def max_turns(self) -> int:
@@ -179,13 +174,3 @@ class TwentyQuestionsDuelEnv(MultistepEnv):
     def role_rewards(self, state: DuelState) -> dict[str, float]:
         agreement = state.agreed / state.judged if state.judged else 0.0
         return {QUESTIONER: state.game.reward, GAMEMASTER: agreement}
-
-    def get_train_dataset(self, *, seed: int = 0, eval_fraction: float = 0.2) -> datasets.Dataset:
-        return self.make_dataset(
-            split_tasks(self.level, "train", seed=seed, eval_fraction=eval_fraction)
-        )
-
-    def get_eval_dataset(self, *, seed: int = 0, eval_fraction: float = 0.2) -> datasets.Dataset:
-        return self.make_dataset(
-            split_tasks(self.level, "eval", seed=seed, eval_fraction=eval_fraction)
-        )

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from agentsgym import AgentAction, MultistepEnv, StepResult, hookimpl
 from agentsgym_twentyq.config import TwentyQuestionsConfig
@@ -21,18 +21,14 @@ from agentsgym_twentyq.game import GameState, new_game, pick_secret, play_turn
 from agentsgym_twentyq.gamemaster import Gamemaster, RulesGamemaster
 from agentsgym_twentyq.gamemaster_factory import as_gamemaster, build_gamemaster
 from agentsgym_twentyq.prompts import rules_prompt, turn_prompt
-from agentsgym_twentyq.splits import split_tasks
-from agentsgym_twentyq.words import Level, level_of
-
-if TYPE_CHECKING:
-    import datasets
+from agentsgym_twentyq.splits import WordListTasks
 
 logger = logging.getLogger(__name__)
 
 SECRET_OPTION_KEYS = frozenset({"api_key"})
 
 
-class TwentyQuestionsEnv(MultistepEnv):
+class TwentyQuestionsEnv(WordListTasks, MultistepEnv):
     """Find the secret word by asking yes/no questions, then guess it in brackets.
 
     :param gamemaster: a :class:`~agentsgym_twentyq.gamemaster.Gamemaster`, or any
@@ -78,10 +74,6 @@ class TwentyQuestionsEnv(MultistepEnv):
         """
         return isinstance(self.gamemaster, RulesGamemaster)
 
-    @property
-    def level(self) -> Level:
-        return level_of(self.config.hardcore)
-
     # ------------------------------------------------------------------ hooks
     @hookimpl
     def initialize_episode(self, session_id: str, task_data: dict[str, Any]) -> GameState:
@@ -109,18 +101,6 @@ class TwentyQuestionsEnv(MultistepEnv):
         return StepResult(next_state, reward, next_state.done, info)
 
     # ------------------------------------------------------------------ datasets
-    def get_train_dataset(self, *, seed: int = 0, eval_fraction: float = 0.2) -> datasets.Dataset:
-        """The words of this env's list not held out for evaluation, shuffled by ``seed``."""
-        return self.make_dataset(
-            split_tasks(self.level, "train", seed=seed, eval_fraction=eval_fraction)
-        )
-
-    def get_eval_dataset(self, *, seed: int = 0, eval_fraction: float = 0.2) -> datasets.Dataset:
-        """The held-out ``eval_fraction`` of every category of this env's list."""
-        return self.make_dataset(
-            split_tasks(self.level, "eval", seed=seed, eval_fraction=eval_fraction)
-        )
-
     def row_env_config(self) -> dict[str, Any]:
         """The rows' env_config, with any ``api_key`` of gamemaster_options left out.
 

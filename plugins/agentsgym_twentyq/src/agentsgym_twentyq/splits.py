@@ -11,9 +11,13 @@ from __future__ import annotations
 
 import math
 import random
-from typing import Any, Literal
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Literal
 
-from agentsgym_twentyq.words import Level, Secret, word_list
+from agentsgym_twentyq.words import Level, Secret, level_of, word_list
+
+if TYPE_CHECKING:
+    import datasets
 
 Split = Literal["train", "eval"]
 
@@ -46,3 +50,27 @@ def split_tasks(
         raise ValueError(f"split must be 'train' or 'eval', got {split!r}")
     words = split_words(level, seed=seed, eval_fraction=eval_fraction)[split]
     return [{"solution": secret.word, "seed": index} for index, secret in enumerate(words)]
+
+
+class WordListTasks:
+    """The tasks of a Twenty Questions env, a base class beside ``MultistepEnv``: the
+    words of its list (``config.hardcore``) in seeded, disjoint train and eval splits."""
+
+    config: Any
+    make_dataset: Callable[[list[dict[str, Any]]], datasets.Dataset]
+
+    @property
+    def level(self) -> Level:
+        return level_of(self.config.hardcore)
+
+    def get_train_dataset(self, *, seed: int = 0, eval_fraction: float = 0.2) -> datasets.Dataset:
+        """The words of this env's list not held out for evaluation, shuffled by ``seed``."""
+        return self.make_dataset(
+            split_tasks(self.level, "train", seed=seed, eval_fraction=eval_fraction)
+        )
+
+    def get_eval_dataset(self, *, seed: int = 0, eval_fraction: float = 0.2) -> datasets.Dataset:
+        """The held-out ``eval_fraction`` of every category of this env's list."""
+        return self.make_dataset(
+            split_tasks(self.level, "eval", seed=seed, eval_fraction=eval_fraction)
+        )
