@@ -54,14 +54,7 @@ class AgentGymOperations(SessionService):
                 except EnvFailure as exc:
                     await self._close(session, f"its first episode failed: {exc.detail}")
                     raise
-        return {
-            "id": session.id,
-            "observation": session.observation,
-            "reward": 0.0,
-            "score": 0.0,
-            "done": False,
-            **self._agentgym_extras(session),
-        }
+        return {"id": session.id, **self._start_reply(session, session.observation)}
 
     async def agentgym_reset(self, body: AgentGymReset) -> dict[str, Any]:
         session = self.table.get(body.instance)
@@ -79,14 +72,7 @@ class AgentGymOperations(SessionService):
             reply = await self._start_episode(
                 session, session.episode + 1, tasks[body.task_index], f"agentgym-{session.id}"
             )
-            extras = self._agentgym_extras(session)
-        return {
-            "observation": reply["observation"],
-            "reward": 0.0,
-            "score": 0.0,
-            "done": False,
-            **extras,
-        }
+            return self._start_reply(session, reply["observation"])
 
     async def agentgym_step(self, body: AgentGymStep) -> dict[str, Any]:
         session = self.table.get(body.instance)
@@ -108,6 +94,16 @@ class AgentGymOperations(SessionService):
             "score": session.score,
             "done": over,
             **extras,
+        }
+
+    def _start_reply(self, session: Session, observation: Any) -> dict[str, Any]:
+        """The reply to a create or reset: an episode's first observation, nothing scored."""
+        return {
+            "observation": observation,
+            "reward": 0.0,
+            "score": 0.0,
+            "done": False,
+            **self._agentgym_extras(session),
         }
 
     def _agentgym_extras(self, session: Session) -> dict[str, Any]:
