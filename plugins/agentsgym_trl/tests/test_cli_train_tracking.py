@@ -137,6 +137,15 @@ def assert_sample_tables(folder: Path, tables: dict[int, list[dict[str, Any]]]) 
             assert key in played
 
 
+def trackio_tables(steps: dict[int, dict[str, Any]]) -> dict[int, list[dict[str, Any]]]:
+    return {s: trackio_table(e["train/samples"]) for s, e in steps.items() if "train/samples" in e}
+
+
+def wandb_tables(run: Path, steps: dict[int, dict[str, Any]]) -> dict[int, list[dict[str, Any]]]:
+    logged = {s: e for s, e in steps.items() if "train/samples/path" in e}
+    return {s: wandb_table(run, e, "train/samples") for s, e in logged.items()}
+
+
 @needs_trackio
 def test_per_token_grpo_reports_its_step_log_and_samples_to_trackio(tmp_path: Path) -> None:
     # --async: the stream's staleness figures are step-log numbers like any other
@@ -146,8 +155,7 @@ def test_per_token_grpo_reports_its_step_log_and_samples_to_trackio(tmp_path: Pa
     assert_step_log_logged(steps, log)
     assert all(entry["_step"] == step for step, entry in steps.items())
     assert all("train/staleness_mean" in entry for entry in steps.values())
-    tables = {s: trackio_table(e["train/samples"]) for s, e in steps.items() if "train/samples" in e}
-    assert_sample_tables(tmp_path, tables)
+    assert_sample_tables(tmp_path, trackio_tables(steps))
     config = trackio_config(tmp_path, "guess")
     assert config["env_id"] == GUESS and config["trainer"] == "per-token-grpo"
     assert config["max_steps"] == STEPS
@@ -163,10 +171,7 @@ def test_per_token_grpo_reports_to_wandb_offline(tmp_path: Path) -> None:
     history = wandb_history(run)
     steps = step_entries(history)
     assert_step_log_logged(steps, log)
-    tables = {
-        s: wandb_table(run, e, "train/samples") for s, e in steps.items() if "train/samples/path" in e
-    }
-    assert_sample_tables(tmp_path, tables)
+    assert_sample_tables(tmp_path, wandb_tables(run, steps))
 
 
 @needs_trackio
@@ -177,8 +182,7 @@ def test_trl_grpo_passes_the_tracker_to_trl_and_adds_its_step_log(tmp_path: Path
     assert_step_log_logged(steps, log)
     # TRL's own report is in the same entries: its reward and learning rate
     assert all({"train/reward", "train/learning_rate"} <= set(e) for e in steps.values())
-    tables = {s: trackio_table(e["train/samples"]) for s, e in steps.items() if "train/samples" in e}
-    assert_sample_tables(tmp_path, tables)
+    assert_sample_tables(tmp_path, trackio_tables(steps))
     config = trackio_config(tmp_path, "guess")
     # the run's arguments next to TRL's configuration, whose values are kept
     assert config["env_id"] == GUESS and config["trainer"] == "trl-grpo"
@@ -194,10 +198,7 @@ def test_trl_grpo_reports_to_wandb_offline(tmp_path: Path) -> None:
     steps = step_entries(wandb_history(run))
     assert_step_log_logged(steps, log)
     assert all("train/reward" in e for e in steps.values())
-    tables = {
-        s: wandb_table(run, e, "train/samples") for s, e in steps.items() if "train/samples/path" in e
-    }
-    assert_sample_tables(tmp_path, tables)
+    assert_sample_tables(tmp_path, wandb_tables(run, steps))
 
 
 @pytest.mark.parametrize("tracker", ["trackio", "wandb"])
