@@ -11,16 +11,7 @@ from typing import Any
 
 import pytest
 
-from tracker_files import (
-    run_agentsgym,
-    trackio_config,
-    trackio_entries,
-    trackio_table,
-    wandb_history,
-    wandb_run,
-    wandb_run_folder,
-    wandb_table,
-)
+import tracker_files as files
 
 GUESS = "agentsgym/GuessTheNumber-v0"
 # Two guesses are too few for bisection on [1, 4]: some samples fail, some succeed.
@@ -48,7 +39,7 @@ ARGS = [
 
 def evaluate(folder: Path, report_to: str) -> dict[str, Any]:
     """Run the eval reporting to ``report_to``; its summary file."""
-    result = run_agentsgym(*ARGS, "--report-to", report_to, folder=folder)
+    result = files.run_agentsgym(*ARGS, "--report-to", report_to, folder=folder)
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"summary logged to {report_to}: run guess-eval of project evals" in result.stdout
     return json.loads((folder / "results.summary.json").read_text())
@@ -90,23 +81,23 @@ def assert_samples(folder: Path, rows: list[dict[str, Any]]) -> None:
 @pytest.mark.skipif(importlib.util.find_spec("trackio") is None, reason="trackio not installed")
 def test_eval_logs_its_summary_to_trackio(tmp_path: Path) -> None:
     summary = evaluate(tmp_path, "trackio")
-    (entry,) = trackio_entries(tmp_path, "evals")
+    (entry,) = files.trackio_entries(tmp_path, "evals")
     assert entry["_run"] == "guess-eval" and entry["_step"] == 0
     assert_summary_logged(entry, summary)
-    assert_samples(tmp_path, trackio_table(entry["eval/samples"]))
-    config = trackio_config(tmp_path, "evals")
+    assert_samples(tmp_path, files.trackio_table(entry["eval/samples"]))
+    config = files.trackio_config(tmp_path, "evals")
     assert config["env_id"] == GUESS and config["num_rollouts"] == 2
 
 
 @pytest.mark.skipif(importlib.util.find_spec("wandb") is None, reason="wandb not installed")
 def test_eval_logs_its_summary_to_wandb_offline(tmp_path: Path) -> None:
     summary = evaluate(tmp_path, "wandb")
-    run = wandb_run_folder(tmp_path)
-    project, name, config = wandb_run(run)
+    run = files.wandb_run_folder(tmp_path)
+    project, name, config = files.wandb_run(run)
     assert (project, name) == ("evals", "guess-eval") and config["env_id"] == GUESS
-    (entry,) = wandb_history(run)
+    (entry,) = files.wandb_history(run)
     assert_summary_logged(entry, summary)
-    assert_samples(tmp_path, wandb_table(run, entry, "eval/samples"))
+    assert_samples(tmp_path, files.wandb_table(run, entry, "eval/samples"))
     # W&B wrote under WANDB_DIR and its other folders only, nothing in the working folder
     written = {p.name for p in tmp_path.iterdir() if not p.name.startswith("results.")}
     assert written <= {"wandb-dir", "wandb-config", "wandb-cache", "wandb-data"}

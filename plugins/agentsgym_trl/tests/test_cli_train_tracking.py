@@ -19,17 +19,8 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("trl")
 
+import tracker_files as files
 from agentsgym.testing import run_cli
-from tracker_files import (
-    run_agentsgym,
-    trackio_config,
-    trackio_entries,
-    trackio_table,
-    wandb_history,
-    wandb_run,
-    wandb_run_folder,
-    wandb_table,
-)
 
 needs_trackio = pytest.mark.skipif(
     importlib.util.find_spec("trackio") is None,
@@ -70,7 +61,7 @@ STEPS = 4
 
 def train(folder: Path, trainer: str, report_to: str, *extra: str) -> list[dict[str, Any]]:
     """Train ``STEPS`` steps reporting to ``report_to``; the step log it wrote."""
-    result = run_agentsgym(
+    result = files.run_agentsgym(
         "train",
         GUESS,
         "--trainer",
@@ -138,25 +129,26 @@ def assert_sample_tables(folder: Path, tables: dict[int, list[dict[str, Any]]]) 
 
 
 def trackio_tables(steps: dict[int, dict[str, Any]]) -> dict[int, list[dict[str, Any]]]:
-    return {s: trackio_table(e["train/samples"]) for s, e in steps.items() if "train/samples" in e}
+    logged = {s: e for s, e in steps.items() if "train/samples" in e}
+    return {s: files.trackio_table(e["train/samples"]) for s, e in logged.items()}
 
 
 def wandb_tables(run: Path, steps: dict[int, dict[str, Any]]) -> dict[int, list[dict[str, Any]]]:
     logged = {s: e for s, e in steps.items() if "train/samples/path" in e}
-    return {s: wandb_table(run, e, "train/samples") for s, e in logged.items()}
+    return {s: files.wandb_table(run, e, "train/samples") for s, e in logged.items()}
 
 
 @needs_trackio
 def test_per_token_grpo_reports_its_step_log_and_samples_to_trackio(tmp_path: Path) -> None:
     # --async: the stream's staleness figures are step-log numbers like any other
     log = train(tmp_path, "per-token-grpo", "trackio", "--async", "--max-staleness", "1")
-    entries = [e for e in trackio_entries(tmp_path, "guess") if e["_run"] == "tracked"]
+    entries = [e for e in files.trackio_entries(tmp_path, "guess") if e["_run"] == "tracked"]
     steps = step_entries(entries)
     assert_step_log_logged(steps, log)
     assert all(entry["_step"] == step for step, entry in steps.items())
     assert all("train/staleness_mean" in entry for entry in steps.values())
     assert_sample_tables(tmp_path, trackio_tables(steps))
-    config = trackio_config(tmp_path, "guess")
+    config = files.trackio_config(tmp_path, "guess")
     assert config["env_id"] == GUESS and config["trainer"] == "per-token-grpo"
     assert config["max_steps"] == STEPS
 
@@ -164,11 +156,11 @@ def test_per_token_grpo_reports_its_step_log_and_samples_to_trackio(tmp_path: Pa
 @needs_wandb
 def test_per_token_grpo_reports_to_wandb_offline(tmp_path: Path) -> None:
     log = train(tmp_path, "per-token-grpo", "wandb")
-    run = wandb_run_folder(tmp_path)
-    project, name, config = wandb_run(run)
+    run = files.wandb_run_folder(tmp_path)
+    project, name, config = files.wandb_run(run)
     assert (project, name) == ("guess", "tracked")
     assert config["env_id"] == GUESS and config["trainer"] == "per-token-grpo"
-    history = wandb_history(run)
+    history = files.wandb_history(run)
     steps = step_entries(history)
     assert_step_log_logged(steps, log)
     assert_sample_tables(tmp_path, wandb_tables(run, steps))
@@ -177,13 +169,13 @@ def test_per_token_grpo_reports_to_wandb_offline(tmp_path: Path) -> None:
 @needs_trackio
 def test_trl_grpo_passes_the_tracker_to_trl_and_adds_its_step_log(tmp_path: Path) -> None:
     log = train(tmp_path, "trl-grpo", "trackio")
-    entries = [e for e in trackio_entries(tmp_path, "guess") if e["_run"] == "tracked"]
+    entries = [e for e in files.trackio_entries(tmp_path, "guess") if e["_run"] == "tracked"]
     steps = step_entries(entries)
     assert_step_log_logged(steps, log)
     # TRL's own report is in the same entries: its reward and learning rate
     assert all({"train/reward", "train/learning_rate"} <= set(e) for e in steps.values())
     assert_sample_tables(tmp_path, trackio_tables(steps))
-    config = trackio_config(tmp_path, "guess")
+    config = files.trackio_config(tmp_path, "guess")
     # the run's arguments next to TRL's configuration, whose values are kept
     assert config["env_id"] == GUESS and config["trainer"] == "trl-grpo"
     assert config["report_to"] == ["trackio"] and config["learning_rate"] == 1e-6
@@ -192,10 +184,10 @@ def test_trl_grpo_passes_the_tracker_to_trl_and_adds_its_step_log(tmp_path: Path
 @needs_wandb
 def test_trl_grpo_reports_to_wandb_offline(tmp_path: Path) -> None:
     log = train(tmp_path, "trl-grpo", "wandb")
-    run = wandb_run_folder(tmp_path)
-    project, name, config = wandb_run(run)
+    run = files.wandb_run_folder(tmp_path)
+    project, name, config = files.wandb_run(run)
     assert (project, name) == ("guess", "tracked") and config["trainer"] == "trl-grpo"
-    steps = step_entries(wandb_history(run))
+    steps = step_entries(files.wandb_history(run))
     assert_step_log_logged(steps, log)
     assert all("train/reward" in e for e in steps.values())
     assert_sample_tables(tmp_path, wandb_tables(run, steps))

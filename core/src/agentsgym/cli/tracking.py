@@ -81,9 +81,10 @@ def tracked_values(metrics: Mapping[str, Any], prefix: str = "") -> dict[str, fl
         name = f"{prefix}{key}"
         if isinstance(value, Mapping):
             values.update(tracked_values(value, f"{name}/"))
-        elif isinstance(value, (int, float)) and not isinstance(value, bool):
-            if math.isfinite(value):
-                values[name] = float(value)
+        elif (
+            isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+        ):
+            values[name] = float(value)
     return values
 
 
