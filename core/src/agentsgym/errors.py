@@ -22,6 +22,7 @@ __all__ = [
     "TemplateMismatchError",
     "TokenFidelityError",
     "TokenizerRequiredError",
+    "TrackerError",
     "TrainerOptionError",
     "UnknownAgentError",
     "UnknownEnvError",
@@ -124,6 +125,11 @@ class TemplateMismatchError(AgentsGymError):
 
 class TokenFidelityError(AgentsGymError):
     """An episode's token stream broke an invariant (lengths, growth, mask coverage)."""
+
+
+class TrackerError(AgentsGymError):
+    """An experiment tracker (``--report-to``) that cannot be used: an unknown name, its
+    library not installed, or a run it could not start."""
 
 
 class TrainerOptionError(AgentsGymError, ValueError):

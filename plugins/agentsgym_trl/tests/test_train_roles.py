@@ -36,6 +36,12 @@ def test_per_token_grpo_trains_every_role_in_self_play(tmp_path: Path) -> None:
     assert groups_trained(result.output) == 4  # 2 tasks x 2 roles: a group per task and role
     # the tiny model's x forfeits at once, so o never acts: a role without tokens has no row
     assert played_roles(out) <= {"x", "o"} and "x" in played_roles(out)
+    # the step log has each role's mean reward (reward/<role>)
+    (step,) = [json.loads(line) for line in (out / "train_log.jsonl").read_text().splitlines()]
+    rows = [json.loads(line) for line in (out / "played.jsonl").read_text().splitlines()]
+    x_rewards = {r["session_id"]: r["final_reward"] for r in rows if r["role"] == "x"}
+    assert step["reward/x"] == pytest.approx(sum(x_rewards.values()) / len(x_rewards))
+    assert "reward/o" in step
 
 
 def test_trl_grpo_trains_one_role_and_says_so_when_given_two(tmp_path: Path) -> None:

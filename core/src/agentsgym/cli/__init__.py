@@ -1,6 +1,7 @@
 """The ``agentsgym`` command line, and the kit that plugins' commands import (public,
 docs/plugin-authors.md): consoles, shared options, agent and executor choice, and for
-long runs (``eval``) the planning of a run and its streamed, resumable output. Library
+long runs (``eval``) the planning of a run and its streamed, resumable output, and the
+experiment trackers of ``--report-to`` (:mod:`agentsgym.cli.tracking`). Library
 code logs; the CLI owns the terminal."""
 
 from __future__ import annotations
@@ -46,6 +47,18 @@ from agentsgym.cli.running import (
     sigterm_as_interrupt,
 )
 from agentsgym.cli.terminal import console, err_console
+from agentsgym.cli.trackers import start_tracker, tracker_class
+from agentsgym.cli.tracking import (
+    SAMPLE_COLUMNS,
+    Tracker,
+    log_samples_every_option,
+    log_samples_option,
+    project_option,
+    report_to_option,
+    run_name_option,
+    sample_rows,
+    tracked_values,
+)
 from agentsgym.output import (
     OPERATIONAL_AGENT_OPTIONS,
     RUN_LIMIT_ENV_KEYS,
@@ -64,12 +77,14 @@ __all__ = [
     "MAX_TASKS",
     "OPERATIONAL_AGENT_OPTIONS",
     "RUN_LIMIT_ENV_KEYS",
+    "SAMPLE_COLUMNS",
     "AgentChoices",
     "ExecutorChoice",
     "FinishResult",
     "OutputPaths",
     "RunAgents",
     "RunPlan",
+    "Tracker",
     "accepted_options",
     "agent_name",
     "build_agent",
@@ -88,6 +103,8 @@ __all__ = [
     "failure_report",
     "given_executor_flags",
     "hook_timeout_option",
+    "log_samples_every_option",
+    "log_samples_option",
     "main",
     "max_concurrency_option",
     "max_failure_rate_option",
@@ -97,13 +114,20 @@ __all__ = [
     "plan_split",
     "print_failures",
     "progress_bar",
+    "project_option",
+    "report_to_option",
     "resume_option",
     "retry_failed_option",
     "run_into_output",
+    "run_name_option",
+    "sample_rows",
     "sigterm_as_interrupt",
     "split_role_options",
+    "start_tracker",
     "time_budgets",
     "tokenizer_cli_option",
     "tokenizer_option",
+    "tracked_values",
+    "tracker_class",
     "write_atomically",
 ]

@@ -56,7 +56,8 @@ class StepMetrics:
 
     @classmethod
     def of_batch(cls, batch: TrajectoryBatch, step: int) -> StepMetrics:
-        """Rollout statistics of a batch: reward mean and std, tokens, failures, the
+        """Rollout statistics of a batch: reward mean and std (and ``reward/<role>``, the
+        mean reward of each role's groups, in an env with roles), tokens, failures, the
         fraction of ``truncated_replies``, ``split_episodes`` (scored episodes split into
         several views) and ``token_source/<source>`` (fraction of steps whose ids came
         from each source); docs/training.md explains them."""
@@ -72,6 +73,15 @@ class StepMetrics:
         )
         if rewards:
             metrics.extra["reward_std"] = statistics.pstdev(rewards)
+        role_rewards: dict[str, list[float]] = {}
+        for group in batch.groups:
+            if group.role is not None:
+                role_rewards.setdefault(group.role, []).extend(
+                    e.final_reward for e in group.episodes
+                )
+        for role, values in sorted(role_rewards.items()):
+            if values:
+                metrics.extra[f"reward/{role}"] = statistics.fmean(values)
         steps = [s for e in episodes for s in e.steps]
         if steps:
             metrics.extra["truncated_replies"] = sum(s.reply_truncated for s in steps) / len(steps)

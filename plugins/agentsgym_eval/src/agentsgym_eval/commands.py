@@ -36,6 +36,7 @@ from agentsgym.cli import (
     exit_on_failures,
     failure_report,
     hook_timeout_option,
+    log_samples_option,
     max_concurrency_option,
     max_failure_rate_option,
     num_workers_option,
@@ -43,15 +44,20 @@ from agentsgym.cli import (
     parse_key_values,
     plan_split,
     print_failures,
+    project_option,
+    report_to_option,
     resume_option,
     retry_failed_option,
     run_into_output,
+    run_name_option,
     time_budgets,
     tokenizer_cli_option,
     tokenizer_option,
+    tracker_class,
 )
 from agentsgym.errors import AgentsGymError, OutputError
 from agentsgym_eval.samples import EvalReport, samples_from_rows, summarize, trial_samples
+from agentsgym_eval.tracking import report_summary
 
 
 def eval_command(
@@ -89,15 +95,21 @@ def eval_command(
     executor: str = executor_option(),
     num_workers: int | None = num_workers_option(),
     executor_option: list[str] | None = executor_options_option(),
+    report_to: str = report_to_option(),
+    project: str = project_option(),
+    run_name: str | None = run_name_option(),
+    log_samples: int = log_samples_option(),
 ) -> None:
     """Evaluate an agent on ENV_ID: k rollouts per task, per-sample results to --out.
 
-    A summary JSON is written next to the results (FILE.summary.json).
+    A summary JSON is written next to the results (FILE.summary.json); with
+    --report-to, the summary goes to that experiment tracker too.
     """
     if split not in ("train", "eval"):
         raise typer.BadParameter("--split must be train or eval")
     mode = choose_mode(resume=resume, overwrite=overwrite, retry_failed=retry_failed)
     out = check_output_path(out, mode=mode, with_summary=True)  # refused before a model loads
+    tracker_class(report_to)  # so is a tracker that is not installed
     budgets = time_budgets(hook_timeout, episode_timeout)
     where = ExecutorChoice.parse(executor, num_workers, executor_option)
     plan = plan_split(
@@ -127,7 +139,21 @@ def eval_command(
             **budgets,
         },
     )
-    print_report(write_summary(result), result.path, OutputPaths(result.path).summary)
+    report = write_summary(result)
+    print_report(report, result.path, OutputPaths(result.path).summary)
+    tracked = report_summary(
+        report_to,
+        report,
+        samples_from_rows(result.rows),
+        project=project,
+        run_name=run_name,
+        config=result.manifest.arguments.model_dump(),
+        num_samples=log_samples,
+    )
+    if tracked is not None:
+        console.print(
+            f"summary logged to {report_to}: run {tracked} of project {project}", highlight=False
+        )
     failures = failure_report(result.trial_errors())
     print_failures(failures)
     exit_on_failures(failures, max_failure_rate)

@@ -25,11 +25,17 @@ from agentsgym.cli import (
     executor_options_option,
     exit_on_failures,
     failure_report,
+    log_samples_every_option,
+    log_samples_option,
     max_concurrency_option,
     max_failure_rate_option,
     num_workers_option,
     parse_key_values,
     print_failures,
+    project_option,
+    report_to_option,
+    run_name_option,
+    tracker_class,
 )
 from agentsgym.errors import TrainerOptionError
 from agentsgym_trl.batch_trainer import BatchTrainer
@@ -57,6 +63,7 @@ from agentsgym_trl.train_setup import (
     trainer_options,
 )
 from agentsgym_trl.train_summary import print_summary
+from agentsgym_trl.train_tracking import TrainTracking, tracking_keywords
 
 
 def train(
@@ -145,6 +152,11 @@ def train(
     executor: str = executor_option(),
     num_workers: int | None = num_workers_option(),
     executor_option: list[str] | None = executor_options_option(),
+    report_to: str = report_to_option(),
+    project: str = project_option(),
+    run_name: str | None = run_name_option(),
+    log_samples_every: int = log_samples_every_option(),
+    log_samples: int = log_samples_option(),
 ) -> None:
     """Train on ENV_ID: play rollouts, compute the loss, step the optimizer.
 
@@ -163,6 +175,7 @@ def train(
             "folder whose template is the one to use (--tokenizer)"
         )
     resume_from = checkpoint_to_resume(output_dir, resume=resume, overwrite=overwrite)
+    tracker_class(report_to)  # a tracker that is not installed: said before a model loads
     quiet_progress_bars()
     started = time.perf_counter()
     if max_new_tokens is None:
@@ -247,6 +260,17 @@ def train(
     with contextlib.ExitStack() as serving:
         if own_policy is not None:  # served to the workers, which cannot be handed it
             playing = serving.enter_context(served_policy(own_policy))
+        tracking = TrainTracking.start(
+            report_to,
+            project=project,
+            run_name=run_name,
+            config={**arguments, "output_dir": str(output_dir), "max_steps": max_steps},
+            samples_every=log_samples_every,
+            samples=log_samples,
+        )
+        if tracking is not None:
+            serving.callback(tracking.finish)
+        reporting = tracking_keywords(adapter, tracking)
         result, errors = train_with_progress(
             adapter,
             source,
@@ -255,10 +279,13 @@ def train(
             max_steps=max_steps,
             episodes_per_step=source.tasks_per_step * num_rollouts * _episodes_per_trial(env),
             player=playing,
-            checkpointing={**checkpointing, **streaming},
+            checkpointing={**checkpointing, **streaming, **reporting},
             after_first_step=lambda metrics: _warn_if_slow(
                 metrics, max_steps, max_new_tokens, env.config.max_steps_per_episode
             ),
+            # an adapter that reports through its own library logs its steps itself
+            also_on_step=tracking.on_step if tracking is not None and not reporting else None,
+            also_on_episode=tracking.on_episode if tracking is not None else None,
         )
     output_dir.mkdir(parents=True, exist_ok=True)
     log_path = result.write_log(output_dir / TRAIN_LOG)

@@ -42,10 +42,13 @@ def train_with_progress(
     player: Any,
     checkpointing: dict[str, Any],
     after_first_step: Callable[[StepMetrics], None] | None = None,
+    also_on_step: Callable[[StepMetrics], None] | None = None,
+    also_on_episode: Callable[[Any], None] | None = None,
 ) -> tuple[TrainResult, list[str | None]]:
     """Run ``adapter.train`` with a bar for the steps and one for the episodes; the
     result and every episode's error (``None`` for a success). ``after_first_step``
-    hears of the first step this call runs (the pace of the run).
+    hears of the first step this call runs (the pace of the run); ``also_on_step`` and
+    ``also_on_episode`` of every step and every episode played (a tracker).
 
     When training fails with every episode failed (or too many), the episodes'
     failures are reported and the command exits 1: with no episode to learn from a
@@ -60,6 +63,8 @@ def train_with_progress(
         def on_episode(episode: Any) -> None:
             errors.append(episode.error)
             progress.advance(episodes_bar)
+            if also_on_episode is not None:
+                also_on_episode(episode)
 
         source.on_episode = on_episode
 
@@ -72,6 +77,8 @@ def train_with_progress(
             heard, first[0] = first[0], None
             if heard is not None:
                 heard(metrics)
+            if also_on_step is not None:
+                also_on_step(metrics)
 
         try:
             result = adapter.train(

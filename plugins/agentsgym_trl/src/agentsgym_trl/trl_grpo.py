@@ -9,7 +9,9 @@ applies importance sampling to any sampler's logprobs
 installed TRL has (:mod:`agentsgym_trl.grpo_config`); TRL's logs become the step log
 (:mod:`agentsgym_trl.trl_step_log`). With ``max_staleness`` (``--async``) the
 ``rollout_func`` takes each step's batch from a rollout stream that plays TRL's
-prompts ahead of the trainer (:mod:`agentsgym_trl.trl_stream`).
+prompts ahead of the trainer (:mod:`agentsgym_trl.trl_stream`). With ``tracking``
+(``--report-to``) TRL reports to the tracker (its ``report_to``), and agentsgym's step
+log joins each of TRL's entries (:mod:`agentsgym_trl.train_tracking`).
 
 By default the rollouts are played by a
 :class:`~agentsgym_trl.transformers_agent.TransformersAgent` sharing the
@@ -42,11 +44,12 @@ from agentsgym_trl.trl_rollouts import (
     rewards_by_prompt,
     rollouts_to_trl,
 )
-from agentsgym_trl.trl_step_log import StepLog, StepLogCallback
+from agentsgym_trl.trl_step_log import StepLog, StepLogCallback, report_after_step_log
 from agentsgym_trl.trl_stream import check_one_group_per_prompt
 
 if TYPE_CHECKING:
     from agentsgym import Agent
+    from agentsgym_trl.train_tracking import TrainTracking
     from agentsgym_trl.trl_stream import StreamedRollouts
 
 logger = logging.getLogger(__name__)
@@ -156,13 +159,15 @@ class TRLGRPOAdapter:
         save_steps: int = 0,
         save_total_limit: int | None = 2,
         max_staleness: int | None = None,
+        tracking: TrainTracking | None = None,
     ) -> Any:
         """The ``GRPOConfig``: one generation round and one optimizer step per step.
 
         Fields go under the names the installed ``GRPOConfig`` declares (see
         :mod:`agentsgym_trl.grpo_config`). With ``max_staleness`` of 1 or more, TRL's
         importance sampling defaults to per-token truncation (``token_truncate``):
-        stale tokens are weighted by ``min(pi_old / pi_sample, cap)``, not dropped."""
+        stale tokens are weighted by ``min(pi_old / pi_sample, cap)``, not dropped.
+        With ``tracking``, TRL reports to its tracker, in its project and run."""
         import torch
 
         cuda = torch.cuda.is_available()
@@ -190,6 +195,12 @@ class TRLGRPOAdapter:
         }
         if max_staleness:
             fields["vllm_importance_sampling_mode"] = "token_truncate"
+        if tracking is not None:
+            fields.update(
+                report_to=[tracking.report_to],
+                project=tracking.project,
+                run_name=tracking.run_name,
+            )
         fields.update(self.grpo_overrides)
         if fields["num_generations"] < 2:
             raise TrainerOptionError(
@@ -215,9 +226,11 @@ class TRLGRPOAdapter:
         save_total_limit: int | None = 2,
         run_arguments: dict[str, Any] | None = None,
         max_staleness: int | None = None,
+        tracking: TrainTracking | None = None,
     ) -> Any:
         """The configured ``GRPOTrainer`` (not yet trained); with ``max_staleness``, its
-        ``rollout_func`` takes from a rollout stream (:mod:`agentsgym_trl.trl_stream`)."""
+        ``rollout_func`` takes from a rollout stream (:mod:`agentsgym_trl.trl_stream`);
+        with ``tracking``, TRL reports each step to it, agentsgym's step log joined."""
         from agentsgym_trl.trl_trainer import AgentsgymGRPOTrainer  # imports TRL: slow
 
         check_source_template(source, self.tokenizer, self.chat_template)
@@ -232,6 +245,7 @@ class TRLGRPOAdapter:
             save_steps=save_steps,
             save_total_limit=save_total_limit,
             max_staleness=max_staleness,
+            tracking=tracking,
         )
         if args.beta != 0.0:
             self._snapshot_reference()
@@ -250,7 +264,9 @@ class TRLGRPOAdapter:
                 train_dataset=self.prompt_dataset(source),
                 processing_class=self.tokenizer,
                 rollout_func=self.rollout_func(source, agent),
-                callbacks=[StepLogCallback(self.step_log, self._scored, source, run_arguments)],
+                callbacks=[
+                    StepLogCallback(self.step_log, self._scored, source, run_arguments, tracking)
+                ],
                 plan_prompts=max_staleness is not None,
             )
         self.streamed = None
@@ -259,6 +275,8 @@ class TRLGRPOAdapter:
         from transformers.trainer_callback import PrinterCallback
 
         trainer.remove_callback(PrinterCallback)  # progress goes through on_step
+        if tracking is not None:
+            report_after_step_log(trainer)
         self.trainer = trainer
         return trainer
 
@@ -361,11 +379,13 @@ class TRLGRPOAdapter:
         resume_from: str | Path | None = None,
         run_arguments: dict[str, Any] | None = None,
         max_staleness: int | None = None,
+        tracking: TrainTracking | None = None,
     ) -> TrainResult:
         """Train for ``max_steps`` steps; a checkpoint (TRL's, plus agentsgym's run
         state) every ``save_steps`` steps; ``resume_from`` a checkpoint folder.
         ``max_staleness`` (``None``: synchronous) plays rollouts ahead of the trainer,
-        at most that many versions (:mod:`agentsgym_trl.trl_stream`)."""
+        at most that many versions (:mod:`agentsgym_trl.trl_stream`). ``tracking``: a
+        started tracker run that TRL reports to (:mod:`agentsgym_trl.train_tracking`)."""
         from agentsgym_trl.checkpoints import read_run_state
 
         if max_steps < 1:
@@ -378,6 +398,7 @@ class TRLGRPOAdapter:
             save_total_limit=save_total_limit,
             run_arguments=run_arguments,
             max_staleness=max_staleness,
+            tracking=tracking,
         )
         result = TrainResult(output_dir=self.output_dir)
         if resume_from is not None:
