@@ -75,6 +75,10 @@ def episode_summary(episode: Any) -> dict[str, Any]:
         "stop_conditions": [trace.stop_condition for trace in traces],
         "num_turns": sum(trace.num_turns for trace in traces),
         "num_traces": len(traces),
+        "messages": [
+            [{"role": n.message.role, "content": n.message.content} for n in trace.nodes]
+            for trace in traces
+        ],
         "episode_id": episode.id,
     }
 
