@@ -11,7 +11,7 @@ import pytest
 import agentsgym
 from agentsgym.testing import check_padded_rows
 from agentsgym_serve import BackgroundServer, create_app
-from verifiers_fixtures import TOKENIZER, env_config, scripted_model
+from verifiers_fixtures import TOKENIZER, bisect_guess_the_number, env_config, scripted_model
 
 pytestmark = pytest.mark.timeout(1800)  # the first test may build verifiers' venv
 
@@ -91,20 +91,8 @@ def test_the_openenv_taskset_of_verifiers_plays_an_agentsgym_server(
     """verifiers' built-in openenv taskset, several turns: the game served by
     ``agentsgym serve`` (OpenEnv's protocol), the model bisecting."""
 
-    def bisect(messages: list[dict[str, Any]]) -> str:
-        low, high = 1, 100
-        for message in messages:
-            if "lower" in message["content"]:
-                high = guess - 1
-            elif "higher" in message["content"]:
-                low = guess + 1
-            if message["role"] == "assistant":
-                guess = int(re.findall(r"\d+", message["content"])[0])
-        guess = (low + high) // 2
-        return '{"message": "[%d]"}' % guess
-
     app = create_app("agentsgym/GuessTheNumber-v0")
-    with BackgroundServer(app) as game, scripted_model(bisect) as server:
+    with BackgroundServer(app) as game, scripted_model(bisect_guess_the_number) as server:
         env = agentsgym.make(
             "verifiers://openenv",
             tokenizer=TOKENIZER,

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -73,15 +75,11 @@ def _build(venv: Path, python: Path) -> None:
 def scripted_model(reply: Callable[[list[dict[str, Any]]], str]) -> Iterator[OpenAICompatServer]:
     """A loopback model server that answers ``reply(messages)`` and reports token ids
     the way vLLM does (prompt ids: the tiny tokenizer's rendering of the messages)."""
-    with OpenAICompatServer(
-        ScriptedPolicy(reply, tokenizer=TOKENIZER), models=[MODEL]
-    ) as server:
+    with OpenAICompatServer(ScriptedPolicy(reply, tokenizer=TOKENIZER), models=[MODEL]) as server:
         yield server
 
 
-def env_config(
-    python: str, server: OpenAICompatServer | None, **extra: Any
-) -> dict[str, Any]:
+def env_config(python: str, server: OpenAICompatServer | None, **extra: Any) -> dict[str, Any]:
     """A verifiers env's config: verifiers' python, the docs' tasksets on its path, and
     the scripted model as backend (none: the run's agent answers)."""
     config: dict[str, Any] = {
@@ -92,3 +90,18 @@ def env_config(
     if server is not None:
         config.update(backend_url=server.base_url, model=MODEL)
     return {**config, **extra}
+
+
+def bisect_guess_the_number(messages: list[dict[str, Any]]) -> str:
+    """Bisect GuessTheNumber from the hints in the payloads of verifiers' openenv
+    taskset, answering with OpenEnv's action object (``{"message": "[50]"}``)."""
+    low, high, guess = 1, 100, 0
+    for message in messages:
+        text = str(message["content"])
+        if message["role"] == "assistant":
+            guess = int(re.findall(r"\d+", text)[0])
+        elif "lower" in text.split("action_schema")[0]:
+            high = guess - 1
+        elif "higher" in text.split("action_schema")[0]:
+            low = guess + 1
+    return json.dumps({"message": f"[{(low + high) // 2}]"})

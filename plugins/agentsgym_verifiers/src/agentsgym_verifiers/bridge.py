@@ -73,7 +73,7 @@ class VerifiersBridge:
             inherited = [environment["PYTHONPATH"]] if environment.get("PYTHONPATH") else []
             environment["PYTHONPATH"] = os.pathsep.join([*self.python_path, *inherited])
         try:
-            process = subprocess.Popen(  # noqa: S603 - the user's own interpreter
+            process = subprocess.Popen(
                 [self.python, str(PROGRAM), json.dumps(self.settings)],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
@@ -184,7 +184,9 @@ class VerifiersBridge:
     def _send(self, message: dict[str, Any]) -> None:
         process = self._process
         if process is None or process.stdin is None or process.poll() is not None:
-            raise VerifiersBridgeError(f"the bridge to verifiers is not running{self._stderr_tail()}")
+            raise VerifiersBridgeError(
+                f"the bridge to verifiers is not running{self._stderr_tail()}"
+            )
         try:
             process.stdin.write(json.dumps(message) + "\n")
             process.stdin.flush()

@@ -13,7 +13,9 @@ import re
 
 SCHEME = "verifiers"
 PREFIX = f"{SCHEME}://"
-_TASKSET_ID = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*(/[A-Za-z0-9_][A-Za-z0-9_.\-]*)?(@[A-Za-z0-9_.\-+]+)?$")
+_TASKSET_ID = re.compile(
+    r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*(/[A-Za-z0-9_][A-Za-z0-9_.\-]*)?(@[A-Za-z0-9_.\-+]+)?$"
+)
 
 
 def taskset_id(url: str) -> str:
