@@ -24,6 +24,17 @@ def _sum_of(messages: list[dict[str, Any]]) -> str:
     return "5" if (a, b) == (2, 2) else str(a + b)
 
 
+def _addition_env(python: str, server: Any, num_tasks: int) -> Any:
+    """The docs' addition taskset, played by the null harness (a plain chat loop)."""
+    return agentsgym.make(
+        "verifiers://addition_v1",
+        tokenizer=TOKENIZER,
+        env_config=env_config(
+            python, server, taskset={"num_tasks": num_tasks}, env={"agent": NULL_HARNESS}
+        ),
+    )
+
+
 def _episodes(batch: Any) -> list[Any]:
     return [episode for group in batch.groups for episode in group.episodes]
 
@@ -51,16 +62,7 @@ def _audit(episode: Any, env: Any, conversation: list[dict[str, Any]]) -> None:
 
 def test_a_taskset_written_as_verifiers_docs_say(verifiers_python_path: str) -> None:
     with scripted_model(_sum_of) as server:
-        env = agentsgym.make(
-            "verifiers://addition_v1",
-            tokenizer=TOKENIZER,
-            env_config=env_config(
-                verifiers_python_path,
-                server,
-                taskset={"num_tasks": 4},
-                env={"agent": NULL_HARNESS},
-            ),
-        )
+        env = _addition_env(verifiers_python_path, server, num_tasks=4)
         try:
             dataset = env.get_train_dataset()
             tasks = [row["task_data"] for row in dataset]
@@ -129,16 +131,7 @@ def test_a_failed_rollout_is_an_episode_error_not_a_crash(verifiers_python_path:
         raise RuntimeError("the model is down")
 
     with scripted_model(refuse) as server:
-        env = agentsgym.make(
-            "verifiers://addition_v1",
-            tokenizer=TOKENIZER,
-            env_config=env_config(
-                verifiers_python_path,
-                server,
-                taskset={"num_tasks": 1},
-                env={"agent": NULL_HARNESS},
-            ),
-        )
+        env = _addition_env(verifiers_python_path, server, num_tasks=1)
         try:
             batch = env.run_trial([{"idx": 0, "prompt": "What is 0 + 0?", "answer": 0}])
         finally:
@@ -153,13 +146,7 @@ def test_the_model_of_the_run_is_the_agent(verifiers_python_path: str) -> None:
     """No backend: the gateway answers with the run's own agent (the tiny model, as
     ``--agent transformers`` and the trainers' policy do), token for token."""
     pytest.importorskip("torch", reason="the tiny model needs torch (agentsgym-trl)")
-    env = agentsgym.make(
-        "verifiers://addition_v1",
-        tokenizer=TOKENIZER,
-        env_config=env_config(
-            verifiers_python_path, None, taskset={"num_tasks": 2}, env={"agent": NULL_HARNESS}
-        ),
-    )
+    env = _addition_env(verifiers_python_path, None, num_tasks=2)
     agent = agentsgym.make_agent("transformers", model="tiny", max_new_tokens=6)
     try:
         tasks = [row["task_data"] for row in env.get_train_dataset()]
