@@ -1,0 +1,3 @@
+from addition_v1.taskset import AdditionTaskset
+
+__all__ = ["AdditionTaskset"]
