@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from agentsgym.dataset_runner import run_dataset
 from agentsgym.engine import DEFAULT_MAX_CONCURRENCY
-from agentsgym.errors import TrainerOptionError
+from agentsgym.errors import TrainerOptionError, is_reward_unavailable
 from agentsgym.factory import load_tokenizer
 from agentsgym.rows import DatasetRow, parse_rows
 
@@ -56,10 +56,11 @@ class StepMetrics:
 
     @classmethod
     def of_batch(cls, batch: TrajectoryBatch, step: int) -> StepMetrics:
-        """Rollout statistics of a batch: reward mean and std, tokens, failures, the
-        fraction of ``truncated_replies``, ``split_episodes`` (scored episodes split into
-        several views) and ``token_source/<source>`` (fraction of steps whose ids came
-        from each source); docs/training.md explains them."""
+        """Rollout statistics of a batch: reward mean and std, tokens, failures (and
+        ``reward_unavailable``: those whose reward could not be computed, a judge
+        failed), the fraction of ``truncated_replies``, ``split_episodes`` (scored
+        episodes split into several views) and ``token_source/<source>`` (fraction of
+        steps whose ids came from each source); docs/training.md explains them."""
         episodes = [e for group in batch.groups for e in group.episodes]
         rewards = [e.final_reward for e in episodes]
         metrics = cls(
@@ -72,6 +73,8 @@ class StepMetrics:
         )
         if rewards:
             metrics.extra["reward_std"] = statistics.pstdev(rewards)
+        unscored = sum(is_reward_unavailable(e.error) for e in batch.failed)
+        metrics.extra["reward_unavailable"] = float(unscored)
         steps = [s for e in episodes for s in e.steps]
         if steps:
             metrics.extra["truncated_replies"] = sum(s.reply_truncated for s in steps) / len(steps)
