@@ -34,20 +34,6 @@ from agentsgym_trl.trl_rollouts import pad_token_id, rollouts_to_trl
 ENV = "judge/OpenAnswer-v0"
 TINY = "agentsgym/tiny-chatml"
 
-pytestmark = pytest.mark.usefixtures("torch_single_thread")
-
-
-@pytest.fixture(scope="module")
-def torch_single_thread() -> Any:
-    """One intra-op torch thread: on a shared 2-core machine torch's own threads only
-    fight the test's."""
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
 
 def judged_env(server: Any, num_tasks: int = 6, **judge: Any) -> Any:
     config = {"judge": judge_settings(server, **judge), "num_tasks": num_tasks}

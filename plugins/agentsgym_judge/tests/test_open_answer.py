@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 import agentsgym
+from agentsgym import StepResult, hookimpl
 from agentsgym.errors import is_reward_unavailable
 from agentsgym.testing import check_env, run_cli
 from agentsgym_judge.open_answer import OpenAnswerEnv, exact_match
@@ -180,3 +181,25 @@ def test_the_exact_check(reply: str, reference: str, match: bool) -> None:
 def test_check_env_passes_with_a_judge_server(judge_server: Any) -> None:
     report = check_env(ENV, env_config=env_config(judge_server))
     assert report.passed and not report.skipped, report
+
+
+class PlainHookJudged(OpenAnswerEnv):
+    """The env with a plain step_episode: it judges with score(), from a worker thread."""
+
+    @hookimpl
+    def step_episode(self, state: dict[str, str], action: str) -> StepResult:
+        verdict = self.judge.score(
+            question=state["question"], answer=action, reference=state["reference"]
+        )
+        return StepResult(state, verdict.score, True, {"judge": verdict.record()})
+
+
+def test_a_plain_hook_judges_with_score(judge_server: Any) -> None:
+    env = PlainHookJudged(env_config=env_config(judge_server, max_concurrency=2))
+    tasks = env.questions("eval")
+    batch = env.run_trial(tasks, agentsgym.ScriptedAgent("12"), num_rollouts=2)
+    assert not batch.failed and len(batch.episodes) == 2 * NUM_TASKS
+    for episode in batch.episodes:  # the scripted judge: yes when "12" holds the reference
+        paid = 1.0 if episode.task_data["reference"] in "12" else 0.0
+        assert episode.final_reward == episode.steps[0].info["judge"]["score"] == paid
+    env.close()

@@ -16,10 +16,7 @@ from typing import Any
 from agentsgym import Messages
 from agentsgym_judge.errors import JudgeTemplateError
 
-CORRECTNESS_TEMPLATE = """\
-You grade answers. Decide whether the response gives the same answer as the reference \
-answer to the question. Wording and form may differ; the answer itself must not.
-
+_GIVEN = """\
 Question:
 {question}
 
@@ -27,27 +24,21 @@ Reference answer:
 {reference}
 
 Response:
-{answer}
+{answer}"""
 
-Is the response correct? Reply with one word: yes or no."""
+CORRECTNESS_TEMPLATE = (
+    "You grade answers. Decide whether the response gives the same answer as the reference "
+    "answer to the question. Wording and form may differ; the answer itself must not.\n\n"
+    f"{_GIVEN}\n\nIs the response correct? Reply with one word: yes or no."
+)
 """The default: is ``{answer}`` right, given ``{question}`` and ``{reference}``? Read it
 with :func:`~agentsgym_judge.parsers.yes_no`."""
 
-SCORE_TEMPLATE = """\
-You grade answers. Rate how well the response answers the question, compared with the \
-reference answer, on a scale from 0 (wrong or no answer) to 10 (fully correct and \
-complete).
-
-Question:
-{question}
-
-Reference answer:
-{reference}
-
-Response:
-{answer}
-
-Reply with the number only."""
+SCORE_TEMPLATE = (
+    "You grade answers. Rate how well the response answers the question, compared with the "
+    "reference answer, on a scale from 0 (wrong or no answer) to 10 (fully correct and "
+    f"complete).\n\n{_GIVEN}\n\nReply with the number only."
+)
 """A graded score of ``{answer}``: read it with ``number(0, 10)``
 (:func:`~agentsgym_judge.parsers.number`), which scales it to [0, 1]."""
 
