@@ -74,7 +74,7 @@ def test_an_unavailable_reward_fails_the_episode_as_its_own_kind(where: str) -> 
     assert batch.final_rewards == [1.5]
 
     metrics = StepMetrics.of_batch(batch, step=1)
-    assert (metrics.num_failed, metrics.extra["reward_unavailable"]) == (1, 1.0)
+    assert (metrics.num_failed, metrics.num_reward_unavailable) == (1, 1)
 
 
 def test_other_failures_are_not_of_that_kind() -> None:
@@ -83,7 +83,7 @@ def test_other_failures_are_not_of_that_kind() -> None:
     (failed,) = batch.failed
     assert failed.error == "RuntimeError: the env exploded"
     assert not is_reward_unavailable(failed.error)
-    assert StepMetrics.of_batch(batch, step=1).extra["reward_unavailable"] == 0.0
+    assert StepMetrics.of_batch(batch, step=1).num_reward_unavailable == 0
     assert not is_reward_unavailable(None)
     assert not is_reward_unavailable("EpisodeError: RewardUnavailableError: quoted, not raised")
 

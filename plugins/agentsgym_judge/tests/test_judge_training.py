@@ -70,7 +70,7 @@ def test_per_token_grpo_trains_on_scored_episodes_only(answering_server: Any) ->
     # scored rollouts' rewards minus their own mean (here all equal: advantage 0).
     assert float(abs(tensors["advantages"]).max()) == 0.0
     metrics = StepMetrics.of_batch(batch, step=1)
-    assert metrics.num_failed == metrics.extra["reward_unavailable"] == 2 * len(failed)
+    assert metrics.num_failed == metrics.num_reward_unavailable == 2 * len(failed)
 
 
 def test_trl_grpo_gives_a_judge_failure_no_reward(answering_server: Any) -> None:
@@ -124,7 +124,7 @@ def test_train_counts_the_episodes_without_a_reward(answering_server: Any, tmp_p
     )
     assert result.code == 0, result.output
     (log,) = [json.loads(line) for line in (out / "train_log.jsonl").read_text().splitlines()]
-    assert log["num_failed"] == log["reward_unavailable"] == 2 * unscored
+    assert log["num_failed"] == log["num_reward_unavailable"] == 2 * unscored
     assert log["num_rollouts"] == 2 * (4 - unscored)
     assert re.search(
         rf"of them without a reward \(a judge failed\)\s*│\s*{2 * unscored}\b", result.output

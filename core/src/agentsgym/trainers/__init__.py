@@ -44,6 +44,8 @@ class StepMetrics:
     mean_reward: float | None = None
     num_rollouts: int = 0
     num_failed: int = 0
+    num_reward_unavailable: int = 0
+    """Failed episodes whose reward could not be computed (a judge failed)."""
     num_tokens: int = 0
     num_agent_tokens: int = 0
     seconds: float = 0.0
@@ -56,11 +58,10 @@ class StepMetrics:
 
     @classmethod
     def of_batch(cls, batch: TrajectoryBatch, step: int) -> StepMetrics:
-        """Rollout statistics of a batch: reward mean and std, tokens, failures (and
-        ``reward_unavailable``: those whose reward could not be computed, a judge
-        failed), the fraction of ``truncated_replies``, ``split_episodes`` (scored
-        episodes split into several views) and ``token_source/<source>`` (fraction of
-        steps whose ids came from each source); docs/training.md explains them."""
+        """Rollout statistics of a batch: reward mean and std, tokens, failures, the
+        fraction of ``truncated_replies``, ``split_episodes`` (scored episodes split into
+        several views) and ``token_source/<source>`` (fraction of steps whose ids came
+        from each source); docs/training.md explains them."""
         episodes = [e for group in batch.groups for e in group.episodes]
         rewards = [e.final_reward for e in episodes]
         metrics = cls(
@@ -68,13 +69,12 @@ class StepMetrics:
             mean_reward=statistics.fmean(rewards) if rewards else None,
             num_rollouts=len(episodes),
             num_failed=len(batch.failed),
+            num_reward_unavailable=sum(is_reward_unavailable(e.error) for e in batch.failed),
             num_tokens=sum(e.num_tokens for e in episodes),
             num_agent_tokens=sum(e.num_agent_tokens for e in episodes),
         )
         if rewards:
             metrics.extra["reward_std"] = statistics.pstdev(rewards)
-        unscored = sum(is_reward_unavailable(e.error) for e in batch.failed)
-        metrics.extra["reward_unavailable"] = float(unscored)
         steps = [s for e in episodes for s in e.steps]
         if steps:
             metrics.extra["truncated_replies"] = sum(s.reply_truncated for s in steps) / len(steps)
