@@ -9,7 +9,8 @@ promise that the project works with ``name==X``. This script
    with every floored package pinned to its floor (transitive packages take what
    pip resolves);
 3. runs the smoke tests there: both trainers on the tiny model, the ``train``
-   command, and the servers (serve's, the gateway's) with harness envs.
+   command, the servers (serve's, the gateway's) with harness envs, and a judge
+   model's requests.
 
 Usage: ``python scripts/check_floors.py [--venv DIR] [--keep] [-- PYTEST ARGS]``.
 It needs the package index (or the wheels) for the floor versions. It prints how
@@ -41,6 +42,7 @@ DISTRIBUTIONS = [
     "plugins/agentsgym_trl",
     "plugins/agentsgym_serve",
     "plugins/agentsgym_gateway",
+    "plugins/agentsgym_judge",
 ]
 """What the smoke tests import, in install order (each before those that need it)."""
 
@@ -68,6 +70,9 @@ SMOKE_TESTS = [
     "plugins/agentsgym_gateway/tests/test_gateway_calls.py",
     "plugins/agentsgym_gateway/tests/test_json_exactness.py",
     "plugins/agentsgym_gateway/tests/test_harness_envs.py",
+    # a judge model's requests through the core's openai agent (aiohttp), its settings
+    # (pydantic), against serve's loopback server
+    "plugins/agentsgym_judge/tests/test_judge_server.py",
 ]
 
 

@@ -18,6 +18,7 @@ __all__ = [
     "PluginLoadError",
     "RegistrationError",
     "ResumeMismatchError",
+    "RewardUnavailableError",
     "RunSettingsError",
     "TemplateMismatchError",
     "TokenFidelityError",
@@ -31,6 +32,7 @@ __all__ = [
     "UnknownTrainerError",
     "UntrustedClassPathError",
     "UntrustedRemoteEnvError",
+    "is_reward_unavailable",
 ]
 
 
@@ -109,6 +111,23 @@ class EpisodeError(AgentsGymError):
 class EpisodeTimeoutError(EpisodeError):
     """An env turn (``hook_timeout_seconds``) or an episode (``episode_timeout_seconds``)
     took longer than its budget; a plain hook still running is abandoned in its thread."""
+
+
+class RewardUnavailableError(EpisodeError):
+    """The episode's reward could not be computed: a judge model failed, timed out or
+    answered something that is not a score.
+
+    An env hook raises it (``step_episode``, ``reward_shaping`` or ``finish_episode``)
+    rather than pay a made-up reward: the episode is recorded as failed, with an error
+    that starts with ``RewardUnavailableError:`` (:func:`is_reward_unavailable`), so
+    trainers leave it out like any failed episode and the run summaries count it apart.
+    Raise this class itself: the engine records an error by its class name.
+    """
+
+
+def is_reward_unavailable(error: str | None) -> bool:
+    """Whether an episode's recorded ``error`` is a :class:`RewardUnavailableError`."""
+    return error is not None and error.startswith(f"{RewardUnavailableError.__name__}: ")
 
 
 class AgentError(AgentsGymError):

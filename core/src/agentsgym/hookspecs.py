@@ -326,7 +326,9 @@ def step_episode(
         4-tuple): the new state, the step reward earned by this action, whether the
         episode is over, and a JSON-serialisable dict of diagnostics kept in the episode's
         step infos. ``firstresult``; wrap it (``wrapper=True``) to observe or alter
-        actions and results, e.g. to parse or strip think blocks.
+        actions and results, e.g. to parse or strip think blocks. A reward that cannot
+        be computed (a judge model failed) raises
+        :class:`~agentsgym.errors.RewardUnavailableError`: the episode fails as unscored.
     """
 
 
@@ -348,14 +350,18 @@ def reward_shaping(
     :param state: the state passed to :func:`step_episode` (the state *before* the step,
         unless that hook mutated it in place).
     :param action: the agent's reply text.
-    :param step_result: what :func:`step_episode` returned.
+    :param step_result: what :func:`step_episode` returned. Its ``info`` is the step's
+        info, read after every implementation ran: what a term was computed from (a
+        judge model's prompt, reply and score) may be added to it.
     :param step: index of this action in the episode.
     :param reply: the full :class:`~agentsgym.types.AgentAction`.
     :param role: the role that acted (``None`` in an env without roles): the terms are
         its own.
     :return: ``RewardTerm(name, value)`` (or a ``(name, value)`` tuple), a list of them,
         or ``None`` for no term. Terms add to the step reward, and each is also summed per
-        name into the episode's ``metrics["reward/<name>"]``.
+        name into the episode's ``metrics["reward/<name>"]``. A term that cannot be
+        computed (its judge failed) raises :class:`~agentsgym.errors.RewardUnavailableError`
+        rather than return a made-up value.
     """
 
 
@@ -378,7 +384,9 @@ def finish_episode(
     :return: ``RewardTerm(name, value)``, a list of them, or ``None``. Terms are added to
         the reward of the episode's last action (so an outcome reward at the step limit
         lands on the last reply's tokens) and summed into ``metrics["reward/<name>"]``.
-        Ignored for a failed episode or one without actions.
+        Ignored for a failed episode or one without actions. A
+        :class:`~agentsgym.errors.RewardUnavailableError` raised here fails the episode
+        as unscored (its error keeps that kind), any other exception as an ``EpisodeError``.
     """
 
 

@@ -274,7 +274,8 @@ def _print_interrupted(output: RunOutput, planned: int) -> None:
 
 
 def print_failures(report: FailureReport) -> None:
-    """How many trials failed and the most common errors, grouped by shape."""
+    """How many trials failed and the most common errors, grouped by shape; how many of
+    them had no reward (RewardUnavailableError)."""
     if not report.failed:
         return
     console.print(
@@ -284,6 +285,14 @@ def print_failures(report: FailureReport) -> None:
     for group in report.common_errors:
         example = redact_text(group.example)
         console.print(f"  {group.count} x {example}", highlight=False, soft_wrap=True)
+    if report.reward_unavailable:
+        console.print(
+            f"[yellow]{report.reward_unavailable} of them had no reward[/] "
+            "(RewardUnavailableError: a judge failed, timed out or answered something that is "
+            "not a score); they are not scored and trainers leave them out",
+            highlight=False,
+            soft_wrap=True,
+        )
 
 
 def exit_on_failures(report: FailureReport, max_failure_rate: float | None) -> None:

@@ -52,7 +52,7 @@ from typing import TYPE_CHECKING, Any
 from agentsgym.engine.episode_record import close_record
 from agentsgym.engine.hook_results import as_messages, as_step_result, collect_terms
 from agentsgym.engine.role_views import RoleView, check_turn_role, role_reward_values
-from agentsgym.errors import EpisodeError, EpisodeTimeoutError
+from agentsgym.errors import EpisodeError, EpisodeTimeoutError, RewardUnavailableError
 from agentsgym.redaction import redact_text
 from agentsgym.tokenization import AgentSpan, EpisodeTokenizer, reply_as_rendered
 from agentsgym.tokenization.incremental import base_messages
@@ -448,7 +448,13 @@ class EpisodeSession:
                 "finish_episode of %s failed: %s: %s", self.env.env_id, type(exc).__name__, exc
             )
             finish_error = f"finish_episode: {type(exc).__name__}: {exc}"
-            self.fail(EpisodeError(finish_error))
+            # A reward that could not be computed keeps its kind: the runs count it apart.
+            unscored = isinstance(exc, RewardUnavailableError)
+            self.fail(
+                RewardUnavailableError(f"finish_episode: {exc}")
+                if unscored
+                else EpisodeError(finish_error)
+            )
         if not self._finalised:
             try:
                 self._finalise()

@@ -1,5 +1,8 @@
 """How many trials of a run failed, why (errors grouped), and whether that fails the run.
 
+Trials whose reward could not be computed (:class:`~agentsgym.errors.RewardUnavailableError`:
+a judge model failed) are failures like any other, and are also counted apart.
+
 Errors are grouped by their *shape*: numbers, hex ids and quoted values blanked out,
 so "target 150 is outside [1, 100]" and "target 7 is outside [10, 20]" count as one.
 """
@@ -11,6 +14,8 @@ from collections import Counter
 from collections.abc import Iterable
 
 from pydantic import BaseModel, Field
+
+from agentsgym.errors import is_reward_unavailable
 
 _QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
 _HEX = re.compile(r"\b(0x)?[0-9a-f]{8,}\b", re.IGNORECASE)
@@ -30,6 +35,9 @@ class FailureReport(BaseModel):
 
     total: int = Field(description="trials (task, rollout) in the output")
     failed: int
+    reward_unavailable: int = Field(
+        default=0, description="failed trials whose reward could not be computed (a judge failed)"
+    )
     common_errors: list[ErrorGroup] = Field(default_factory=list)
 
     @property
@@ -66,10 +74,12 @@ def failure_report(errors: Iterable[str | None], *, top: int = 3) -> FailureRepo
     total = 0
     counts: Counter[str] = Counter()
     examples: dict[str, str] = {}
+    unscored = 0
     for error in errors:
         total += 1
         if error is None:
             continue
+        unscored += is_reward_unavailable(error)
         shape = error_shape(error)
         counts[shape] += 1
         example = error if len(error) <= MAX_MESSAGE else error[:MAX_MESSAGE] + "…"
@@ -77,6 +87,7 @@ def failure_report(errors: Iterable[str | None], *, top: int = 3) -> FailureRepo
     return FailureReport(
         total=total,
         failed=sum(counts.values()),
+        reward_unavailable=unscored,
         common_errors=[
             ErrorGroup(count=count, example=examples[shape])
             for shape, count in counts.most_common(top)

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from agentsgym.dataset_runner import run_dataset
 from agentsgym.engine import DEFAULT_MAX_CONCURRENCY
-from agentsgym.errors import TrainerOptionError
+from agentsgym.errors import TrainerOptionError, is_reward_unavailable
 from agentsgym.factory import load_tokenizer
 from agentsgym.rows import DatasetRow, parse_rows
 
@@ -44,6 +44,8 @@ class StepMetrics:
     mean_reward: float | None = None
     num_rollouts: int = 0
     num_failed: int = 0
+    num_reward_unavailable: int = 0
+    """Failed episodes whose reward could not be computed (a judge failed)."""
     num_tokens: int = 0
     num_agent_tokens: int = 0
     seconds: float = 0.0
@@ -68,6 +70,7 @@ class StepMetrics:
             mean_reward=statistics.fmean(rewards) if rewards else None,
             num_rollouts=len(episodes),
             num_failed=len(batch.failed),
+            num_reward_unavailable=sum(is_reward_unavailable(e.error) for e in batch.failed),
             num_tokens=sum(e.num_tokens for e in episodes),
             num_agent_tokens=sum(e.num_agent_tokens for e in episodes),
         )

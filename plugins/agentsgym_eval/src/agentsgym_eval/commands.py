@@ -203,6 +203,10 @@ def print_report(report: EvalReport, results: Path, summary: Path) -> None:
     table.add_row("mean reward", f"{report.mean_reward:.4f}")
     table.add_row("mean turns", f"{report.mean_turns:.3g}")
     table.add_row("failed samples", str(report.num_failed))
+    if report.num_reward_unavailable:
+        table.add_row(
+            "  of them without a reward (a judge failed)", str(report.num_reward_unavailable)
+        )
     for role, figures in report.roles.items():
         table.add_row(f"{role}: accuracy", f"{figures.accuracy:.4f}")
         table.add_row(f"{role}: cons@{report.num_rollouts}", f"{figures.cons_at_k:.4f}")

@@ -26,7 +26,9 @@ task and role, so one role's answers never vote in another's cons@k, and
 its win, draw and loss rates (:func:`role_reports`).
 
 A failed episode (an exception in the env or the agent) is a wrong sample with no
-answer, so a crash never inflates the scores. Its error text is kept redacted
+answer, so a crash never inflates the scores; one whose reward could not be computed
+(a judge failed: :class:`~agentsgym.errors.RewardUnavailableError`) is also counted
+apart (``num_reward_unavailable``). Its error text is kept redacted
 (:func:`agentsgym.redaction.redact_text`): an exception can quote the configuration
 it failed with (a server URL with a key in it), and samples are written, logged and
 shared.
@@ -43,6 +45,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, Field
 
 from agentsgym import DEFAULT_MAX_CONCURRENCY, redact_text
+from agentsgym.errors import is_reward_unavailable
 from agentsgym_eval import metrics
 
 if TYPE_CHECKING:
@@ -168,6 +171,11 @@ class EvalReport(Scores):
     num_ungraded: int = Field(
         default=0, description="samples a grader could not judge (timeouts); not correct"
     )
+    num_reward_unavailable: int = Field(
+        default=0,
+        description="failed samples whose reward could not be computed (a judge failed, "
+        "agentsgym.errors.RewardUnavailableError); counted in num_failed too",
+    )
     mean_reward: float
     mean_turns: float
     roles: dict[str, RoleReport] = Field(
@@ -277,6 +285,7 @@ def summarize(
         num_samples=len(samples),
         num_failed=sum(1 for s in samples if s.error is not None),
         num_ungraded=sum(1 for s in samples if not s.graded),
+        num_reward_unavailable=sum(is_reward_unavailable(s.error) for s in samples),
         mean_reward=statistics.fmean(s.final_reward for s in samples),
         mean_turns=statistics.fmean(s.num_turns for s in samples),
         roles=role_reports(samples, ks),

@@ -42,6 +42,9 @@ def print_summary(
     rows.append(("rollouts", str(sum(s.num_rollouts for s in result.steps))))
     failed = sum(s.num_failed for s in result.steps)
     rows.append(("failed episodes", str(failed)))
+    unscored = sum(s.num_reward_unavailable for s in result.steps)
+    if unscored:
+        rows.append(("  of them without a reward (a judge failed)", str(unscored)))
     rows.extend(signal.rows())
     for name, path in sorted(result.artifacts.items()):
         rows.append((name, path))

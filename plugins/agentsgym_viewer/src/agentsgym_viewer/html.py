@@ -82,6 +82,7 @@ def episode_data(episode: ViewedEpisode, game: Sequence[ViewedEpisode] = ()) -> 
         "tt": episode.truncation,
         "free": episode.free_shot,
         "err": episode.error,
+        "unscored": episode.unscored,
         "correct": episode.correct,
         "wrong": episode.wrong,
         "answer": episode.answer,
@@ -90,11 +91,23 @@ def episode_data(episode: ViewedEpisode, game: Sequence[ViewedEpisode] = ()) -> 
         "tj": episode.task_json,
         # role shown (a tool result's with the tool's name), content, tool calls
         "msgs": [[m.role, m.content, m.call_texts, m.title] for m in episode.messages],
+        # reward, terms, info but the judgements, and the judgements:
+        # [score, model, reused, prompt, reply]
         "steps": [
             [
                 None if s.reward is None else _finite(s.reward),
                 {k: _finite(v) for k, v in s.reward_terms.items()},
-                _plain(s.info),
+                _plain(s.other_info),
+                [
+                    [
+                        None if j.score is None else _finite(j.score),
+                        j.model,
+                        j.reused,
+                        j.prompt,
+                        j.reply,
+                    ]
+                    for j in s.judgements
+                ],
             ]
             for s in episode.steps()
         ],

@@ -25,12 +25,16 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from agentsgym import redact, redact_argv, redact_text
+from agentsgym.errors import is_reward_unavailable
 
 FileKind = Literal["rollout", "eval"]
 CORRECT_KEY = "correct"
 """The step info key an env reports a judged answer with (docs/plugin-authors.md, 7)."""
 REPLY_TRUNCATED_KEY = "reply_truncated"
 """The step info key the runner sets on a reply cut at the agent's generation limit."""
+JUDGE_KEY = "judge"
+"""The step info key of a judge model's judgement of the step: a ``{prompt, reply,
+score, model}`` dict, or a list of them (agentsgym-judge's ``Verdict.record()``)."""
 
 
 class ViewedToolCall(BaseModel):
@@ -154,8 +158,39 @@ class RunRecord:
         return self.command_line + (f" ({': '.join(state)})" if state else "")
 
 
-def _typed(value: Any, kind: type) -> Any:
+def _typed(value: Any, kind: type | tuple[type, ...]) -> Any:
     return value if isinstance(value, kind) and not isinstance(value, bool) else None
+
+
+@dataclass(frozen=True, slots=True)
+class ViewedJudgement:
+    """A judge model's judgement of a step: what it was asked, what it answered, and the
+    score read from that (each ``None`` when the record lacks it)."""
+
+    prompt: str | None
+    reply: str | None
+    score: float | None
+    model: str | None
+    reused: bool
+    """The answer of an earlier request with the same prompt (a cache hit)."""
+
+    @classmethod
+    def from_value(cls, value: Any) -> ViewedJudgement:
+        """A judgement as recorded; a value that is not a dict is shown as its reply."""
+        if not isinstance(value, dict):
+            return cls(None, _as_json_text(value), None, None, False)
+        score = _typed(value.get("score"), (int, float))
+        return cls(
+            prompt=_text_or_none(value.get("prompt")),
+            reply=_text_or_none(value.get("reply")),
+            score=None if score is None else float(score),
+            model=_text_or_none(value.get("model")),
+            reused=value.get("reused") is True,
+        )
+
+
+def _text_or_none(value: Any) -> str | None:
+    return None if value is None else _as_json_text(value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,6 +202,20 @@ class ViewedStep:
     reward: float | None
     """The step reward (env reward plus terms), when the file records it."""
     reward_terms: dict[str, float]
+
+    @property
+    def judgements(self) -> list[ViewedJudgement]:
+        """The judge model's judgements of the step (``info["judge"]``), if any."""
+        recorded = self.info.get(JUDGE_KEY)
+        if recorded is None:
+            return []
+        values = recorded if isinstance(recorded, list) else [recorded]
+        return [ViewedJudgement.from_value(value) for value in values]
+
+    @property
+    def other_info(self) -> dict[str, Any]:
+        """The step info but the judgements (shown on their own)."""
+        return {key: value for key, value in self.info.items() if key != JUDGE_KEY}
 
 
 @dataclass(frozen=True, eq=False)
@@ -277,6 +326,12 @@ class ViewedEpisode(BaseModel):
     def failed(self) -> bool:
         """The episode ended with an error (an exception in the env or the agent)."""
         return self.error is not None
+
+    @property
+    def unscored(self) -> bool:
+        """The episode failed because its reward could not be computed (a judge failed:
+        ``RewardUnavailableError``)."""
+        return is_reward_unavailable(self.error)
 
     @property
     def wrong(self) -> bool:

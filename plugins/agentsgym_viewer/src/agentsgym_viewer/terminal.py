@@ -2,7 +2,8 @@
 
 An episode is drawn as a header (env, task/rollout index, final reward, turns,
 truncated, error), its messages by role (an assistant's tool calls as ``call
-name(arguments)`` lines) with each assistant turn's step reward and reward terms,
+name(arguments)`` lines) with each assistant turn's step reward and reward terms
+(and a judge model's judgement of the step, whole: its prompt, reply and score),
 and a token view: every token on a background coloured by who wrote it (grey: the
 env and the chat template; blue/green/red: the agent, by the sign of the reward on
 that token), alternating shades so token boundaries show. Without a colour terminal
@@ -88,10 +89,13 @@ def episode_title(episode: ViewedEpisode, mark: Highlight | None = None) -> Text
 
 
 def status_text(episode: ViewedEpisode) -> Text:
-    """``ok`` / ``failed``, ``truncated`` (out of steps), ``reply-cut`` (a reply cut at
-    the generation limit), and ``correct``/``wrong`` for eval rows."""
+    """``ok`` / ``failed`` (``failed, no reward`` when its reward could not be computed:
+    a judge failed), ``truncated`` (out of steps), ``reply-cut`` (a reply cut at the
+    generation limit), and ``correct``/``wrong`` for eval rows."""
     text = Text()
-    if episode.failed:
+    if episode.unscored:
+        text.append("failed, no reward", "bold red")
+    elif episode.failed:
         text.append("failed", "bold red")
     else:
         text.append("ok", "green")
@@ -166,10 +170,34 @@ def step_line(step: ViewedStep | None, token_reward: float | None, token_count: 
     if token_reward is not None:
         line.append(f"  reward on its {token_count} tokens ")
         line.append(fmt_reward(token_reward), _reward_style(token_reward))
-    if step.info:
+    info = step.other_info
+    if info:
         line.append("  info ")
-        line.append(_clip(json.dumps(step.info, ensure_ascii=False, default=str)))
+        line.append(_clip(json.dumps(info, ensure_ascii=False, default=str)))
     return line
+
+
+def judgement_lines(step: ViewedStep | None) -> list[RenderableType]:
+    """A judge model's judgements of the step, whole: why the step scored what it did."""
+    lines: list[RenderableType] = []
+    for judgement in step.judgements if step is not None else ():
+        head = Text("judge", "bold magenta")
+        if judgement.score is not None:
+            head.append("  score ")
+            head.append(fmt_reward(judgement.score), _reward_style(judgement.score))
+        if judgement.model is not None:
+            head.append(f"  model {judgement.model}", "dim")
+        if judgement.reused:
+            head.append("  (the answer of an earlier request with the same prompt)", "dim")
+        said = Table.grid(padding=(0, 1))
+        said.add_column(style="bold")
+        said.add_column()
+        if judgement.prompt is not None:
+            said.add_row("  prompt", Text(judgement.prompt, "dim"))
+        if judgement.reply is not None:
+            said.add_row("  reply", Text(judgement.reply))
+        lines += [head, said]
+    return lines
 
 
 def call_line(call: str, mark: Highlight) -> Text:
@@ -196,7 +224,7 @@ def messages(episode: ViewedEpisode, mark: Highlight | None = None) -> list[Rend
             step = steps[turn] if turn < len(steps) else None
             reward = token_rewards[turn] if token_rewards is not None else None
             count = spans[turn][1] - spans[turn][0] if spans is not None else None
-            body = Group(*lines, Text(), step_line(step, reward, count))
+            body = Group(*lines, Text(), step_line(step, reward, count), *judgement_lines(step))
             turn += 1
         title = Text(message.title, style)
         rendered.append(Panel(body, title=title, title_align="left", border_style=style))

@@ -101,7 +101,7 @@
   }
 
   function tags(e, parent) {
-    if (e.err !== null) parent.appendChild(el("span", "tag failed", "failed"));
+    if (e.err !== null) parent.appendChild(el("span", "tag failed", e.unscored ? "failed, no reward" : "failed"));
     if (e.trunc) parent.appendChild(el("span", "tag truncated", "truncated"));
     if (e.cut) parent.appendChild(el("span", "tag truncated", "reply cut"));
     if (e.free) parent.appendChild(el("span", "tag", "free shot"));
@@ -309,7 +309,35 @@
       div.appendChild(document.createTextNode("  info "));
       div.appendChild(el("span", "info", JSON.stringify(step[2])));
     }
+    step[3].forEach(function (judgement) { div.appendChild(judgementNode(judgement)); });
     return div;
+  }
+
+  // A judge model's judgement of the step: [score, model, reused, prompt, reply].
+  function judgementNode(j) {
+    var box = el("div", "judgement");
+    var head = el("div");
+    head.appendChild(el("b", null, "judge"));
+    if (j[0] !== null) {
+      head.appendChild(document.createTextNode("  score "));
+      head.appendChild(rewardSpan(j[0]));
+    }
+    if (j[1] !== null) head.appendChild(el("span", "muted", "  model " + j[1]));
+    if (j[2]) head.appendChild(el("span", "muted", "  (the answer of an earlier request with the same prompt)"));
+    box.appendChild(head);
+    if (j[3] !== null) {
+      var prompt = el("details");
+      prompt.appendChild(el("summary", null, "prompt"));
+      prompt.appendChild(el("pre", "judge-prompt", j[3]));
+      box.appendChild(prompt);
+    }
+    if (j[4] !== null) {
+      var reply = el("div");
+      reply.appendChild(el("b", null, "reply "));
+      reply.appendChild(el("pre", "judge-reply", j[4]));
+      box.appendChild(reply);
+    }
+    return box;
   }
 
   // ------------------------------------------------------------------ tokens
