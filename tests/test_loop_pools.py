@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
-from agentsgym import PerLoop, run_sync
+from agentsgym import run_sync
+from agentsgym.runtime import PerLoop
 
 
 class Pool:

@@ -270,7 +270,7 @@ def train(
 
 def _episodes_per_trial(env: Any) -> int:
     """Episodes a trial plays (one per role and episode in an env with roles)."""
-    return env.config.episodes_per_trial * max(1, len(getattr(env, "role_names", ())))
+    return env.config.episodes_per_trial * max(1, len(env.role_names))
 
 
 def _own_policy(adapter: Any, trainer: str, executor: str) -> Any:

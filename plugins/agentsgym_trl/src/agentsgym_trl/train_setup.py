@@ -148,7 +148,7 @@ class TrainAgents:
     def trained_roles(self, env: Any) -> tuple[str, ...] | None:
         """The roles whose groups are trained (``None``: an env without roles): the
         env's trainable roles less those played by an agent of their own."""
-        if not getattr(env, "role_names", ()):
+        if not env.role_names:
             return None
         trained = tuple(r for r in env.trainable_roles if r not in self.role_agents)
         if not trained:
