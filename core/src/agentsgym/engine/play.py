@@ -25,9 +25,9 @@ if TYPE_CHECKING:
 @dataclass(slots=True)
 class Players:
     """Who plays an episode's roles: a caller per role (``None``: the only agent of an
-    env without roles), each role's agent state (kept and updated here), the episode's
-    context (its step, tools and role are filled in at each turn), and what the
-    episode's messages call them (``"the server's agent"``: of role 'o')."""
+    env without roles), each role's agent state (a key for every caller; kept and
+    updated here), the episode's context (its step, tools and role are filled in at
+    each turn), and what the episode's messages call them (``"the server's agent"``)."""
 
     callers: dict[str | None, AgentCaller]
     states: dict[str | None, Any]
@@ -60,19 +60,21 @@ async def play_until(
     """Play the turns of the players' roles until the episode is over, or (``until``)
     until it is that role's turn: its driver plays it (a server's client). A failure of
     an agent is recorded on the episode and raised, as the session's own failures are."""
+    views = session.recorder.views
     while not session.over and (until is None or session.role != until):
         role = session.role
-        caller = players.callers.get(role)
-        if caller is None:
+        try:
+            caller = players.callers[role]
+        except KeyError:
             raise EpisodeError(
                 f"episode {session.session_id}: it is {role!r}'s turn, and no agent plays it"
-            )
+            ) from None
         session.phase = players.name if role is None else f"{players.name} of role {role!r}"
-        view = session.view(role)
+        view = views[role]
         try:
             action, players.states[role] = await caller.act(
-                view.messages,
-                players.states.get(role),
+                view.episode.messages,
+                players.states[role],
                 prompt_token_ids=view.prompt_token_ids() if caller.token_in else None,
                 context=players.context_of(session, role) if caller.takes_context else None,
                 pool=session.runtime.pool,

@@ -13,7 +13,7 @@ server's calls (a model gateway). It keeps:
   :meth:`add_reply`; a server whose prompt ids differ from the stream starts a new
   segment), or a model server's calls placed by their prompt ids (:meth:`record_call`);
 * each step's **policy version**, carried from the action in one place
-  (:func:`step_record`);
+  (:meth:`EpisodeRecorder.record_step`);
 * the **closing** of the record (:meth:`close`): final rewards, metrics, per-token
   rewards by the env's ``reward_strategy``, the token invariants.
 
@@ -113,6 +113,12 @@ class EpisodeRecorder:
         }
         self.roles: tuple[str, ...] = tuple(r for r in self.views if r is not None)
         """The roles' names, in the env's order (empty: one agent)."""
+        self.tokenizes = any(chat is not None for chat in chats.values())
+        """Some view records tokens (tokenizing is CPU work: a driver may run it off its loop)."""
+        self.error: str | None = None
+        """The episode's failure (the first one; every view has it)."""
+        self.truncated = False
+        """The episode was cut short (every view says so)."""
         self.closed = False
 
     @classmethod
@@ -155,14 +161,6 @@ class EpisodeRecorder:
         """Every view's record, in the env's role order."""
         return tuple(view.episode for view in self.views.values())
 
-    @property
-    def error(self) -> str | None:
-        return next(iter(self.views.values())).episode.error
-
-    @property
-    def truncated(self) -> bool:
-        return next(iter(self.views.values())).episode.truncated
-
     # ------------------------------------------------------------------ a chat stream
     def open_streams(self, tools: tuple[dict[str, Any], ...] = ()) -> None:
         """Start each tokenized view's chat stream (its template given the episode's tools)."""
@@ -201,7 +199,7 @@ class EpisodeRecorder:
                 message["tool_calls"] = action.tool_calls
         view.episode.messages.append(message)
         tokens = view.tokens
-        if not isinstance(tokens, EpisodeTokenizer):
+        if tokens is None or not isinstance(tokens, EpisodeTokenizer):
             return None
         segments_before = len(tokens.segments)
         span = tokens.add_agent_turn(written or action, token_in=token_in)
@@ -221,8 +219,31 @@ class EpisodeRecorder:
         terms: dict[str, float] | None = None,
     ) -> StepRecord:
         """The step of ``role``'s ``action``: its whole reward (the env's and ``terms``),
-        whether it ended the episode, the env's ``info`` (after the action's own)."""
-        record = step_record(action, span, reward, done, info, terms or {})
+        whether it ended the episode, the env's ``info`` (after the action's own). For
+        every producer, what the action carries (its text, its cut, its policy version,
+        its info) goes into the step record here, and only here."""
+        info = {**action.info, **info} if action.info else dict(info)
+        source = None
+        token_span = None
+        if span is not None:
+            source = info["token_source"] = span.token_source
+            if span.positions:
+                token_span = (span.segment, span.positions[0], span.positions[-1] + 1)
+        if action.truncated:
+            info["reply_truncated"] = True
+        terms = terms or {}
+        record = StepRecord(
+            action=action.text,
+            reward=reward + sum(terms.values()) if terms else reward,
+            done=done,
+            info=info,
+            reward_terms=terms,
+            num_agent_tokens=len(span.positions) if span is not None else 0,
+            token_source=source,
+            token_span=token_span,
+            reply_truncated=action.truncated,
+            policy_version=action.policy_version,
+        )
         view = self.views[role]
         view.episode.steps.append(record)
         if span is not None:
@@ -272,13 +293,14 @@ class EpisodeRecorder:
         first one wins)."""
         if self.error is not None:
             return False
-        text = redact_text(error)
+        self.error = text = redact_text(error)
         for view in self.views.values():
             view.episode.error = text
         return True
 
     def truncate(self) -> None:
         """The episode was cut short (the step limit, or its driver)."""
+        self.truncated = True
         for view in self.views.values():
             view.episode.truncated = True
 
@@ -290,43 +312,11 @@ class EpisodeRecorder:
             for view in self.views.values():
                 _close_view(view, self.reward_strategy)
             first_error = next((e.error for e in self.episodes if e.error is not None), None)
-            if first_error is not None:
+            if first_error is not None:  # a broken token invariant of one view fails all
+                self.error = self.error or first_error
                 for episode in self.episodes:
                     episode.error = episode.error or first_error
         return self.episodes
-
-
-def step_record(
-    action: AgentAction,
-    span: AgentSpan | None,
-    reward: float,
-    done: bool,
-    env_info: dict[str, Any],
-    terms: dict[str, float],
-) -> StepRecord:
-    """The step record of an action, for every producer: what the action carries (its
-    text, its cut, its policy version, its info) goes into the record here, and only here."""
-    info = {**action.info, **env_info} if action.info else dict(env_info)
-    source = span.token_source if span is not None else None
-    if source is not None:
-        info["token_source"] = source
-    if action.truncated:
-        info["reply_truncated"] = True
-    token_span = None
-    if span is not None and span.positions:
-        token_span = (span.segment, span.positions[0], span.positions[-1] + 1)
-    return StepRecord(
-        action=action.text,
-        reward=reward + sum(terms.values()) if terms else reward,
-        done=done,
-        info=info,
-        reward_terms=terms,
-        num_agent_tokens=len(span.positions) if span is not None else 0,
-        token_source=source,
-        token_span=token_span,
-        reply_truncated=action.truncated,
-        policy_version=action.policy_version,
-    )
 
 
 def settle(step: StepRecord, terms: dict[str, float]) -> None:

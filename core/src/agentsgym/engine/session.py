@@ -57,6 +57,7 @@ from agentsgym.types import AgentAction, Messages, StepResult
 if TYPE_CHECKING:
     from agentsgym.engine.hook_runtime import HookRuntime
     from agentsgym.engine.playable import PlayableEnv
+    from agentsgym.tokenization import AgentSpan
 
 logger = logging.getLogger(__name__)
 
@@ -174,7 +175,8 @@ class EpisodeSession:
         next prompt unless the episode ended. ``role``: the role that acts, checked
         against whose turn it is (``None``: whoever's turn it is); an env without roles
         has none to name."""
-        self._check_can_step(role)
+        if not self.started or self.over or (role is not None and role != self.role):
+            self._refuse(role)
         try:
             answered = None
             if self.toolbox is not None:  # on the loop: a sync env's turn never waits
@@ -186,23 +188,23 @@ class EpisodeSession:
             self.fail(exc)
             raise
 
-    def _check_can_step(self, role: str | None) -> None:
+    def _refuse(self, role: str | None) -> None:
+        """Why an action cannot be applied now (an EpisodeError; the episode goes on)."""
         if not self.started or self.over:
             state = "was not started" if not self.started else "is over"
             raise EpisodeError(
                 f"episode {self.session_id} {state}: start a session before stepping it, and "
                 "stop at the step whose outcome is over"
             )
-        if role is not None and role != self.role:
-            if not self.roles:
-                raise EpisodeError(
-                    f"episode {self.session_id}: an action of role {role!r}, but "
-                    f"{type(self.env).__name__} has no roles; leave role out"
-                )
+        if not self.roles:
             raise EpisodeError(
-                f"episode {self.session_id}: an action of role {role!r}, but it is "
-                f"{self.role!r}'s turn (session.role); play the role whose turn it is"
+                f"episode {self.session_id}: an action of role {role!r}, but "
+                f"{type(self.env).__name__} has no roles; leave role out"
             )
+        raise EpisodeError(
+            f"episode {self.session_id}: an action of role {role!r}, but it is "
+            f"{self.role!r}'s turn (session.role); play the role whose turn it is"
+        )
 
     def fail(self, error: BaseException | str) -> None:
         """Record a failure on the episode (the first one wins); a timeout also abandons
@@ -253,22 +255,76 @@ class EpisodeSession:
         return await self._add_prompt(as_messages(prompt, self.env))
 
     async def _add_prompt(self, new_messages: Messages) -> Messages:
+        if not self.recorder.tokenizes:
+            return self.recorder.add_prompt(self.role, new_messages)
         self.phase = "tokenizing the env turn"
         return await self.runtime.cpu(self.recorder.add_prompt, self.role, new_messages)
 
     async def _step_turn(
         self, step: int, action: AgentAction, answered: Answered | None
     ) -> TurnOutcome:
-        """Apply an action; prompt for the next one unless the episode ended."""
+        """Apply an action; prompt for the next one unless the episode ended. (The
+        pieces are plain functions: a coroutine more on every step costs a microsecond.)"""
         self._live()
-        role = self._last_role = self.role
-        span = await self._add_reply(action, answered)
-        if answered is None:
-            result, terms = await self._env_step(step, action)
+        self._last_role = self.role
+        if self.recorder.tokenizes:
+            self.phase = "tokenizing the agent turn"
+            span = await self.runtime.cpu(self._add_reply, action, answered)
+        else:
+            span = self._add_reply(action, answered)
+        if answered is None:  # the env's step and its reward terms
+            hook_args = {
+                "state": self.state,
+                "action": action.text,
+                "step": step,
+                "reply": action,
+                "role": self.role,
+            }
+            returned = await self._hook("step_episode", **hook_args)
+            self._live()
+            result = as_step_result(returned, self.env)
+            shaped = await self._hook("reward_shaping", step_result=result, **hook_args)
+            self._live()
+            outcome = self._record(action, span, result, collect_terms(shaped), None)
         else:  # a tool turn: its results are the next prompt
-            result, terms = StepResult(self.state, 0.0, False, tool_turn_info(answered)), {}
+            result = StepResult(self.state, 0.0, False, tool_turn_info(answered))
+            outcome = self._record(action, span, result, {}, answered[1])
+        if result.done:
+            self.done = True
+        elif step + 1 >= self.env.config.max_steps_per_episode:
+            self.recorder.truncate()
+            outcome.truncated = True
+        elif answered is not None:
+            outcome.messages = await self._add_prompt(answered[1])
+        else:
+            outcome.messages = await self._prompt(step + 1)
+        return outcome
+
+    def _add_reply(self, action: AgentAction, answered: Answered | None) -> AgentSpan | None:
+        """The reply to the role's view: a tool turn's as its toolbox parsed its calls."""
+        view = self.recorder.views[self.role]
+        written = None
+        if answered is not None and view.tokens is not None:
+            written = as_written(view.tokens.chat, action, answered)  # type: ignore[union-attr]
+        return self.recorder.add_reply(
+            self.role,
+            action,
+            token_in=self.role in self.token_in,
+            message=None if answered is None else answered[0],
+            written=written,
+        )
+
+    def _record(
+        self,
+        action: AgentAction,
+        span: AgentSpan | None,
+        result: StepResult,
+        terms: dict[str, float],
+        tool_results: Messages | None,
+    ) -> TurnOutcome:
+        """The step recorded, the state moved on: its outcome (without the next prompt)."""
         record = self.recorder.record_step(
-            role,
+            self.role,
             action,
             span,
             reward=result.reward,
@@ -278,62 +334,15 @@ class EpisodeSession:
         )
         self._turns += 1
         self.state = result.state
-        outcome = TurnOutcome(
+        return TurnOutcome(
             reward=result.reward,
             terms=terms,
             done=result.done,
             info=result.info,
-            tool_results=None if answered is None else answered[1],
+            tool_results=tool_results,
             record=record,
-            role=role,
+            role=self.role,
         )
-        await self._next(step, outcome)
-        return outcome
-
-    async def _add_reply(self, action: AgentAction, answered: Answered | None) -> Any:
-        view = self.recorder.views[self.role]
-        written = None
-        if answered is not None and view.tokens is not None:
-            written = as_written(view.tokens.chat, action, answered)  # type: ignore[union-attr]
-        self.phase = "tokenizing the agent turn"
-        return await self.runtime.cpu(
-            self.recorder.add_reply,
-            self.role,
-            action,
-            token_in=self.role in self.token_in,
-            message=None if answered is None else answered[0],
-            written=written,
-        )
-
-    async def _env_step(
-        self, step: int, action: AgentAction
-    ) -> tuple[StepResult, dict[str, float]]:
-        """``step_episode`` and ``reward_shaping`` of an action: the result and the terms."""
-        hook_args = {
-            "state": self.state,
-            "action": action.text,
-            "step": step,
-            "reply": action,
-            "role": self.role,
-        }
-        returned = await self._hook("step_episode", **hook_args)
-        self._live()
-        result = as_step_result(returned, self.env)
-        shaped = await self._hook("reward_shaping", step_result=result, **hook_args)
-        self._live()
-        return result, collect_terms(shaped)
-
-    async def _next(self, step: int, outcome: TurnOutcome) -> None:
-        """End the episode on this step, or add the next prompt to the outcome."""
-        if outcome.done:
-            self.done = True
-        elif step + 1 >= self.env.config.max_steps_per_episode:
-            self.recorder.truncate()
-            outcome.truncated = True
-        elif outcome.tool_results is not None:
-            outcome.messages = await self._add_prompt(outcome.tool_results)
-        else:
-            outcome.messages = await self._prompt(step + 1)
 
     # ------------------------------------------------------------------ finish
     async def finish(self, *, truncated: bool = False, error: str | None = None) -> FinishedEpisode:

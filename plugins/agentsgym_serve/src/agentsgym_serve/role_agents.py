@@ -174,7 +174,9 @@ class RoleAgents:
             rollout_seed(0, self.env_id, task_data, 0),
         )
         callers = {role: agent.caller for role, agent in self.agents.items()}
-        return Players(dict(callers), states, context, "the server's agent")
+        for role in callers:
+            states.setdefault(role, None)
+        return Players(callers, states, context, "the server's agent")
 
 
 def with_role_defaults(
