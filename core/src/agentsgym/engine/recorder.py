@@ -251,6 +251,17 @@ class EpisodeRecorder:
         return record
 
     # ------------------------------------------------------------------ a server's calls
+    def open_calls(self, role: str | None = None) -> None:
+        """Record ``role``'s tokens from a model server's calls (:meth:`record_call`): its
+        view has tokens, even before (or without) a call."""
+        view = self.views[role]
+        if view.tokens is not None:
+            raise EpisodeError(
+                f"episode {self.session_id}: the view of {role!r} records its tokens already"
+            )
+        view.tokens = CallStream()
+        view.episode.tokenized = True
+
     def record_call(
         self,
         role: str | None,
@@ -266,19 +277,20 @@ class EpisodeRecorder:
         the server conditioned on (``prompt_token_ids``), the ids it sampled and their
         logprobs. A call whose prompt does not extend a segment starts a new one
         (``info["new_segment"]``); ``messages`` is the conversation as the call saw it,
-        with its reply."""
+        with its reply (see :meth:`open_calls`)."""
         view = self.views[role]
-        if view.tokens is None:
-            view.tokens = CallStream()
         stream = view.tokens
-        assert isinstance(stream, CallStream), "a view records a chat stream or calls, not both"
+        if not isinstance(stream, CallStream):
+            raise EpisodeError(
+                f"episode {self.session_id}: open the view of {role!r} for calls "
+                "(recorder.open_calls) before recording one"
+            )
         span, new_segment = stream.place(
             action.prompt_token_ids or [], action.token_ids or [], action.logprobs, token_source
         )
         if new_segment and span.segment > 0:
             info = {**info, "new_segment": True}
         view.episode.messages = messages
-        view.episode.tokenized = True
         return self.record_step(role, action, span, reward=reward, done=done, info=info)
 
     # ------------------------------------------------------------------ the end
