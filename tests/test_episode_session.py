@@ -281,3 +281,29 @@ def test_stepping_before_start_or_starting_twice_is_refused() -> None:
             await session.start()
 
     asyncio.run(drive())
+
+
+def test_an_env_that_cuts_the_episode_short_ends_it_truncated() -> None:
+    """A step whose info says ``truncated`` (a remote server at its own limit) ends the
+    episode there as the step limit would: truncated, not done, the key not kept."""
+    finishes = Finishes()
+
+    class Cut(CountdownEnv):
+        @hookimpl
+        def step_episode(self, state: Any, action: str) -> Any:
+            _, reward, done, info = CountdownEnv.step_episode(self, state, action)
+            return state, reward, done, {**info, agentsgym.TRUNCATED_KEY: True}
+
+    env = Cut(env_config={}, plugins=[finishes])
+
+    async def drive() -> tuple[TurnOutcome, Any]:
+        session = session_of(env, {"start": 3})
+        await session.start()
+        outcome = await session.step(AgentAction("3"))
+        assert session.over and session.truncated and not session.done
+        return outcome, await session.finish()
+
+    outcome, finished = asyncio.run(drive())
+    assert outcome.truncated and not outcome.done and outcome.messages == []
+    assert outcome.info == {"right": True} == finished.episode.steps[0].info
+    assert finished.episode.truncated and finishes.calls[0]["truncated"]

@@ -212,6 +212,9 @@ from agentsgym.types import (
     TOOL_ERROR_PREFIX as TOOL_ERROR_PREFIX,
 )
 from agentsgym.types import (
+    TRUNCATED_KEY as TRUNCATED_KEY,
+)
+from agentsgym.types import (
     AgentAction as AgentAction,
 )
 from agentsgym.types import (

@@ -325,8 +325,11 @@ def step_episode(
     :return: ``(next_state, reward, done, info)`` (a :class:`StepResult` or a plain
         4-tuple): the new state, the step reward earned by this action, whether the
         episode is over, and a JSON-serialisable dict of diagnostics kept in the episode's
-        step infos. ``firstresult``; wrap it (``wrapper=True``) to observe or alter
-        actions and results, e.g. to parse or strip think blocks.
+        step infos. An env that cuts the episode short itself, without finishing it (a
+        remote server at its step limit), says so with ``info["truncated"] = True``
+        (:data:`~agentsgym.types.TRUNCATED_KEY`): the episode ends there as truncated,
+        as at ``max_steps_per_episode``. ``firstresult``; wrap it (``wrapper=True``) to
+        observe or alter actions and results, e.g. to parse or strip think blocks.
     """
 
 

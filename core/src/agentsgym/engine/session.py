@@ -14,7 +14,8 @@ drive it with agents (:func:`agentsgym.engine.play.play_until`), a server with a
 client's replies, the TRL bridge with TRL's. Decided here, once, for every driver:
 
 * tool turns (:mod:`agentsgym.engine.tool_turns`);
-* truncation at ``max_steps_per_episode`` (tool turns count);
+* truncation at ``max_steps_per_episode`` (tool turns count), or where the env's step
+  says it cut the episode short (``info["truncated"]``: a remote server's limit);
 * hook budgets: each env turn (the hooks between two actions, plus tokenizing) runs
   through :class:`~agentsgym.engine.hook_runtime.HookRuntime`, within
   ``hook_timeout_seconds``;
@@ -52,7 +53,7 @@ from agentsgym.engine.outcomes import FinishedEpisode, TurnOutcome
 from agentsgym.engine.recorder import EpisodeRecorder, RoleView
 from agentsgym.engine.tool_turns import Answered, EpisodeTools, as_written, tool_turn_info
 from agentsgym.errors import EpisodeError, EpisodeTimeoutError
-from agentsgym.types import AgentAction, Messages, StepResult
+from agentsgym.types import TRUNCATED_KEY, AgentAction, Messages, StepResult
 
 if TYPE_CHECKING:
     from agentsgym.engine.hook_runtime import HookRuntime
@@ -267,6 +268,7 @@ class EpisodeSession:
         pieces are plain functions: a coroutine more on every step costs a microsecond.)"""
         self._live()
         self._last_role = self.role
+        cut = False
         if self.recorder.tokenizes:
             self.phase = "tokenizing the agent turn"
             span = await self.runtime.cpu(self._add_reply, action, answered)
@@ -283,6 +285,10 @@ class EpisodeSession:
             returned = await self._hook("step_episode", **hook_args)
             self._live()
             result = as_step_result(returned, self.env)
+            if result.info.get(TRUNCATED_KEY) is True:  # the env cut the episode short
+                cut = True  # recorded on the episode, as at the step limit, not in the info
+                info = {k: v for k, v in result.info.items() if k != TRUNCATED_KEY}
+                result = result._replace(info=info)
             shaped = await self._hook("reward_shaping", step_result=result, **hook_args)
             self._live()
             outcome = self._record(action, span, result, collect_terms(shaped), None)
@@ -291,7 +297,7 @@ class EpisodeSession:
             outcome = self._record(action, span, result, {}, answered[1])
         if result.done:
             self.done = True
-        elif step + 1 >= self.env.config.max_steps_per_episode:
+        elif cut or step + 1 >= self.env.config.max_steps_per_episode:
             self.recorder.truncate()
             outcome.truncated = True
         elif answered is not None:
