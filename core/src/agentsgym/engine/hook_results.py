@@ -19,6 +19,9 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+TOOL_RESULT_KEYS = ("tool_call_id", "name")
+"""What a prompt's tool message keeps besides its role and content: the call it answers."""
+
 
 def as_messages(prompt: Any, env: PlayableEnv) -> Messages:
     """What format_prompt returned, as new messages with surrogate code points repaired."""
@@ -37,7 +40,11 @@ def as_messages(prompt: Any, env: PlayableEnv) -> Messages:
                     "message must be a dict with str 'role' and 'content'"
                 )
             role, content = _repair(message["role"], env), _repair(message["content"], env)
-            messages.append(Message(role=role, content=content))
+            kept = Message(role=role, content=content)
+            for key in TOOL_RESULT_KEYS:  # a tool result names its call (a served tool env's)
+                if isinstance(message.get(key), str):
+                    kept[key] = _repair(message[key], env)  # type: ignore[literal-required]
+            messages.append(kept)
         return messages
     raise EpisodeError(
         f"{type(env).__name__}.format_prompt returned {prompt!r:.120}; expected a string "

@@ -88,6 +88,8 @@ class AgentGymOperations(SessionService):
             "reward": reward,
             "score": session.score,
             "done": outcome.over,
+            # beyond AgentGym's fields (its clients ignore it): the step limit ended it
+            "truncated": outcome.truncated,
             **extras,
         }
 
