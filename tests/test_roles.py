@@ -179,7 +179,7 @@ def test_check_env_names_a_role_that_never_acts() -> None:
 
 
 def test_a_policy_plays_every_role_but_its_fixed_opponents() -> None:
-    from agentsgym import RolloutSource
+    from agentsgym.runtime import RolloutSource
 
     env = TicTacToeEnv(env_config={"trainable_roles": ["x"]})
     policy, opponent = RandomMoveAgent(seed=1), HeuristicAgent()

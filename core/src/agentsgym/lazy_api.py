@@ -1,10 +1,10 @@
-"""The names of a public module, kept once: in its stub.
+"""The names of a public module, kept once: in its ``if TYPE_CHECKING:`` block.
 
 A public module of the core (``agentsgym``, ``agentsgym.runtime``) lists its names in
-one place, its ``.pyi`` stub, as ``from MODULE import NAME as NAME`` lines: type
-checkers and editors read the stub, and the module hands each name out on first access
-(:func:`public_names`), so that importing it loads nothing else (no plugin, no engine).
-This is the layout of Scientific Python's SPEC 1 (``lazy_loader.attach_stub``).
+one place, as ``from MODULE import NAME as NAME`` lines under ``if TYPE_CHECKING:``:
+type checkers, editors and the import graph's tools read those imports, and the
+module hands each name out on first access (:func:`public_names` reads the same
+lines), so that importing it loads nothing else (no plugin, no engine).
 """
 
 from __future__ import annotations
@@ -17,18 +17,27 @@ from pathlib import Path
 from typing import Any
 
 
+def _listed(module_file: str) -> dict[str, str]:
+    """``{name: module}`` of the imports in the file's top-level TYPE_CHECKING block."""
+    where: dict[str, str] = {}
+    for node in ast.parse(Path(module_file).read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name):
+            if node.test.id != "TYPE_CHECKING":
+                continue
+            for line in node.body:
+                if isinstance(line, ast.ImportFrom) and line.module and line.level == 0:
+                    for alias in line.names:
+                        where[alias.asname or alias.name] = line.module
+    return where
+
+
 def public_names(
     module_name: str, module_file: str, *, guide: str
 ) -> tuple[Callable[[str], Any], Callable[[], list[str]], list[str]]:
-    """``(__getattr__, __dir__, __all__)`` of the module ``module_name``, whose names are
-    the imports of the stub beside ``module_file``; ``guide`` says, in the error for an
-    unknown name, where to look."""
-    stub = Path(module_file).with_suffix(".pyi")
-    where: dict[str, str] = {}
-    for node in ast.parse(stub.read_text(encoding="utf-8")).body:
-        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            for alias in node.names:
-                where[alias.asname or alias.name] = node.module
+    """``(__getattr__, __dir__, __all__)`` of the module ``module_name``: its names are
+    the imports of its TYPE_CHECKING block; ``guide`` says, in the error for an unknown
+    name, where to look."""
+    where = _listed(module_file)
 
     def __getattr__(name: str) -> Any:
         module = where.get(name)

@@ -8,7 +8,7 @@ gives that agent an option; a role the command line names no agent for plays wit
 ``--agent ENV_ID=NAME`` names the env's, else with the env's agent (self-play when no
 role has its own).
 Agents are checked before any file is touched; a remote executor gets
-:class:`~agentsgym.AgentSpec` recipes that each worker builds (never a live agent).
+:class:`~agentsgym.runtime.AgentSpec` recipes that each worker builds (never a live agent).
 """
 
 from __future__ import annotations

@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
-from agentsgym import DEFAULT_MAX_CONCURRENCY, redact_text
+from agentsgym.runtime import DEFAULT_MAX_CONCURRENCY, redact_text
 from agentsgym_eval import metrics
 
 if TYPE_CHECKING:

@@ -66,7 +66,7 @@ def episode_from_calls(
 ) -> Episode:
     """The episode of a session's ``calls`` (failed calls are skipped), scored ``reward``.
 
-    :param chat: the env's :class:`agentsgym.ChatTokenizer`, for retokenized calls.
+    :param chat: the env's :class:`agentsgym.runtime.ChatTokenizer`, for retokenized calls.
     :param error: the program's failure, if it failed (the episode keeps its calls).
 
     A token invariant that does not hold (``Episode.check``) is the episode's error, never

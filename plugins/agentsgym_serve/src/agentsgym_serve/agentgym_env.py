@@ -39,7 +39,8 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import Field, field_validator
 
-from agentsgym import TRUNCATED_KEY, StepResult, hookimpl, redact_text
+from agentsgym import TRUNCATED_KEY, StepResult, hookimpl
+from agentsgym.runtime import redact_text
 from agentsgym_serve.call_failures import RemoteCallError
 from agentsgym_serve.errors import RemoteEnvError
 from agentsgym_serve.remote_client import ConversationConfig, RemoteClientEnv, RemoteEpisodeState

@@ -24,13 +24,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from agentsgym import Messages, MultistepEnv, redact
+from agentsgym import Messages, MultistepEnv
 from agentsgym.errors import EnvConfigError
-from agentsgym.runtime import EpisodeSession, HookRuntime, WorkerPool
+from agentsgym.runtime import EpisodeSession, HookRuntime, WorkerPool, redact
 from agentsgym_serve.errors import BadEnvConfig, ConfigLocked, EnvFailure, NoTask, ServerFull
 
 if TYPE_CHECKING:
-    from agentsgym import EnvSpec
+    from agentsgym.runtime import EnvSpec
 
 logger = logging.getLogger("agentsgym_serve")
 
@@ -76,7 +76,8 @@ class EnvHost:
         threads: int = DEFAULT_THREADS,
         plugins: Sequence[object] = (),
     ) -> None:
-        from agentsgym import make, resolve
+        from agentsgym import make
+        from agentsgym.runtime import resolve
 
         self.spec: EnvSpec = resolve(env_id, allow_class_paths=allow_class_paths)
         self.served_config = dict(env_config or {})

@@ -39,7 +39,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from agentsgym import TRUNCATED_KEY, Attempts, StepResult, hookimpl, redact_text, retry_async
+from agentsgym import TRUNCATED_KEY, StepResult, hookimpl
+from agentsgym.runtime import Attempts, redact_text, retry_async
 from agentsgym_serve.errors import RemoteEnvError
 from agentsgym_serve.openenv_mapping import OpenEnvConfig, action_of, observation_messages
 from agentsgym_serve.remote_client import RemoteClientEnv, RemoteEpisodeState

@@ -46,16 +46,9 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import ConfigDict
 
-from agentsgym import (
-    TRUNCATED_KEY,
-    AgentAction,
-    EnvConfig,
-    RewardTerm,
-    StepResult,
-    hookimpl,
-    redact_text,
-)
+from agentsgym import TRUNCATED_KEY, AgentAction, EnvConfig, RewardTerm, StepResult, hookimpl
 from agentsgym.errors import EnvConfigError
+from agentsgym.runtime import redact_text
 from agentsgym_serve.call_failures import RemoteCallError
 from agentsgym_serve.errors import RemoteEnvError
 from agentsgym_serve.remote_client import RemoteClientEnv, RemoteEpisodeState

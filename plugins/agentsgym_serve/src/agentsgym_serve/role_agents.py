@@ -24,9 +24,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from agentsgym import EpisodeContext, rollout_seed
+from agentsgym import EpisodeContext
 from agentsgym.errors import RunSettingsError
-from agentsgym.runtime import AgentCaller, Players
+from agentsgym.runtime import AgentCaller, Players, rollout_seed
 from agentsgym_serve.errors import BadRole
 
 if TYPE_CHECKING:
@@ -203,8 +203,8 @@ def build_role_agents(
     the key ``None``); each with its label (its name, or its class's)."""
     if not agents and not options:
         return {}
-    from agentsgym import get_registry
     from agentsgym.cli import build_component, split_role_options
+    from agentsgym.runtime import get_registry
 
     shared, by_role = split_role_options(options, roles)
     unused = [f"{role}.*" for role in by_role if not isinstance(agents.get(role), str)]

@@ -40,9 +40,9 @@ from collections.abc import Callable
 from typing import Any
 
 import agentsgym
-from agentsgym import TOOL_ERROR_PREFIX, AgentAction, Episode, run_sync
+from agentsgym import TOOL_ERROR_PREFIX, AgentAction, Episode
 from agentsgym.errors import EpisodeTimeoutError
-from agentsgym.runtime import EpisodeSession, HookRuntime, WorkerPool
+from agentsgym.runtime import EpisodeSession, HookRuntime, WorkerPool, run_sync
 from agentsgym_tools.env import ToolEnv
 from agentsgym_tools.errors import ToolDeclarationError
 from agentsgym_tools.tool import Tool, without_parameter

@@ -16,7 +16,7 @@ from typing import Any
 
 import typer
 
-from agentsgym import StepMetrics, get_registry, load_tokenizer
+from agentsgym import load_tokenizer
 from agentsgym.cli import (
     ExecutorChoice,
     complete_env_id,
@@ -32,6 +32,7 @@ from agentsgym.cli import (
     print_failures,
 )
 from agentsgym.errors import TrainerOptionError
+from agentsgym.runtime import StepMetrics, get_registry
 from agentsgym_trl.batch_trainer import BatchTrainer
 from agentsgym_trl.chat_templates import apply_chat_template_choice
 from agentsgym_trl.played_rollouts import PLAYED_FILE, RecordingSource

@@ -15,7 +15,7 @@ from typing import Any
 
 from transformers import TrainerCallback
 
-from agentsgym import RolloutSource, StepCallback, StepMetrics
+from agentsgym.runtime import RolloutSource, StepCallback, StepMetrics
 
 TRL_METRICS = {
     # TRL's view of the rewards (a cut episode counted as a failure); ours are the env's
