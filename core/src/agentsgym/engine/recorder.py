@@ -119,6 +119,8 @@ class EpisodeRecorder:
         """The episode's failure (the first one; every view has it)."""
         self.truncated = False
         """The episode was cut short (every view says so)."""
+        self.settled: dict[str | None, dict[str, float]] = {}
+        """What closing terms added to each role's last step (:meth:`settle`)."""
         self.closed = False
 
     @classmethod
@@ -295,10 +297,15 @@ class EpisodeRecorder:
 
     # ------------------------------------------------------------------ the end
     def settle(self, role: str | None, terms: dict[str, float]) -> None:
-        """Add closing reward terms to ``role``'s last step (none if it never acted)."""
+        """Add closing reward terms to ``role``'s last step (none if it never acted), and
+        to what finishing gave the role (:attr:`settled`)."""
         steps = self.views[role].episode.steps
-        if steps and terms:
-            settle(steps[-1], terms)
+        if not steps or not terms:
+            return
+        settle(steps[-1], terms)
+        given = self.settled.setdefault(role, {})
+        for name, value in terms.items():
+            given[name] = given.get(name, 0.0) + value
 
     def fail(self, error: str) -> bool:
         """Record the episode's failure on every view; False if it had one already (the

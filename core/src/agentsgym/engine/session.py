@@ -368,11 +368,10 @@ class EpisodeSession:
         if truncated:
             self.recorder.truncate()
         terms: dict[str, float] = {}
-        settled: dict[str | None, dict[str, float]] = {}
         finish_error = None
         try:
             terms = await self.runtime.turn(
-                partial(self._finish_turn, error, settled), lambda: "finish_episode"
+                partial(self._finish_turn, error), lambda: "finish_episode"
             )
         except Exception as exc:  # noqa: BLE001 - logged and recorded on the episode
             logger.warning(
@@ -385,12 +384,10 @@ class EpisodeSession:
         except Exception as exc:  # noqa: BLE001 - recorded on the episode
             self.fail(exc)
             episodes = self.recorder.episodes
-        self._finished = FinishedEpisode(episodes, terms, settled, finish_error)
+        self._finished = FinishedEpisode(episodes, terms, self.recorder.settled, finish_error)
         return self._finished
 
-    async def _finish_turn(
-        self, error: str | None, settled: dict[str | None, dict[str, float]]
-    ) -> dict[str, float]:
+    async def _finish_turn(self, error: str | None) -> dict[str, float]:
         # Its own turn and budget; not through _hook, which stops an abandoned episode's turns.
         recorder = self.recorder
         self.phase = "finish_episode"
@@ -403,7 +400,7 @@ class EpisodeSession:
         )
         terms = collect_terms(results)
         if recorder.error is None:
-            self._settle(settled, self._last_role, terms)
+            recorder.settle(self._last_role, terms)
         if self.roles and recorder.error is None:
             self.phase = "role_rewards"
             returned = await self.runtime.call(
@@ -411,7 +408,7 @@ class EpisodeSession:
             )
             for role, value in role_reward_values(returned, self.roles, self.env).items():
                 recorder.views[role].outcome = value
-                self._settle(settled, role, {"outcome": value})
+                recorder.settle(role, {"outcome": value})
         if recorder.error is None:
             self.phase = "tokenizing the end of the episode"
             for view in recorder.views.values():
@@ -419,14 +416,3 @@ class EpisodeSession:
                     await self.runtime.cpu(view.tokens.finish, view.messages)  # type: ignore[union-attr]
         await self.runtime.cpu(recorder.close)
         return terms
-
-    def _settle(
-        self, settled: dict[str | None, dict[str, float]], role: str | None, terms: dict[str, float]
-    ) -> None:
-        """Add closing terms to ``role``'s last step, and to what finishing gave it."""
-        if not terms or not self.recorder.views[role].steps:
-            return
-        self.recorder.settle(role, terms)
-        given = settled.setdefault(role, {})
-        for name, value in terms.items():
-            given[name] = given.get(name, 0.0) + value
