@@ -175,7 +175,7 @@ def fidelity(records_path: Path, rollouts: int) -> list[dict[str, Any]]:
                 print(f"skipping {pack}: no pack at {pack_path(folder)}")
                 continue
             tokenizer = agentsgym.load_tokenizer(str(pack_path(folder)))
-            chat = agentsgym.ChatTokenizer(tokenizer)
+            chat = agentsgym.runtime.ChatTokenizer(tokenizer)
             policy = ScriptedPolicy(reply_for(pack), tokenizer=str(pack_path(folder)))
             with (
                 OpenAICompatServer(policy, models=[MODEL]) as server,

@@ -84,7 +84,7 @@ def run(trainer_name: str, steps: int, seed: int) -> list[StepMetrics]:
         seed=seed,
     )
     with tempfile.TemporaryDirectory() as out:
-        trainer = agentsgym.make_trainer(
+        trainer = agentsgym.runtime.make_trainer(
             trainer_name,
             model=model,
             tokenizer=tokenizer,

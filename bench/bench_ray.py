@@ -56,7 +56,7 @@ def measure(
     envs: dict[Any, Any] = {}
 
     def play(executor: str, workers: int = 1) -> Callable[[], Any]:
-        return lambda: agentsgym.run_dataset(
+        return lambda: agentsgym.runtime.run_dataset(
             data, "agentsgym/bisect", rollouts, tokenizer=tokenizer, envs=envs,
             executor=executor, num_workers=workers,
         )

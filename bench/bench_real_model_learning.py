@@ -100,7 +100,7 @@ def held_out(model: Any, tokenizer: Any, seed: int) -> dict[str, float]:
             seed=1000 + seed,
             batch_size=32,
         ) as agent:
-            batch = agentsgym.run_dataset(
+            batch = agentsgym.runtime.run_dataset(
                 rows("eval"), agent, rollouts, tokenizer=tokenizer, max_concurrency=32
             )
         results[f"{name}_reward"] = round(statistics.fmean(batch.final_rewards), 4)
@@ -131,7 +131,7 @@ def run(trainer_name: str, steps: int, seed: int) -> dict[str, Any]:
     clock.generate = 0.0
     curve: list[StepMetrics] = []
     with tempfile.TemporaryDirectory(prefix="agentsgym-real-learning-") as out:
-        trainer = agentsgym.make_trainer(
+        trainer = agentsgym.runtime.make_trainer(
             trainer_name,
             model=MODEL,
             tokenizer=tokenizer,

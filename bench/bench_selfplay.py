@@ -66,7 +66,7 @@ def against_random(model: Any, tokenizer: Any, seed: int) -> dict[str, float]:
         batch_size=32,
     ) as policy:
         players = {"x": policy, "o": RandomMoveAgent(seed=seed)}
-        batch = agentsgym.run_dataset(
+        batch = agentsgym.runtime.run_dataset(
             rows("eval", EVAL_TASKS),
             None,
             EVAL_ROLLOUTS,
@@ -101,7 +101,7 @@ def run(steps: int, seed: int) -> dict[str, Any]:
     )
     curve: list[float] = []
     with tempfile.TemporaryDirectory(prefix="agentsgym-selfplay-") as out:
-        trainer = agentsgym.make_trainer(
+        trainer = agentsgym.runtime.make_trainer(
             "per-token-grpo",
             model=MODEL,
             tokenizer=tokenizer,

@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parents[1]
 CORE_SRC = REPO / "core" / "src" / "agentsgym"
 PLUGINS = sorted(p for p in (REPO / "plugins").iterdir() if (p / "pyproject.toml").exists())
 HEAVY = {"torch", "trl", "ray", "fastapi", "uvicorn"}
-PUBLIC_MODULES = {"errors", "testing", "cli", "executors"}
+PUBLIC_MODULES = {"errors", "testing", "cli", "executors", "runtime"}
 """The core's modules a plugin may import, besides ``agentsgym`` itself."""
 
 

@@ -323,7 +323,7 @@ def test_rows_of_a_mixed_dataset_play_with_their_own_envs_agents() -> None:
     ]
     countdown_agent = CountingAgent()
     env_cache = {("tests_countdown", "{}"): countdown(None)}
-    batch = agentsgym.run_dataset(
+    batch = agentsgym.runtime.run_dataset(
         rows,
         None,
         agents={
@@ -335,4 +335,4 @@ def test_rows_of_a_mixed_dataset_play_with_their_own_envs_agents() -> None:
     assert not batch.failed and batch.final_rewards == [1.0, 2.0]
     assert countdown_agent.calls == 2  # only the countdown row used it
     with pytest.raises(ValueError, match="no agent for the rows of agentsgym/GuessTheNumber-v0"):
-        agentsgym.run_dataset(rows, None, agents={"tests_countdown": countdown_agent}, envs=env_cache)
+        agentsgym.runtime.run_dataset(rows, None, agents={"tests_countdown": countdown_agent}, envs=env_cache)

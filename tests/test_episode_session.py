@@ -106,7 +106,10 @@ def test_a_tool_turn_answers_the_call_and_the_results_are_the_next_prompt() -> N
     async def drive() -> tuple[EpisodeSession, TurnOutcome, TurnOutcome]:
         session = session_of(env, {"start": 2})
         await session.start()
-        peeked = await session.step(AgentAction("let me peek"), role="counter")
+        with pytest.raises(EpisodeError, match="has no roles; leave role out"):
+            await session.step(AgentAction("let me peek"), role="counter")
+        assert not session.over  # a refused action changes nothing
+        peeked = await session.step(AgentAction("let me peek"))
         counted = await session.step(AgentAction("2"))
         return session, peeked, counted
 
@@ -115,9 +118,9 @@ def test_a_tool_turn_answers_the_call_and_the_results_are_the_next_prompt() -> N
     assert peeked.tool_results == peeked.messages
     assert peeked.messages[0]["role"] == "tool" and "starts at 2" in peeked.messages[0]["content"]
     assert (peeked.reward, peeked.terms, peeked.done) == (0.0, {}, False)
-    assert peeked.info == {"tool_calls": 1} and peeked.role == "counter"
+    assert peeked.info == {"tool_calls": 1} and peeked.role is None
     assert session.tools == (PEEK,)
-    assert session.messages[2]["tool_calls"][0]["function"]["name"] == "peek"  # as parsed
+    assert session.view().messages[2]["tool_calls"][0]["function"]["name"] == "peek"  # as parsed
     assert counted.reward == 0.5 and counted.messages[0]["content"] == "Now say 1."
     assert session.steps_taken == 2  # tool turns count toward max_steps_per_episode
 
@@ -278,3 +281,29 @@ def test_stepping_before_start_or_starting_twice_is_refused() -> None:
             await session.start()
 
     asyncio.run(drive())
+
+
+def test_an_env_that_cuts_the_episode_short_ends_it_truncated() -> None:
+    """A step whose info says ``truncated`` (a remote server at its own limit) ends the
+    episode there as the step limit would: truncated, not done, the key not kept."""
+    finishes = Finishes()
+
+    class Cut(CountdownEnv):
+        @hookimpl
+        def step_episode(self, state: Any, action: str) -> Any:
+            _, reward, done, info = CountdownEnv.step_episode(self, state, action)
+            return state, reward, done, {**info, agentsgym.TRUNCATED_KEY: True}
+
+    env = Cut(env_config={}, plugins=[finishes])
+
+    async def drive() -> tuple[TurnOutcome, Any]:
+        session = session_of(env, {"start": 3})
+        await session.start()
+        outcome = await session.step(AgentAction("3"))
+        assert session.over and session.truncated and not session.done
+        return outcome, await session.finish()
+
+    outcome, finished = asyncio.run(drive())
+    assert outcome.truncated and not outcome.done and outcome.messages == []
+    assert outcome.info == {"right": True} == finished.episode.steps[0].info
+    assert finished.episode.truncated and finishes.calls[0]["truncated"]

@@ -74,7 +74,7 @@ FLAGGED_EXECUTOR_PLUGIN = EXECUTOR_PLUGIN.replace(
     'description="local, recorded")',
     'description="local, recorded", flags=[ExecutorFlag(flag="--rec-tag", option="tag", '
     'metavar="TAG", help="the tag to record")])',
-).replace("from agentsgym import hookimpl", "from agentsgym import ExecutorFlag, hookimpl")
+).replace("from agentsgym import hookimpl", "from agentsgym import hookimpl\nfrom agentsgym.runtime import ExecutorFlag")
 
 BAD_FLAG_PLUGIN = """
 from agentsgym import hookimpl
@@ -175,7 +175,7 @@ def test_a_typo_of_a_command_gets_the_closest_one() -> None:
 # ------------------------------------------------------------------ register_executors
 def test_a_plugin_adds_an_executor(site: Path) -> None:
     install_plugin(site, "agentsgym-recexec", "agentsgym_recexec", EXECUTOR_PLUGIN)
-    batch = agentsgym.run_dataset(
+    batch = agentsgym.runtime.run_dataset(
         [{"env_class_path": GUESS, "task_data": {"seed": s}} for s in range(2)],
         "agentsgym/bisect",
         2,
@@ -193,10 +193,10 @@ def test_run_dataset_passes_num_workers_only_to_executors_that_take_it() -> None
     """``num_workers`` of run_dataset is for parallel executors; the local one ignores it
     (scripts sweep settings with one call), but refuses it as an explicit option."""
     rows = [{"env_class_path": GUESS, "task_data": {"seed": 1}}]
-    batch = agentsgym.run_dataset(rows, "agentsgym/bisect", 1, num_workers=2)
+    batch = agentsgym.runtime.run_dataset(rows, "agentsgym/bisect", 1, num_workers=2)
     assert batch.final_rewards == [1.0]
     with pytest.raises(agentsgym.errors.RunSettingsError, match="has no option 'num_workers'"):
-        agentsgym.run_dataset(rows, "agentsgym/bisect", executor_options={"num_workers": 2})
+        agentsgym.runtime.run_dataset(rows, "agentsgym/bisect", executor_options={"num_workers": 2})
 
 
 def test_the_cli_plays_on_a_plugins_executor_with_its_options(site: Path, tmp_path: Path) -> None:
@@ -228,7 +228,7 @@ def test_executor_errors_are_one_line(monkeypatch: pytest.MonkeyPatch, tmp_path:
     assert "AGENTSGYM_BLOCK_PLUGINS=ray" in missing.output
     assert "Traceback" not in missing.output and not Path(out).exists()
     with pytest.raises(UnknownExecutorError, match="README"):
-        agentsgym.run_dataset(
+        agentsgym.runtime.run_dataset(
             [{"env_class_path": GUESS, "task_data": {}}], "scripted", executor="ray"
         )
 
@@ -268,8 +268,8 @@ def test_a_plugin_adds_a_kind_of_env_source(site: Path) -> None:
         agentsgym.make("mem+echo://zeta9")
     row = {"env_class_path": "mem+echo://zeta", "task_data": {"word": "zeta"}}
     with pytest.raises(UntrustedRemoteEnvError):
-        agentsgym.run_dataset([row], "echo/echo")
-    allowed = agentsgym.run_dataset([row], "echo/echo", allow_remote=["mem+echo://zeta"])
+        agentsgym.runtime.run_dataset([row], "echo/echo")
+    allowed = agentsgym.runtime.run_dataset([row], "echo/echo", allow_remote=["mem+echo://zeta"])
     assert allowed.final_rewards == [1.0]
 
 
@@ -295,7 +295,7 @@ def test_an_agent_or_trainer_no_plugin_provides_says_where_they_come_from(
     monkeypatch: pytest.MonkeyPatch, kind: str, name: str
 ) -> None:
     monkeypatch.setenv("AGENTSGYM_BLOCK_PLUGINS", "trl")
-    build = agentsgym.make_agent if kind == "agent" else agentsgym.make_trainer
+    build = agentsgym.make_agent if kind == "agent" else agentsgym.runtime.make_trainer
     with pytest.raises(agentsgym.errors.AgentsGymError) as raised:
         build(name)
     message = str(raised.value)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from agentsgym import PerLoop, run_sync
+from agentsgym.runtime import PerLoop, run_sync
 
 
 class Pool:

@@ -36,7 +36,7 @@ def test_third_party_env_is_discovered_through_its_entry_point(site: Path) -> No
     env = agentsgym.make("echo/Echo-v0")
     batch = env.run_trial([{"word": "zeta"}], agentsgym.make_agent("echo/echo"))
     assert batch.final_rewards == [1.0]
-    trainer = agentsgym.make_trainer("echo/recording", learning_rate=0.1)
+    trainer = agentsgym.runtime.make_trainer("echo/recording", learning_rate=0.1)
     assert trainer.options == {"learning_rate": 0.1}
     assert get_registry().trainers["echo/recording"].distribution == "agentsgym-echo"
 

@@ -126,7 +126,7 @@ ROWS = st.lists(mostly(ROW, JUNK_ROW, 8), min_size=1, max_size=3)
 @given(rows=ROWS)
 def test_run_dataset_on_junk_rows_raises_only_typed_errors(rows: list[Any], tiny: Any) -> None:
     try:
-        batch = agentsgym.run_dataset(
+        batch = agentsgym.runtime.run_dataset(
             rows, ScriptedAgent(["[1]", "[2]"]), 1, tokenizer=tiny, max_concurrency=2
         )
     except AgentsGymError:

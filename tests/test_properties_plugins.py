@@ -165,7 +165,7 @@ def test_junk_task_data_gives_typed_errors_or_recorded_failures(rows: list[Any],
     for row in rows:
         row["env_config"] = dict(PLAY_CONFIG)
     try:
-        batch = agentsgym.run_dataset(rows, replies, 1, tokenizer=tiny, max_concurrency=3)
+        batch = agentsgym.runtime.run_dataset(rows, replies, 1, tokenizer=tiny, max_concurrency=3)
     except AgentsGymError:
         return
     assert len(batch.groups) == len(rows)

@@ -7,8 +7,8 @@ import random
 
 import pytest
 
-from agentsgym import RetryPolicy, retry_async, retry_sync
 from agentsgym.retry import Attempts
+from agentsgym.runtime import RetryPolicy, retry_async, retry_sync
 
 
 class FakeTime:

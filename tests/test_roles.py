@@ -49,13 +49,35 @@ def test_one_agent_plays_every_role_in_self_play() -> None:
 
 
 def test_batches_hold_only_trainable_roles() -> None:
-    env = TicTacToeEnv()
-    env.trainable_roles = ["o"]
+    env = TicTacToeEnv(env_config={"trainable_roles": ["o"]})
+    assert env.trainable_roles == ("o",) and TicTacToeEnv().trainable_roles == ("x", "o")
     batch = env.run_trial([{"seed": 0}, {"seed": 2}], HeuristicAgent())
     assert [(g.task_index, g.role) for g in batch.groups] == [(0, "o"), (1, "o")]
     assert {e.role for e in batch.episodes} == {"o"}
-    with pytest.raises(agentsgym.errors.RunSettingsError, match="its roles are x, o"):
-        env.trainable_roles = ["z"]
+    with pytest.raises(
+        agentsgym.errors.EnvConfigError, match="trainable_roles.*its roles are x, o"
+    ):
+        TicTacToeEnv(env_config={"trainable_roles": ["z"]})
+
+
+class Seats(agentsgym.MultistepEnv):
+    """A third party's env with roles: it declares them and nothing about training."""
+
+    roles = (agentsgym.Role("left"), agentsgym.Role("right", trainable=False))
+
+
+def test_trainable_roles_is_a_key_of_every_env_with_roles() -> None:
+    assert Seats().trainable_roles == ("left",)
+    chosen = Seats(env_config={"trainable_roles": ["right"]})
+    assert chosen.trainable_roles == ("right",)
+    assert chosen.row_env_config()["trainable_roles"] == ["right"]  # rows keep the choice
+    with pytest.raises(agentsgym.errors.EnvConfigError, match="no role 'middle'"):
+        Seats(env_config={"trainable_roles": ["middle"]})
+    # an env without roles declares nothing, and its rows read as before the key existed
+    single = agentsgym.make("agentsgym/GuessTheNumber-v0")
+    assert single.trainable_roles == () and "trainable_roles" not in single.row_env_config()
+    with pytest.raises(agentsgym.errors.EnvConfigError, match="none: it plays with one agent"):
+        agentsgym.make("agentsgym/GuessTheNumber-v0", env_config={"trainable_roles": ["x"]})
 
 
 def test_an_illegal_move_forfeits_and_a_missing_agent_is_named() -> None:
@@ -84,9 +106,9 @@ def test_output_rows_carry_the_role_and_their_trial_size() -> None:
 
 
 def test_a_turn_of_the_wrong_role_is_refused() -> None:
-    from agentsgym import EpisodeSession
     from agentsgym.aio import run_sync
     from agentsgym.engine import HookRuntime, WorkerPool
+    from agentsgym.runtime import EpisodeSession
 
     env = TicTacToeEnv()
     pool = WorkerPool(1)
@@ -99,7 +121,8 @@ def test_a_turn_of_the_wrong_role_is_refused() -> None:
             await session.step(agentsgym.AgentAction("[1]"), role="o")
         outcome = await session.step(agentsgym.AgentAction("[1]"), role="x")
         assert outcome.role == "x" and session.role == "o"
-        assert session.messages[-1]["content"].startswith("We play")  # o's own view
+        assert session.view("o").messages[-1]["content"].startswith("We play")  # o's own view
+        assert session.view("x").messages[-1] == {"role": "assistant", "content": "[1]"}
 
     try:
         run_sync(play())
@@ -156,7 +179,7 @@ def test_check_env_names_a_role_that_never_acts() -> None:
 
 
 def test_a_policy_plays_every_role_but_its_fixed_opponents() -> None:
-    from agentsgym import RolloutSource
+    from agentsgym.runtime import RolloutSource
 
     env = TicTacToeEnv(env_config={"trainable_roles": ["x"]})
     policy, opponent = RandomMoveAgent(seed=1), HeuristicAgent()

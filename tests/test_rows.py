@@ -37,7 +37,7 @@ def test_env_datasets_use_the_row_schema() -> None:
 
 
 def test_mixed_rows_survive_parquet_and_dispatch_to_the_right_env(tmp_path) -> None:
-    dataset = agentsgym.rows_to_dataset(mixed_rows())
+    dataset = agentsgym.runtime.rows_to_dataset(mixed_rows())
     dataset.to_parquet(str(tmp_path / "rows.parquet"))
     loaded = datasets.Dataset.from_parquet(str(tmp_path / "rows.parquet"))
     assert loaded.to_list() == mixed_rows()
@@ -48,7 +48,7 @@ def test_mixed_rows_survive_parquet_and_dispatch_to_the_right_env(tmp_path) -> N
             return agentsgym.make_agent("agentsgym/bisect").get_action(messages, state)
         return CountingAgent().get_action(messages, state)
 
-    batch = agentsgym.run_dataset(
+    batch = agentsgym.runtime.run_dataset(
         loaded, FunctionAgent(policy), num_rollouts=2, allow_class_paths=True,
         tokenizer="agentsgym/tiny-chatml",
     )
@@ -62,7 +62,7 @@ def test_mixed_rows_survive_parquet_and_dispatch_to_the_right_env(tmp_path) -> N
 
 def test_dataset_class_paths_are_untrusted_by_default() -> None:
     with pytest.raises(UntrustedClassPathError):
-        agentsgym.run_dataset(mixed_rows(), CountingAgent())
+        agentsgym.runtime.run_dataset(mixed_rows(), CountingAgent())
 
 
 @pytest.mark.parametrize(
@@ -77,7 +77,7 @@ def test_dataset_class_paths_are_untrusted_by_default() -> None:
 def test_bad_rows_name_the_row_and_the_field(row: dict, field: str) -> None:
     rows = [mixed_rows()[0], row]
     with pytest.raises(DatasetRowError) as info:
-        agentsgym.parse_rows(rows)
+        agentsgym.runtime.parse_rows(rows)
     assert "dataset row 1" in str(info.value) and field in str(info.value)
 
 
@@ -85,5 +85,5 @@ def test_bad_env_config_in_a_row_fails_before_any_episode() -> None:
     rows = [{"env_class_path": "agentsgym/GuessTheNumber-v0", "env_config": {"high": "x"}, "task_data": {}}]
     agent = CountingAgent()
     with pytest.raises(agentsgym.errors.EnvConfigError, match="high"):
-        agentsgym.run_dataset(rows, agent)
+        agentsgym.runtime.run_dataset(rows, agent)
     assert agent.calls == 0

@@ -50,7 +50,7 @@ def test_the_stream_plays_on_ray_and_each_turn_keeps_the_servers_version(local_r
         for s in range(4)
     ]
     with OpenAICompatServer(ScriptedPolicy(["[1]", "[2]", "[3]"], TINY), models=["m"]) as server:
-        recipe = agentsgym.AgentSpec(
+        recipe = agentsgym.runtime.AgentSpec(
             "openai", {"base_url": server.base_url, "model": "m", "max_retries": 0}
         )
         source = RolloutSource(

@@ -8,7 +8,15 @@ from collections.abc import Mapping
 from typing import Any, Literal, Union, get_args, get_origin
 
 import annotated_types
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    model_serializer,
+    model_validator,
+)
 
 from agentsgym.errors import EnvConfigError
 
@@ -87,6 +95,12 @@ class EnvConfig(BaseModel):
         default_factory=dict,
         description="extra variables for the chat template (e.g. date_string, enable_thinking)",
     )
+    trainable_roles: list[str] | None = Field(
+        default=None,
+        description="an env with roles: the roles whose episodes go into training batches "
+        "(default: those it declares trainable); '[\"x\"]' trains x against a frozen "
+        "opponent",
+    )
 
     @classmethod
     def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
@@ -127,6 +141,15 @@ class EnvConfig(BaseModel):
                 f"({self.episodes_per_trial}): the trial's final episode is the scored one"
             )
         return self
+
+    @model_serializer(mode="wrap")
+    def _leave_out_unset_roles(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Only an env with roles takes trainable_roles: the rows and configs of every
+        # other env read as they did before the key existed.
+        dumped: dict[str, Any] = handler(self)
+        if dumped.get("trainable_roles", ...) is None:
+            del dumped["trainable_roles"]
+        return dumped
 
     @classmethod
     def parse(cls, env_config: dict[str, Any] | None, *, env_name: str) -> EnvConfig:

@@ -59,7 +59,7 @@ async def arun_dataset(
     :param skip: ``(task_index, rollout_index)`` trials not to play (already played by
         a run being resumed); their groups hold only the trials played now.
     :param executor: a registered executor's name or an executor object (a remote one
-        needs agents given as registered names or :class:`~agentsgym.AgentSpec` recipes).
+        needs agents given as registered names or :class:`~agentsgym.runtime.AgentSpec` recipes).
     :param executor_options: options for a named executor's factory (the cluster to
         join, ...: the executor's docs list them); ``num_workers`` is its
         ``"num_workers"``, passed only to an executor that takes it (``local`` ignores it).

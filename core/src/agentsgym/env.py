@@ -10,7 +10,7 @@ from agentsgym import randomness
 from agentsgym.aio import run_sync, sync_twin
 from agentsgym.config import EnvConfig
 from agentsgym.engine import DEFAULT_MAX_CONCURRENCY, EPISODE_HOOK_NAMES, aplay_episode, arun_trial
-from agentsgym.errors import RunSettingsError
+from agentsgym.errors import EnvConfigError, RunSettingsError
 from agentsgym.hookspecs import PROJECT_NAME
 from agentsgym.plugins import new_plugin_manager
 from agentsgym.rows import rows_to_dataset
@@ -70,7 +70,7 @@ class MultistepEnv:
             for role, role_tokenizer in check_role_names(self, role_tokenizers or {}).items()
         }
         """The chat tokenizer of each role whose model differs (others use ``chat``)."""
-        self._trainable_roles = tuple(r.name for r in self.roles if r.trainable)
+        self._trainable_roles = self._chosen_trainable_roles()
         self.spec: EnvSpec | None = None
         self.sessions: dict[str, dict[str, Any]] = {}
         self.plugin_manager = new_plugin_manager()
@@ -99,13 +99,22 @@ class MultistepEnv:
 
     @property
     def trainable_roles(self) -> tuple[str, ...]:
-        """The roles whose episodes go into training batches: those declared
-        ``trainable`` unless set (``env.trainable_roles = ["x"]``)."""
+        """The roles whose episodes go into training batches: env_config
+        ``trainable_roles``, else those declared ``trainable``."""
         return self._trainable_roles
 
-    @trainable_roles.setter
-    def trainable_roles(self, names: Iterable[str]) -> None:
-        self._trainable_roles = tuple(check_role_names(self, dict.fromkeys(names)))
+    def _chosen_trainable_roles(self) -> tuple[str, ...]:
+        chosen = self.config.trainable_roles
+        if chosen is None:
+            return tuple(r.name for r in self.roles if r.trainable)
+        unknown = [name for name in chosen if name not in self.role_names]
+        if unknown:
+            declared = ", ".join(self.role_names) or "none: it plays with one agent"
+            raise EnvConfigError(
+                f"invalid env_config of {type(self).__name__}:\n  - trainable_roles: it has "
+                f"no role {unknown[0]!r}; its roles are {declared}"
+            )
+        return tuple(dict.fromkeys(chosen))
 
     @property
     def default_agent(self) -> str | None:

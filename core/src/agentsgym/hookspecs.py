@@ -152,7 +152,7 @@ def register_trainers(register: RegisterTrainer) -> None:
     """Register trainer adapters, the consumers of padded trajectory batches.
 
     Called once per process, the first time a trainer is looked up by name (``agentsgym
-    train --trainer NAME``, :func:`agentsgym.make_trainer`).
+    train --trainer NAME``, :func:`agentsgym.runtime.make_trainer`).
 
     :param register: ``register(name, factory, description="...")``. ``factory`` is a
         callable or a ``"package.module:callable"`` string returning a
@@ -175,10 +175,10 @@ def register_executors(register: RegisterExecutor) -> None:
           the run's executor options (``--num-workers``, ``--executor-option key=value``,
           and the executor's own flags); it returns an
           :class:`agentsgym.executors.Executor`: an object with ``remote`` (trials run in
-          other processes, which then build agents from :class:`~agentsgym.AgentSpec`
+          other processes, which then build agents from :class:`~agentsgym.runtime.AgentSpec`
           recipes) and ``async arun(request, *, on_episode=None, on_trial=None)``
           returning episodes by ``(task_index, rollout_index)``.
-        * ``flags``: :class:`agentsgym.ExecutorFlag` s (or dicts of their fields): each
+        * ``flags``: :class:`agentsgym.runtime.ExecutorFlag` s (or dicts of their fields): each
           adds a flag to every command that takes ``--executor`` (``--cluster-address ADDR``
           becomes the option ``address``); given with another executor, it is an error
           naming the executor it belongs to.
@@ -325,9 +325,12 @@ def step_episode(
     :return: ``(next_state, reward, done, info)`` (a :class:`StepResult` or a plain
         4-tuple): the new state, the step reward earned by this action, whether the
         episode is over, and a JSON-serialisable dict of diagnostics kept in the episode's
-        step infos. ``firstresult``; wrap it (``wrapper=True``) to observe or alter
-        actions and results, e.g. to parse or strip think blocks. A reward that cannot
-        be computed (a judge model failed) raises
+        step infos. An env that cuts the episode short itself, without finishing it (a
+        remote server at its step limit), says so with ``info["truncated"] = True``
+        (:data:`~agentsgym.types.TRUNCATED_KEY`): the episode ends there as truncated,
+        as at ``max_steps_per_episode``. ``firstresult``; wrap it (``wrapper=True``) to
+        observe or alter actions and results, e.g. to parse or strip think blocks. A
+        reward that cannot be computed (a judge model failed) raises
         :class:`~agentsgym.errors.RewardUnavailableError`: the episode fails as unscored.
     """
 

@@ -7,6 +7,7 @@ from typing import Any, NamedTuple, TypedDict
 
 __all__ = [
     "TOOL_ERROR_PREFIX",
+    "TRUNCATED_KEY",
     "AgentAction",
     "EpisodeContext",
     "Message",
@@ -34,6 +35,12 @@ TOOL_ERROR_PREFIX = "Error: "
 could not be read, bad arguments, a tool that raised): the model reads it, and a server
 that answers tool calls over another protocol (OpenEnv's ``/mcp``) reports it as an
 error."""
+
+
+TRUNCATED_KEY = "truncated"
+"""A step's info key: ``True`` says the env cut the episode short at this step, without
+finishing it (a remote server at its step limit); the episode ends there, recorded as
+truncated as at ``max_steps_per_episode`` (the key itself is not kept in the step's info)."""
 
 
 class StepResult(NamedTuple):

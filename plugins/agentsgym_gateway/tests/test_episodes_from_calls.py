@@ -13,8 +13,8 @@ from gateway_fixtures import MODEL, TOKENIZER, gateway_over
 SYSTEM = {"role": "system", "content": "You are terse."}
 
 
-def _chat() -> agentsgym.ChatTokenizer:
-    return agentsgym.ChatTokenizer(agentsgym.load_tokenizer(TOKENIZER))
+def _chat() -> agentsgym.runtime.ChatTokenizer:
+    return agentsgym.runtime.ChatTokenizer(agentsgym.load_tokenizer(TOKENIZER))
 
 
 def _play(client: openai.OpenAI, *, keep_history: bool = True, turns: int = 3) -> None:

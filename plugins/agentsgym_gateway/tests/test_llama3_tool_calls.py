@@ -114,7 +114,7 @@ def test_a_llama_session_with_tool_calls_round_trips_in_one_segment() -> None:
     assert tool_call.function.name == "add" and arguments == {"a": 17, "b": 25}
     assert second.choices[0].message.content == "The sum is 42."
     assert calls[0].text == ADD_CALL and calls[0].tool_calls[0]["function"]["name"] == "add"
-    chat = agentsgym.ChatTokenizer(tokenizer)
+    chat = agentsgym.runtime.ChatTokenizer(tokenizer)
     episode = episode_from_calls(
         calls, session_id="s", env_id="gateway/test", task_data={}, reward=1.0, chat=chat
     )

@@ -28,7 +28,7 @@ class _SeveralChoices:
 
     def __init__(self, texts: list[str]) -> None:
         self.texts = texts
-        self.chat = agentsgym.ChatTokenizer(agentsgym.load_tokenizer(TOKENIZER))
+        self.chat = agentsgym.runtime.ChatTokenizer(agentsgym.load_tokenizer(TOKENIZER))
 
     async def post(self, path: str, body: bytes) -> BackendAnswer:
         request = json.loads(body)
@@ -75,7 +75,7 @@ def test_each_choice_is_its_own_record_and_the_continued_one_continues_its_row()
     assert [c.message.content for c in answer.choices] == ["Red.", "Blue."]
     assert [c.text for c in calls] == ["Red.", "Blue.", "Red."]
     assert calls[0].prompt_token_ids == calls[1].prompt_token_ids  # one prompt, two samples
-    chat = agentsgym.ChatTokenizer(agentsgym.load_tokenizer(TOKENIZER))
+    chat = agentsgym.runtime.ChatTokenizer(agentsgym.load_tokenizer(TOKENIZER))
     episode = episode_from_calls(
         calls, session_id="s", env_id="gateway/test", task_data={}, reward=1.0, chat=chat
     )

@@ -82,9 +82,9 @@ def test_a_seeded_scripted_run_gives_identical_trajectories_locally_and_on_ray(
     local_ray: Any,
 ) -> None:
     data = rows(5, high=30)
-    local = agentsgym.run_dataset(data, "agentsgym/bisect", 3, tokenizer=TINY, seed=4)
+    local = agentsgym.runtime.run_dataset(data, "agentsgym/bisect", 3, tokenizer=TINY, seed=4)
     seen: list[tuple[int, int]] = []
-    remote = agentsgym.run_dataset(
+    remote = agentsgym.runtime.run_dataset(
         data,
         "agentsgym/bisect",
         3,
@@ -100,14 +100,14 @@ def test_a_seeded_scripted_run_gives_identical_trajectories_locally_and_on_ray(
 
 
 def test_agents_are_built_in_each_worker_from_a_recipe(local_ray: Any) -> None:
-    recipe = agentsgym.AgentSpec("scripted", {"replies": ["[1]", "[2]", "[3]"]})
-    batch = agentsgym.run_dataset(
+    recipe = agentsgym.runtime.AgentSpec("scripted", {"replies": ["[1]", "[2]", "[3]"]})
+    batch = agentsgym.runtime.run_dataset(
         rows(2, high=3), recipe, 2, tokenizer=TINY, executor="ray", num_workers=2
     )
     assert not batch.failed
     assert all(e.steps[0].action == "[1]" for e in batch.episodes)
     with pytest.raises(AgentError, match="needs a recipe, not the agent object"):
-        agentsgym.run_dataset(
+        agentsgym.runtime.run_dataset(
             rows(1), agentsgym.ScriptedAgent(["[1]"]), 1, executor="ray", num_workers=1
         )
 
@@ -146,9 +146,9 @@ def kill_first_worker_when_it_plays(pids: Any) -> tuple[Any, list[int]]:
 
 def test_the_tasks_of_a_killed_worker_are_retried_elsewhere(local_ray: Any, tmp_path: Any) -> None:
     pids = tmp_path / "pids"
-    spec = agentsgym.AgentSpec(_PidAgent, {"path": str(pids)})
+    spec = agentsgym.runtime.AgentSpec(_PidAgent, {"path": str(pids)})
     killer, killed = kill_first_worker_when_it_plays(pids)
-    batch = agentsgym.run_dataset(
+    batch = agentsgym.runtime.run_dataset(
         rows(4, max_steps_per_episode=3, high=3), spec, 2, executor="ray", num_workers=2
     )
     killer.join(60)
@@ -174,7 +174,7 @@ def test_without_retries_a_dead_workers_trials_are_recorded_failed(
         rows=parsed,
         keys=keys,
         envs=build_envs(parsed),
-        agent=agentsgym.AgentSpec(_PidAgent, {"path": str(pids)}),
+        agent=agentsgym.runtime.AgentSpec(_PidAgent, {"path": str(pids)}),
         num_rollouts=2,
         max_concurrency=8,
     )
@@ -201,7 +201,7 @@ def test_without_ray_the_error_names_the_package(monkeypatch: Any) -> None:
     from agentsgym_ray.executor import RayUnavailableError
 
     with pytest.raises(RayUnavailableError, match=r"pip install agentsgym-ray"):
-        agentsgym.run_dataset(rows(1), "agentsgym/bisect", 1, executor="ray")
+        agentsgym.runtime.run_dataset(rows(1), "agentsgym/bisect", 1, executor="ray")
 
 
 def test_the_plugin_registers_the_ray_executor() -> None:
@@ -215,7 +215,7 @@ def test_workers_are_kept_for_the_next_call_with_the_same_settings(local_ray: An
     from agentsgym_ray import executor as ray_executor
 
     def play() -> Any:
-        return agentsgym.run_dataset(
+        return agentsgym.runtime.run_dataset(
             rows(2, high=5), "agentsgym/bisect", 2, tokenizer=TINY, executor="ray", num_workers=2
         )
 
@@ -226,7 +226,7 @@ def test_workers_are_kept_for_the_next_call_with_the_same_settings(local_ray: An
     assert list(ray_executor._actor_pools) == [key]
     assert sorted(ray.get([w.ping.remote() for w in ray_executor._actor_pools[key]])) == pids
     # other settings replace the pool (its actors hold CPUs the new ones need)
-    agentsgym.run_dataset(rows(1), "agentsgym/bisect", 1, executor="ray", num_workers=1)
+    agentsgym.runtime.run_dataset(rows(1), "agentsgym/bisect", 1, executor="ray", num_workers=1)
     assert key not in ray_executor._actor_pools
 
 
@@ -314,7 +314,7 @@ def test_cli_without_ray_is_one_line_naming_the_package(tmp_path: Any, monkeypat
 
 def test_a_worker_closes_the_envs_it_built() -> None:
     """The body of an actor, in process: stopping the workers closes their envs."""
-    from agentsgym import AgentSpec
+    from agentsgym.runtime import AgentSpec
     from agentsgym_ray.executor import RolloutWorker, WorkerSettings
 
     settings = WorkerSettings(
@@ -356,7 +356,7 @@ def test_an_env_with_roles_plays_on_ray_with_an_agent_per_role(
 def test_a_worker_that_cannot_be_called_does_not_stop_the_others_closing(local_ray: Any) -> None:
     from agentsgym_ray import executor as ray_executor
 
-    agentsgym.run_dataset(rows(1), "agentsgym/bisect", 1, executor="ray", num_workers=1)
+    agentsgym.runtime.run_dataset(rows(1), "agentsgym/bisect", 1, executor="ray", num_workers=1)
     [pool] = ray_executor._actor_pools.values()
     pool.append(_GoneWorker())
     ray_executor.shutdown_workers()

@@ -87,8 +87,7 @@ def tiny_model_and_tokenizer() -> tuple[Any, Any]:
     from trl.chat_template_utils import qwen2_5_chat_template
 
     from agentsgym import DEFAULT_TOKENIZER, load_tokenizer
-    from agentsgym_trl.chat_templates import with_template
-    from agentsgym_trl.tiny_model import build_tiny_model
+    from agentsgym_trl import build_tiny_model, with_template
 
     # a copy: the bundled tokenizer is shared by everything in this process
     tokenizer = with_template(load_tokenizer(DEFAULT_TOKENIZER), qwen2_5_chat_template)

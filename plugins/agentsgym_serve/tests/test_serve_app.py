@@ -85,6 +85,7 @@ def test_agentgym_protocol_round_trip(http: httpx.Client) -> None:
             "reward": reward,
             "score": score,
             "done": done,
+            "truncated": False,  # beyond AgentGym's fields: the step limit did not end it
             "state": observation,
             **extras,
         }

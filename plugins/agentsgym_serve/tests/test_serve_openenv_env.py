@@ -63,7 +63,7 @@ def test_an_openenv_create_app_server_plays_as_an_env() -> None:
 def test_rows_played_over_a_websocket_url_record_that_url() -> None:
     """Issue 28: rows of openenv+ws:// recorded openenv+http://. A dataset row names
     the server as given, and an allowance of its http:// origin lets it play."""
-    from agentsgym import run_dataset
+    from agentsgym.runtime import run_dataset
     from agentsgym_serve.openenv_env import canonical_openenv_url
 
     assert canonical_openenv_url("OpenEnv+WS://Host:81/p/") == "openenv+ws://host:81/p"

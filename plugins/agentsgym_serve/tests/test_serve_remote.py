@@ -134,18 +134,18 @@ def test_rows_that_name_a_server_play_only_when_allowed(
     rows = list(env.get_eval_dataset().select(range(3)))
     assert {row["env_class_path"] for row in rows} == {guess_server.url}
     with pytest.raises(UntrustedRemoteEnvError, match="AGENTSGYM_ALLOW_REMOTE_ENVS"):
-        agentsgym.run_dataset(rows, BisectAgent())
+        agentsgym.runtime.run_dataset(rows, BisectAgent())
     other = "http://127.0.0.1:1"
     with pytest.raises(UntrustedRemoteEnvError):
-        agentsgym.run_dataset(rows, BisectAgent(), allow_remote=[other])
-    allowed = agentsgym.run_dataset(
+        agentsgym.runtime.run_dataset(rows, BisectAgent(), allow_remote=[other])
+    allowed = agentsgym.runtime.run_dataset(
         rows, BisectAgent(), tokenizer=TINY, allow_remote=[guess_server.url]
     )
     local = agentsgym.make(GUESS, tokenizer=TINY)
     expected = local.run_trial([row["task_data"] for row in rows], BisectAgent())
     assert fingerprint(allowed) == fingerprint(expected)
     monkeypatch.setenv("AGENTSGYM_ALLOW_REMOTE_ENVS", guess_server.url + "/")
-    assert agentsgym.run_dataset(rows, BisectAgent()).final_rewards == [1.0, 1.0, 1.0]
+    assert agentsgym.runtime.run_dataset(rows, BisectAgent()).final_rewards == [1.0, 1.0, 1.0]
 
 
 def test_a_registered_id_can_point_at_a_server(
@@ -165,7 +165,9 @@ def test_a_registered_id_can_point_at_a_server(
     env = agentsgym.make("far/Guess-v0", tokenizer=TINY)
     assert isinstance(env, RemoteEnv) and env.env_id == "far/Guess-v0" and env.config.high == 50
     rows = [{"env_class_path": "far/Guess-v0", "env_config": {}, "task_data": {"seed": 1}}]
-    batch = agentsgym.run_dataset(rows, BisectAgent(high=50), tokenizer=TINY)  # a trusted plugin
+    batch = agentsgym.runtime.run_dataset(
+        rows, BisectAgent(high=50), tokenizer=TINY
+    )  # a trusted plugin
     assert batch.final_rewards == [1.0]
     assert env.get_train_dataset()[0]["env_class_path"] == "far/Guess-v0"
 

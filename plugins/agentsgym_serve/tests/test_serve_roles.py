@@ -16,6 +16,7 @@ import httpx
 import pytest
 
 import agentsgym
+import serve_envs
 from agentsgym import ScriptedAgent
 from agentsgym.errors import RunSettingsError
 from agentsgym.testing import run_cli
@@ -227,13 +228,19 @@ def test_rollout_against_a_served_tictactoe_plays_one_seat(tmp_path: Path) -> No
 
 def test_the_servers_step_limit_counts_every_roles_actions() -> None:
     """max_steps_per_episode=3 on the server: a, b, a. The client (a) has acted twice
-    when the game is cut; its episode ends there, marked, instead of failing."""
+    when the game is cut; its episode ends there, truncated as a local run's is, instead
+    of failing: the server's verdict, not worked out again by the client."""
     options = {"allow_class_paths": True, "agents": {"b": ScriptedAgent("b's line")}}
     with served("serve_envs:Duet", {"max_steps_per_episode": 3}, **options) as server:
         env = agentsgym.make(server.url, tokenizer=TINY)
         [episode] = env.run_trial([{"turns": 10}], ScriptedAgent("a's line")).groups[0].episodes
     assert episode.ok and len(episode.steps) == 2
-    assert episode.steps[-1].info["truncated"] is True
+    assert episode.truncated and not episode.steps[-1].done
+    assert "truncated" not in episode.steps[-1].info  # on the episode, not in the info
+    local = serve_envs.Duet(env_config={"max_steps_per_episode": 3})
+    agents = {"a": ScriptedAgent("a's line"), "b": ScriptedAgent("b's line")}
+    [mine, _] = local.run_trial([{"turns": 10}], agents).all_episodes
+    assert (mine.truncated, len(mine.steps), mine.steps[-1].done) == (True, 2, False)
     assert [m["content"] for m in episode.messages if m["role"] == "user"] == ["a: your line"] * 2
 
 

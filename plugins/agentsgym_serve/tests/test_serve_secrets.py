@@ -115,7 +115,7 @@ def test_rows_of_every_remote_env_name_its_url_with_credentials_and_play_again()
     """One rule for the three clients: a dataset row names the server as given, its
     credentials included (else the row could not play again); an env id, what episodes
     record and logs show, has them redacted. (OpenEnv's rows named the redacted id.)"""
-    from agentsgym import run_dataset
+    from agentsgym.runtime import run_dataset
     from agentsgym_serve import OpenEnvEnv
 
     openenv = OpenEnvEnv(f"openenv+ws://agent:{SECRET}@127.0.0.1:9", env_config={"dataset_size": 1})

@@ -104,6 +104,7 @@ def test_agentgym_clients_call_tools_in_the_action_text() -> None:
             "reward": 0.0,
             "score": 0.0,
             "done": False,
+            "truncated": False,  # beyond AgentGym's fields: AgentGymEnv reads it
             # the extras some of AgentGym's clients read (docs/serving.md)
             "state": "42",
             "task_description": question,

@@ -155,8 +155,7 @@ def test_grpo_trains_a_step_on_it(tmp_path: Any) -> None:
     from trl.chat_template_utils import qwen2_5_chat_template
 
     import agentsgym
-    from agentsgym_trl.chat_templates import with_template
-    from agentsgym_trl.tiny_model import build_tiny_model
+    from agentsgym_trl import build_tiny_model, with_template
 
     # a copy (the bundled tokenizer is shared) with Qwen2.5's template: TRL parses its calls
     tokenizer = with_template(

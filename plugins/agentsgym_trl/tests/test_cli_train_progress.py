@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from agentsgym import TrainResult
+from agentsgym.runtime import TrainResult
 from agentsgym_trl.train_progress import train_with_progress
 
 PLANTED = "sk-plantedsecret0123456789abcdef"

@@ -190,7 +190,7 @@ def test_the_name_resolves_to_a_transformers_folder(smollm2_folder: str) -> None
 
 
 def test_trl_grpo_hands_trl_the_folder_of_a_model_name(smollm2_folder: str, tmp_path: Path) -> None:
-    trainer = agentsgym.make_trainer("trl-grpo", model="smollm2", output_dir=str(tmp_path))
+    trainer = agentsgym.runtime.make_trainer("trl-grpo", model="smollm2", output_dir=str(tmp_path))
     assert trainer.model == smollm2_folder  # TRL loads a path; it has no registry
     assert len(trainer.tokenizer) == 49152
 

@@ -66,7 +66,7 @@ def test_the_sink_writes_every_padded_row_of_every_batch(
 
 
 def test_unpadded_mode_writes_the_batch_records(source: RolloutSource, tmp_path: Any) -> None:
-    sink = agentsgym.make_trainer("dataset-sink", output_dir=str(tmp_path), unpadded=True)
+    sink = agentsgym.runtime.make_trainer("dataset-sink", output_dir=str(tmp_path), unpadded=True)
     sink.train(source, max_steps=1, agent=agentsgym.make_agent("agentsgym/bisect"))
     data = datasets.Dataset.from_parquet(str(tmp_path / "rollouts.parquet"))
     assert len(data) == 4
@@ -86,10 +86,10 @@ def test_every_shipped_trainer_is_registered_and_listed() -> None:
     assert all(trainers[n].distribution == "agentsgym-trl" for n in ("trl-grpo", "dataset-sink"))
     agents = get_registry().agents
     assert {"transformers", "openai"} <= set(agents)
-    sink = agentsgym.make_trainer("dataset-sink")
+    sink = agentsgym.runtime.make_trainer("dataset-sink")
     assert isinstance(sink, TrainerAdapter) and isinstance(sink, BatchTrainer)
     with pytest.raises(agentsgym.errors.UnknownTrainerError, match="Did you mean: trl-grpo"):
-        agentsgym.make_trainer("trl-grp")
+        agentsgym.runtime.make_trainer("trl-grp")
 
 
 def test_rollout_source_cycles_tasks_and_reuses_env_instances(tmp_path: Any) -> None:

@@ -304,7 +304,7 @@ def test_training_steps_change_the_weights_and_save_the_model(
 ) -> None:
     model = build_tiny_model(tokenizer, warm_start="guess-number", high=3, seed=1)
     before = {k: v.detach().clone() for k, v in model.state_dict().items()}
-    trainer = agentsgym.make_trainer(
+    trainer = agentsgym.runtime.make_trainer(
         "per-token-grpo",
         model=model,
         tokenizer=tokenizer,

@@ -143,7 +143,7 @@ def test_training_steps_change_the_weights(tokenizer: Any, rows: Any, tmp_path: 
     source = RolloutSource(
         rows, tokenizer=tokenizer, num_rollouts=4, tasks_per_step=2, on_episode=played.append
     )
-    adapter = agentsgym.make_trainer(
+    adapter = agentsgym.runtime.make_trainer(
         "trl-grpo",
         model=model,
         tokenizer=tokenizer,

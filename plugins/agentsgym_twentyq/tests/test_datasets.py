@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 import agentsgym
-from agentsgym import parse_rows
+from agentsgym.runtime import parse_rows
 from agentsgym_twentyq.words import word_list
 from twentyq_testutil import BASIC, HARDCORE
 

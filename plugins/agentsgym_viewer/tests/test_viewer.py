@@ -387,7 +387,7 @@ def _bytes(path: Path, data: bytes) -> Path:
 
 
 def _rows_file(path: Path) -> Path:
-    from agentsgym import rows_to_dataset
+    from agentsgym.runtime import rows_to_dataset
 
     rows_to_dataset(
         [{"env_class_path": GUESS, "env_config": {}, "task_data": {"seed": 1}}]

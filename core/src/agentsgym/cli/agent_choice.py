@@ -8,7 +8,7 @@ gives that agent an option; a role the command line names no agent for plays wit
 ``--agent ENV_ID=NAME`` names the env's, else with the env's agent (self-play when no
 role has its own).
 Agents are checked before any file is touched; a remote executor gets
-:class:`~agentsgym.AgentSpec` recipes that each worker builds (never a live agent).
+:class:`~agentsgym.runtime.AgentSpec` recipes that each worker builds (never a live agent).
 """
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ class AgentChoices:
         (every role named must be one of the envs' roles), else the role's
         ``default_agent`` in an env whose agent the command line does not name (with
         ``--agent NAME`` or ``--agent ENV_ID=NAME`` one agent plays every role)."""
-        roles = {role for env in envs.values() for role in getattr(env, "role_names", ())}
+        roles = {role for env in envs.values() for role in env.role_names}
         unknown = sorted(set(self.per_role) - roles)
         if unknown:
             known = ", ".join(sorted(roles)) or "none (no env of this run has roles)"
@@ -88,7 +88,7 @@ class AgentChoices:
         for env_id, env in envs.items():
             if self.default is not None or env_id in self.per_env:
                 continue
-            for role in getattr(env, "roles", ()):
+            for role in env.roles:
                 if role.default_agent is None or role.name in chosen:
                     continue
                 if role.default_agent not in registered:
@@ -209,9 +209,7 @@ class RunAgents:
         options, per_role_options = split_role_options(options, by_role)
         shares = options_per_agent(by_env.values(), options)
         agents = cls(by_env, shares, by_role=by_role, role_options=per_role_options)
-        agents.env_roles = {
-            env_id: tuple(getattr(env, "role_names", ())) for env_id, env in (envs or {}).items()
-        }
+        agents.env_roles = {env_id: env.role_names for env_id, env in (envs or {}).items()}
         registry = get_registry()
         for role, name in by_role.items():
             check_options(

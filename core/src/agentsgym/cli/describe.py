@@ -136,7 +136,7 @@ def env_description(spec: EnvSpec) -> dict[str, Any]:
                 "description": role.description,
                 "default_agent": role.default_agent,
             }
-            for role in getattr(cls, "roles", ())
+            for role in cls.roles
         ],
         **datasets_and_tools(spec),
     }

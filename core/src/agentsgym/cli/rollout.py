@@ -265,7 +265,7 @@ def read_rows(path: Path) -> list[DatasetRow]:
     except Exception as exc:  # noqa: BLE001 - a damaged file raises many kinds (pyarrow, OS)
         raise DatasetRowError(
             f"cannot read rows file {str(path)!r}: {type(exc).__name__}: {exc}. Give a .jsonl "
-            "file of JSON objects or a .parquet file written by agentsgym.rows_to_dataset"
+            "file of JSON objects or a .parquet file written by agentsgym.runtime.rows_to_dataset"
         ) from None
 
 

@@ -1,22 +1,23 @@
 """The engine: episodes and trials of any :class:`PlayableEnv`, played on an event loop.
 
-One object plays an episode turn by turn, whoever drives it: :class:`EpisodeSession`
-(start, step, finish). The local engine drives it with an agent (:func:`aplay_episode`,
-the trials of :func:`arun_trial`); the env server drives it for remote clients.
-Satellite packages (the env server, executors) import from here, never from the modules.
+One object records an episode, whoever produces it: :class:`EpisodeRecorder` (views per
+role, segments, token sources, policy versions, the closing record). One protocol plays
+it turn by turn through the env's hooks, on that recorder: :class:`EpisodeSession`
+(start, step, finish). Agents drive it through :func:`play_until` (the local engine's
+:func:`aplay_episode` and the trials of :func:`arun_trial`; the env server's agents of
+the roles its clients do not play, :func:`play_turn`); the env server drives it for
+remote clients.
 """
 
 from agentsgym.engine.episode import EpisodeRun, aplay_episode, aplay_role_episodes
 from agentsgym.engine.hook_results import as_messages, as_step_result, collect_terms
 from agentsgym.engine.hook_runtime import EPISODE_HOOK_NAMES, HookRuntime, has_async_hooks
+from agentsgym.engine.outcomes import FinishedEpisode, TurnOutcome
+from agentsgym.engine.play import Players, play_turn, play_until
 from agentsgym.engine.playable import PlayableEnv
-from agentsgym.engine.session import (
-    SERVER_PROMPT_MISMATCH_KEY,
-    TOOL_CALLS_KEY,
-    EpisodeSession,
-    FinishedEpisode,
-    TurnOutcome,
-)
+from agentsgym.engine.recorder import SERVER_PROMPT_MISMATCH_KEY, EpisodeRecorder, RoleView
+from agentsgym.engine.session import EpisodeSession
+from agentsgym.engine.tool_turns import TOOL_CALLS_KEY
 from agentsgym.engine.trials import (
     DEFAULT_MAX_CONCURRENCY,
     EpisodeCallback,
@@ -39,11 +40,14 @@ __all__ = [
     "SERVER_PROMPT_MISMATCH_KEY",
     "TOOL_CALLS_KEY",
     "EpisodeCallback",
+    "EpisodeRecorder",
     "EpisodeRun",
     "EpisodeSession",
     "FinishedEpisode",
     "HookRuntime",
     "PlayableEnv",
+    "Players",
+    "RoleView",
     "TrialCallback",
     "TrialJob",
     "TurnOutcome",
@@ -60,6 +64,8 @@ __all__ = [
     "has_async_hooks",
     "make_group",
     "make_groups",
+    "play_turn",
+    "play_until",
     "rollout_seed",
     "run_trial",
 ]

@@ -12,12 +12,14 @@ must not sink a batch.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from typing import TYPE_CHECKING, Any
 
 from agentsgym.agents import AgentCaller
 from agentsgym.engine.hook_runtime import HookRuntime
+from agentsgym.engine.play import Players, as_callers, callers_by_role, play_until
 from agentsgym.engine.session import EpisodeSession
-from agentsgym.errors import EpisodeError, EpisodeTimeoutError, RunSettingsError
+from agentsgym.errors import EpisodeError, EpisodeTimeoutError
 from agentsgym.trajectory import Episode
 from agentsgym.types import EpisodeContext
 from agentsgym.worker_pool import WorkerPool
@@ -52,34 +54,28 @@ class EpisodeRun:
                 "env.new_session(task_data)"
             )
         self.env = env
+        roles = env.role_names
+        callers = callers_by_role(caller, roles, env)
+        if roles:
+            states = agent_state if isinstance(agent_state, dict) else {}
+            agent_states: dict[str | None, Any] = {r: states.get(r) for r in roles}
+        else:
+            agent_states = {None: agent_state}
+        self.players = Players(callers, agent_states, context)
         self.session = EpisodeSession(
             env,
             session_id,
             env.sessions[session_id],
             runtime=runtime,
+            token_in=self.players.token_in,
         )
-        self.callers = callers_by_role(caller, self.session.roles, env)
-        self.caller = next(iter(self.callers.values()))
-        roles = self.session.roles
-        if roles:
-            states = agent_state if isinstance(agent_state, dict) else {}
-            self.agent_states: dict[str | None, Any] = {r: states.get(r) for r in roles}
-            self.session.token_in = {r: self.callers[r].token_in for r in roles}
-        else:
-            self.agent_states = {None: agent_state}
-            self.session.token_in = self.caller.token_in
-        self.context = context
 
     @property
     def agent_state(self) -> Any:
         """The agent's state (in an env with roles: the states by role)."""
         if self.session.roles:
-            return dict(self.agent_states)
-        return self.agent_states[None]
-
-    @property
-    def episode(self) -> Episode:
-        return self.session.episode
+            return dict(self.players.states)
+        return self.players.states[None]
 
     async def play(self) -> Episode:
         """Play the episode; the (first role's) episode record."""
@@ -99,72 +95,17 @@ class EpisodeRun:
                     "episode_timeout_seconds=N"
                 )
             )
-        for role, view in session.views.items():
-            view.episode.agent_state = self.agent_states[role]
+        for role, view in session.recorder.views.items():
+            view.episode.agent_state = self.players.states[role]
         finished = await session.finish()
         return finished.episodes
 
     async def _play_turns(self) -> None:
-        session = self.session
-        try:
-            await session.start()
-            while not session.over:
-                role = session.role
-                caller = self.callers[role]
-                session.phase = "the agent" if role is None else f"the agent of role {role!r}"
-                action, self.agent_states[role] = await caller.act(
-                    session.messages,
-                    self.agent_states[role],
-                    prompt_token_ids=session.prompt_token_ids() if caller.token_in else None,
-                    context=self._context() if caller.takes_context else None,
-                    pool=session.runtime.pool,
-                )
-                await session.step(action, role=role)
-        except Exception as exc:  # noqa: BLE001 - recorded: one bad episode must not sink a batch
-            session.fail(exc)  # the session's own failures are recorded already
-
-    def _context(self) -> EpisodeContext:
-        c = self.context
-        return EpisodeContext(
-            c.session_id,
-            c.env_id,
-            c.task_index,
-            c.rollout_index,
-            c.episode_index,
-            c.seed,
-            self.session.steps_taken,
-            self.session.tools,
-            self.session.role,
-        )
-
-
-def callers_by_role(caller: Any, roles: tuple[str, ...], env: PlayableEnv) -> dict[str | None, Any]:
-    """Who plays each role (``None``: the only agent of an env without roles): ``caller``
-    is one agent or caller, or a dict of them by role, where the key ``None`` plays every
-    role without its own (a policy against fixed opponents: ``{None: policy, "o":
-    opponent}``); RunSettingsError unless every role has one."""
-    if not isinstance(caller, dict):
-        return {role: caller for role in roles} if roles else {None: caller}
-    if None in caller:  # the agent of every role not named
-        others = {role: one for role, one in caller.items() if role is not None}
-        if not roles:
-            return {None: caller[None]}
-        caller = {**dict.fromkeys(roles, caller[None]), **others}
-    name = type(env).__name__
-    if not roles:
-        raise RunSettingsError(
-            f"{name} has no roles, but agents were given by role ({', '.join(caller)}); "
-            "give it one agent"
-        )
-    missing = [role for role in roles if role not in caller]
-    unknown = [role for role in caller if role not in roles]
-    if missing or unknown:
-        problem = f"no agent for role {missing[0]!r}" if missing else f"no role {unknown[0]!r}"
-        raise RunSettingsError(
-            f"{name} has {problem}; its roles are {', '.join(roles)}: give an agent for each "
-            "(--agent ROLE=NAME), or one agent for all of them (self-play)"
-        )
-    return {role: caller[role] for role in roles}
+        # The session and play_until record every failure on the episode (then raise it
+        # to stop the play): one bad episode must not sink a batch.
+        with contextlib.suppress(Exception):
+            await self.session.start()
+            await play_until(self.session, self.players)
 
 
 async def aplay_episode(
@@ -217,14 +158,3 @@ async def aplay_role_episodes(
     finally:
         if pool is not None:
             pool.close()
-
-
-def as_callers(agent: Any) -> AgentCaller | dict[str, AgentCaller]:
-    """An agent, or a dict of agents by role, as callers (one caller per distinct agent)."""
-    if not isinstance(agent, dict):
-        return agent if isinstance(agent, AgentCaller) else AgentCaller(agent)
-    made: dict[int, AgentCaller] = {}
-    for player in agent.values():
-        if id(player) not in made:
-            made[id(player)] = player if isinstance(player, AgentCaller) else AgentCaller(player)
-    return {role: made[id(player)] for role, player in agent.items()}

@@ -1,6 +1,7 @@
 """What hooks return, checked and normalised: a wrong value (a message without a role,
 a NaN reward) fails the episode naming the hook and what was expected, not a confusing
-error later on. The env server plays hooks through the same checks.
+error later on. The env server plays hooks through the same checks. The role hooks'
+answers (``turn_role``, ``role_rewards``) are checked against the env's declared roles.
 """
 
 from __future__ import annotations
@@ -17,6 +18,9 @@ if TYPE_CHECKING:
     from agentsgym.engine.playable import PlayableEnv
 
 logger = logging.getLogger(__name__)
+
+TOOL_RESULT_KEYS = ("tool_call_id", "name")
+"""What a prompt's tool message keeps besides its role and content: the call it answers."""
 
 
 def as_messages(prompt: Any, env: PlayableEnv) -> Messages:
@@ -36,7 +40,11 @@ def as_messages(prompt: Any, env: PlayableEnv) -> Messages:
                     "message must be a dict with str 'role' and 'content'"
                 )
             role, content = _repair(message["role"], env), _repair(message["content"], env)
-            messages.append(Message(role=role, content=content))
+            kept = Message(role=role, content=content)
+            for key in TOOL_RESULT_KEYS:  # a tool result names its call (a served tool env's)
+                if isinstance(message.get(key), str):
+                    kept[key] = _repair(message[key], env)  # type: ignore[literal-required]
+            messages.append(kept)
         return messages
     raise EpisodeError(
         f"{type(env).__name__}.format_prompt returned {prompt!r:.120}; expected a string "
@@ -96,3 +104,47 @@ def collect_terms(results: list[Any]) -> dict[str, float]:
             raise EpisodeError(f"reward term {name!r} has a non-finite value {value!r}")
         terms[name] = terms.get(name, 0.0) + number
     return terms
+
+
+def check_turn_role(named: Any, roles: tuple[str, ...], env: PlayableEnv) -> str:
+    """What ``turn_role`` returned, once it is one of the env's roles."""
+    if named is None:
+        raise EpisodeError(
+            f"{type(env).__name__} declares the roles {', '.join(roles)} but no turn_role "
+            "implementation said whose turn it is; implement turn_role(state, step)"
+        )
+    if named not in roles:
+        raise EpisodeError(
+            f"{type(env).__name__}.turn_role returned {named!r:.80}; it must return one of "
+            f"its declared roles: {', '.join(roles)}"
+        )
+    return str(named)
+
+
+def role_reward_values(returned: Any, roles: tuple[str, ...], env: PlayableEnv) -> dict[str, float]:
+    """What ``role_rewards`` returned, as ``{role: finite float}`` (``None``: nothing)."""
+    if returned is None:
+        return {}
+    if not isinstance(returned, dict):
+        raise EpisodeError(
+            f"{type(env).__name__}.role_rewards returned {returned!r:.80}; it must return "
+            "a dict {role: reward} or None"
+        )
+    values: dict[str, float] = {}
+    for role, value in returned.items():
+        if role not in roles:
+            raise EpisodeError(
+                f"{type(env).__name__}.role_rewards gave a reward to {role!r:.40}; its "
+                f"roles are {', '.join(roles)}"
+            )
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not math.isfinite(value)
+        ):
+            raise EpisodeError(
+                f"{type(env).__name__}.role_rewards gave {role!r} the reward {value!r:.40}; "
+                "each reward must be a finite number"
+            )
+        values[role] = float(value)
+    return values

@@ -10,6 +10,7 @@ if TYPE_CHECKING:
 
     from agentsgym.config import EnvConfig
     from agentsgym.tokenization import ChatTokenizer
+    from agentsgym.types import Role
 
 
 class PlayableEnv(Protocol):
@@ -24,12 +25,28 @@ class PlayableEnv(Protocol):
     plugin_manager: pluggy.PluginManager
     """The env's own hook relay: the env and the plugins given to it."""
     run_hooks_inline: bool
+    roles: tuple[Role, ...]
+    """The env's agents when it has several (a game's seats), each with its name, whether
+    it trains, its default agent; empty for a single-agent env (it declares nothing)."""
+    role_chats: dict[str, ChatTokenizer]
+    """The chat tokenizer of each role whose model differs (the others use ``chat``)."""
 
     @property
     def env_id(self) -> str: ...
 
     @property
     def hook(self) -> Any: ...
+
+    @property
+    def role_names(self) -> tuple[str, ...]:
+        """The declared roles' names, in order (empty: one agent)."""
+        ...
+
+    @property
+    def trainable_roles(self) -> tuple[str, ...]:
+        """The roles whose episodes go into training batches (env_config
+        ``trainable_roles``, else those declared trainable)."""
+        ...
 
     def new_session(self, task_data: dict[str, Any], session_id: str | None = None) -> str: ...
 

@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING, Any
 
 from agentsgym.agents import AgentCaller, follow_concurrency
 from agentsgym.aio import sync_twin
-from agentsgym.engine.episode import aplay_role_episodes, callers_by_role
+from agentsgym.engine.episode import aplay_role_episodes
 from agentsgym.engine.hook_runtime import HookRuntime
+from agentsgym.engine.play import callers_by_role
 from agentsgym.errors import RunSettingsError
 from agentsgym.trajectory import Episode, TrajectoryBatch, TrajectoryGroup, zero_rewards
 from agentsgym.types import EpisodeContext
@@ -141,7 +142,7 @@ async def arun_jobs(
                 f"trial {job.key} of {job.env.env_id} has no agent: give one for the run or "
                 "for its env"
             )
-        callers_by_role(player, tuple(getattr(job.env, "role_names", ())), job.env)
+        callers_by_role(player, job.env.role_names, job.env)
         for one in player.values() if isinstance(player, dict) else (player,):
             if id(one) not in callers:
                 callers[id(one)] = AgentCaller(one)
@@ -193,7 +194,7 @@ def make_group(
     chat = env.chat
     if role is not None:
         trials = [[e for e in trial if e.role == role] for trial in trials]
-        chat = getattr(env, "role_chats", {}).get(role, chat)
+        chat = env.role_chats.get(role, chat)
     return TrajectoryGroup(
         task_index=task_index,
         task_data=dict(task_data),
@@ -215,9 +216,9 @@ def make_groups(
 ) -> list[TrajectoryGroup]:
     """The groups of one task's trials: one, or one per role of an env with roles
     (``roles``: which ones, by default those the env trains)."""
-    if not getattr(env, "roles", ()):
+    if not env.roles:
         return [make_group(env, task_index, task_data, trials)]
-    chosen = getattr(env, "trainable_roles", ()) if roles is None else roles
+    chosen = env.trainable_roles if roles is None else roles
     return [make_group(env, task_index, task_data, trials, role) for role in chosen]
 
 

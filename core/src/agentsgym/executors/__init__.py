@@ -90,7 +90,7 @@ def as_agent_spec(agent: Any, options: Mapping[str, Any] | None = None) -> Agent
         f"this executor builds the agent in each worker, so it needs a recipe, not the agent "
         f"object {type(agent).__name__} (its clients and threads cannot be shipped): pass "
         "agent='<registered name>' (with agent_options=...) or "
-        "agentsgym.AgentSpec(factory, {option: value})"
+        "agentsgym.runtime.AgentSpec(factory, {option: value})"
     )
 
 

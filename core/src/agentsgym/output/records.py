@@ -43,7 +43,7 @@ def expected_rows(row: dict[str, Any]) -> int:
 
 def rollout_rows(job: TrialJob, episodes: list[Episode]) -> list[dict[str, Any]]:
     """The output rows of one finished rollout trial (see the module docstring)."""
-    roles = tuple(getattr(job.env, "role_names", ()))
+    roles = job.env.role_names
     groups = make_groups(job.env, job.task_index, job.task_data, [episodes], roles=roles)
     rows = TrajectoryBatch(groups).to_records()
     for row in rows:

@@ -163,8 +163,8 @@ class RolloutSource:
     is the GRPO group size. Env instances are built once per (env_class_path,
     env_config) and reused. ``executor`` (a registered name such as ``"ray"``, or an
     executor object) and ``executor_options`` say where the trials play, as for
-    :func:`~agentsgym.run_dataset`; a remote executor needs the agent as a recipe
-    (:class:`~agentsgym.AgentSpec`) and the tokenizer as a name or path, which each
+    :func:`~agentsgym.runtime.run_dataset`; a remote executor needs the agent as a recipe
+    (:class:`~agentsgym.runtime.AgentSpec`) and the tokenizer as a name or path, which each
     worker loads."""
 
     def __init__(

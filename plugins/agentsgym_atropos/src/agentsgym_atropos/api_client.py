@@ -22,8 +22,8 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from agentsgym import Attempts, RetryPolicy, redact_text, retry_async
 from agentsgym.errors import AgentsGymError
+from agentsgym.runtime import Attempts, RetryPolicy, redact_text, retry_async
 
 logger = logging.getLogger("agentsgym_atropos.producer")
 

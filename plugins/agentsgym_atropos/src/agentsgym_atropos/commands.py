@@ -8,7 +8,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from agentsgym import make, redact_text
+from agentsgym import make
 from agentsgym.cli import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
@@ -23,6 +23,7 @@ from agentsgym.cli import (
     tokenizer_option,
 )
 from agentsgym.errors import AgentsGymError
+from agentsgym.runtime import redact_text
 
 if TYPE_CHECKING:
     from agentsgym_atropos.stats import ProducerStats
@@ -73,7 +74,7 @@ def atropos_command(
     request, or every group had a failed episode), 2 for bad input; a summary of what
     was pushed is printed in every case.
     """
-    from agentsgym import run_sync
+    from agentsgym.runtime import run_sync
     from agentsgym_atropos.producer import AtroposProducer
 
     if split not in ("train", "eval"):

@@ -40,7 +40,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from agentsgym import DEFAULT_MAX_CONCURRENCY, arun_trial, redact_text
+from agentsgym.runtime import DEFAULT_MAX_CONCURRENCY, arun_trial, redact_text
 from agentsgym_atropos.api_client import (
     DEFAULT_OUTAGE_WINDOW,
     AtroposAPI,
@@ -332,6 +332,6 @@ class AtroposProducer:
 
 def produce(env: MultistepEnv, agent: Any, api_url: str, **options: Any) -> ProducerStats:
     """:class:`AtroposProducer` as a plain call (see its options)."""
-    from agentsgym import run_sync
+    from agentsgym.runtime import run_sync
 
     return run_sync(AtroposProducer(env, agent, api_url, **options).run())

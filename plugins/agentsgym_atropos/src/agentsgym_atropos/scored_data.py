@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from agentsgym import redact
+from agentsgym.runtime import redact
 
 if TYPE_CHECKING:
     from agentsgym import TrajectoryGroup

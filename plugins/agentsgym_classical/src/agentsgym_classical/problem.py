@@ -11,8 +11,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from agentsgym import describe_validation_error
 from agentsgym.errors import DatasetRowError
+from agentsgym.runtime import describe_validation_error
 
 
 class Problem(BaseModel):

@@ -41,11 +41,6 @@ class TicTacToeConfig(EnvConfig):
         description="a move is [N]; false: the first digit 1-9 of a reply is its move "
         "(a small model that cannot keep the format still plays, and can learn to)",
     )
-    trainable_roles: list[str] | None = Field(
-        default=None,
-        description="the roles whose episodes go into training batches (default: both); "
-        "'[\"x\"]' trains x against a frozen o",
-    )
 
 
 @dataclass
@@ -67,11 +62,6 @@ class TicTacToeEnv(MultistepEnv):
         Role("o", description="plays O", default_agent="classical/tictactoe-random"),
     )
     run_hooks_inline = True  # a board of nine cells: a thread hop would cost more
-
-    def __init__(self, tokenizer: Any = None, env_config: dict[str, Any] | None = None, **kw: Any):
-        super().__init__(tokenizer, env_config, **kw)
-        if self.config.trainable_roles is not None:
-            self.trainable_roles = self.config.trainable_roles
 
     @hookimpl
     def initialize_episode(self, session_id: str, task_data: dict[str, Any]) -> TicTacToeState:

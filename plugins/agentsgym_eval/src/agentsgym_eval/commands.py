@@ -18,7 +18,7 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from agentsgym import Episode, TrialJob, redact
+from agentsgym import Episode
 from agentsgym.cli import (
     MAX_ROLLOUTS,
     MAX_TASKS,
@@ -56,6 +56,7 @@ from agentsgym.cli import (
     tracker_class,
 )
 from agentsgym.errors import AgentsGymError, OutputError
+from agentsgym.runtime import TrialJob, redact
 from agentsgym_eval.samples import EvalReport, samples_from_rows, summarize, trial_samples
 from agentsgym_eval.tracking import report_summary
 

@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
-from agentsgym import DEFAULT_MAX_CONCURRENCY, redact_text
+from agentsgym.runtime import DEFAULT_MAX_CONCURRENCY, redact_text
 from agentsgym.errors import is_reward_unavailable
 from agentsgym_eval import metrics
 

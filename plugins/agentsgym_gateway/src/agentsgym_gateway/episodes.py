@@ -1,11 +1,12 @@
-"""A program session's calls as one :class:`agentsgym.Episode`.
+"""A program session's calls as one :class:`agentsgym.Episode`, recorded by the core's
+episode recorder (:class:`agentsgym.runtime.EpisodeRecorder`), as every producer's are.
 
-Each successful call is a step: its completion's tokens are agent tokens, placed by
-:mod:`agentsgym_gateway.segments`. A call the backend gave ids for is
-``token_source="server"``; a text-only one is tokenized with the env's chat template
-(its messages with its tools, then the reply and the end-of-turn token) and marked
-``"retokenized"``. The verifier's score is the last step's reward, spread over the
-tokens by the env's reward strategy, as for every env.
+Each successful call is a step: its completion's tokens are agent tokens, placed by the
+recorder (a call whose prompt does not extend a segment starts a new one). A call the
+backend gave ids for is ``token_source="server"``; a text-only one is tokenized with the
+env's chat template (its messages with its tools, then the reply and the end-of-turn
+token) and marked ``"retokenized"``. The verifier's score is the last step's reward,
+spread over the tokens by the env's reward strategy, as for every env.
 
 ``episode.metrics`` adds, per episode: ``segments``, ``calls``, ``new_segments``
 (calls that did not extend a segment) and ``sampled_token_share``, the share of loss
@@ -17,12 +18,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-
-from agentsgym import AgentSpan, Episode, StepRecord, TokenSegment, assign_token_rewards
-from agentsgym.errors import TokenFidelityError, TokenizerRequiredError
+from agentsgym import AgentAction, Episode
+from agentsgym.errors import TokenizerRequiredError
+from agentsgym.runtime import EpisodeRecorder
 from agentsgym_gateway.records import CallRecord
-from agentsgym_gateway.segments import Placement, SegmentAssembler
 
 
 def _ids_of(call: CallRecord, chat: Any) -> tuple[list[int], list[int], list[float] | None]:
@@ -47,22 +46,11 @@ def _ids_of(call: CallRecord, chat: Any) -> tuple[list[int], list[int], list[flo
     return prompt, chat.encode_model_text(call.text) + list(chat.eot_ids), None
 
 
-def _step(call: CallRecord, placement: Placement, tokens: int) -> StepRecord:
+def _info(call: CallRecord) -> dict[str, Any]:
     info: dict[str, Any] = {"call": call.index, "endpoint": call.endpoint}
     if call.tool_calls:
         info["tool_calls"] = len(call.tool_calls)
-    if placement.new_segment and placement.segment > 0:
-        info["new_segment"] = True
-    return StepRecord(
-        action=call.text,
-        reward=0.0,
-        done=False,
-        info=info,
-        num_agent_tokens=tokens,
-        token_source=call.token_source,
-        reply_truncated=call.finish_reason == "length",
-        token_span=(placement.segment, placement.start, placement.end),
-    )
+    return info
 
 
 def episode_from_calls(
@@ -78,52 +66,47 @@ def episode_from_calls(
 ) -> Episode:
     """The episode of a session's ``calls`` (failed calls are skipped), scored ``reward``.
 
-    :param chat: the env's :class:`agentsgym.ChatTokenizer`, for retokenized calls.
+    :param chat: the env's :class:`agentsgym.runtime.ChatTokenizer`, for retokenized calls.
     :param error: the program's failure, if it failed (the episode keeps its calls).
 
     A token invariant that does not hold (``Episode.check``) is the episode's error, never
     raised, like every env's.
     """
-    episode = Episode(session_id=session_id, env_id=env_id, task_data=dict(task_data))
-    episode.error = error
-    assembler = SegmentAssembler()
-    spans: list[AgentSpan] = []
-    all_logprobs = True
+    strategy: Any = reward_strategy  # checked where the env's config was read
+    recorder = EpisodeRecorder(
+        session_id, env_id, dict(task_data), {None: None}, reward_strategy=strategy
+    )
+    recorder.open_calls()
+    if error is not None:
+        recorder.fail(error)
+    placed: list[tuple[CallRecord, AgentAction]] = []
     for call in sorted((c for c in calls if c.ok), key=lambda c: c.index):
         try:
             prompt, completion, logprobs = _ids_of(call, chat)
         except TokenizerRequiredError as exc:
-            episode.error = episode.error or str(exc)
+            recorder.fail(str(exc))
             break
-        all_logprobs = all_logprobs and logprobs is not None
-        placement = assembler.place(prompt, completion, logprobs)
-        episode.steps.append(_step(call, placement, len(completion)))
-        positions = list(range(placement.start, placement.end))
-        spans.append(AgentSpan(placement.segment, positions, call.token_source))
-        episode.messages = [*call.messages, {"role": "assistant", "content": call.text}]
-    if episode.steps:
-        episode.steps[-1].reward = float(reward)
-        episode.steps[-1].done = True
-    episode.final_reward = float(reward) if episode.steps else 0.0
-    episode.tokenized = True
-    episode.has_logprobs = all_logprobs and bool(episode.steps)
-    episode.segments = [
-        TokenSegment.from_lists(
-            s.token_ids, s.agent_mask, s.logprobs if episode.has_logprobs else None
+        action = AgentAction(
+            call.text,
+            token_ids=completion,
+            logprobs=logprobs,
+            prompt_token_ids=prompt,
+            truncated=call.finish_reason == "length",
         )
-        for s in assembler.segments
-    ]
-    lengths = [len(s) for s in episode.segments]
-    token_rewards = assign_token_rewards(
-        reward_strategy, spans, [s.reward for s in episode.steps], episode.final_reward, lengths
-    )
-    episode.segment_rewards = [np.asarray(r, dtype=np.float32) for r in token_rewards]
-    episode.metrics = _metrics(episode)
-    if episode.ok:
-        try:
-            episode.check()
-        except TokenFidelityError as exc:  # recorded: one broken episode never sinks a run
-            episode.error = f"{type(exc).__name__}: {exc}"
+        placed.append((call, action))
+    for index, (call, action) in enumerate(placed):
+        last = index == len(placed) - 1
+        recorder.record_call(
+            None,
+            action,
+            messages=[*call.messages, {"role": "assistant", "content": call.text}],
+            token_source=call.token_source,
+            info=_info(call),
+            reward=float(reward) if last else 0.0,
+            done=last,
+        )
+    [episode] = recorder.close()
+    episode.metrics.update(_metrics(episode))
     return episode
 
 
@@ -131,10 +114,8 @@ def _metrics(episode: Episode) -> dict[str, float]:
     loss_tokens = sum(s.num_agent_tokens for s in episode.steps)
     sampled = sum(s.num_agent_tokens for s in episode.steps if s.token_source == "server")
     return {
-        "turns": float(len(episode.steps)),
         "calls": float(len(episode.steps)),
         "segments": float(len(episode.segments)),
         "new_segments": float(sum(1 for s in episode.steps if s.info.get("new_segment"))),
         "sampled_token_share": sampled / loss_tokens if loss_tokens else 0.0,
-        "reward/env": episode.final_reward,
     }

@@ -36,10 +36,9 @@ from agentsgym import (
     TrajectoryBatch,
     TrajectoryGroup,
     hookimpl,
-    redact_text,
-    run_sync,
 )
 from agentsgym.errors import EpisodeError, RunSettingsError
+from agentsgym.runtime import redact_text, run_sync
 from agentsgym_gateway.agent_backend import AGENT_MODEL, AgentBackend
 from agentsgym_gateway.episodes import episode_from_calls
 from agentsgym_gateway.gateway import ModelGateway, SessionHandle

@@ -1,7 +1,7 @@
 """The Ray executor: trials spread over Ray actors, results streamed back.
 
 Each actor (:class:`RolloutWorker`) is a process with its own event loop, env cache,
-tokenizer and agent, built in the worker from an :class:`~agentsgym.AgentSpec` (a live
+tokenizer and agent, built in the worker from an :class:`~agentsgym.runtime.AgentSpec` (a live
 agent is never pickled). The driver sends work in *calls* of whole tasks (all of a
 task's rollouts, so a group comes back whole; a few tasks per call when tasks have few
 rollouts, so that Ray's per-call cost is shared by at least
@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agentsgym import AgentSpec, DatasetRow, Episode, load_tokenizer
+from agentsgym import Episode, load_tokenizer
 from agentsgym.errors import AgentsGymError, RunSettingsError
 from agentsgym.executors import (
     EpisodeCallback,
@@ -36,6 +36,7 @@ from agentsgym.executors import (
     arun_jobs,
     build_envs,
 )
+from agentsgym.runtime import AgentSpec, DatasetRow
 
 logger = logging.getLogger(__name__)
 

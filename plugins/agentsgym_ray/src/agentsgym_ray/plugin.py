@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from agentsgym import ExecutorFlag, hookimpl
+from agentsgym import hookimpl
+from agentsgym.runtime import ExecutorFlag
 
 if TYPE_CHECKING:
-    from agentsgym import RegisterExecutor
+    from agentsgym.runtime import RegisterExecutor
 
 
 @hookimpl

@@ -25,8 +25,8 @@ from typing import NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
-from agentsgym import ENV_ID_PATTERN, validate_env_id
 from agentsgym.errors import RegistrationError
+from agentsgym.runtime import ENV_ID_PATTERN, validate_env_id
 from agentsgym_scaffold.errors import ScaffoldError
 
 logger = logging.getLogger(__name__)

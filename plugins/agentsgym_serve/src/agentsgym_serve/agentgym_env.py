@@ -14,7 +14,9 @@ prompt, no info. This env turns that into an agentsgym episode:
   (group 1 when the pattern has a group), as AgentGym's clients extract ``Action:``;
 * the step reward is the reply's ``reward_field`` (``reward``, or ``score`` for
   servers that report it there), or its increase when ``reward_mode`` is
-  ``cumulative``; the reply's other fields go to the step's ``info``;
+  ``cumulative``; the reply's other fields go to the step's ``info``; ``done`` ends
+  the episode, unless the reply also says ``truncated`` (``agentsgym serve`` at its
+  step limit): then it ends truncated, as locally (:data:`agentsgym.TRUNCATED_KEY`);
 * the runner tokenizes, assigns per-token rewards and pads, as for any env.
 
 These servers cannot recognise a repeated call, so only calls that are safe to
@@ -37,7 +39,8 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import Field, field_validator
 
-from agentsgym import StepResult, hookimpl, redact_text
+from agentsgym import TRUNCATED_KEY, StepResult, hookimpl
+from agentsgym.runtime import redact_text
 from agentsgym_serve.call_failures import RemoteCallError
 from agentsgym_serve.errors import RemoteEnvError
 from agentsgym_serve.remote_client import ConversationConfig, RemoteClientEnv, RemoteEpisodeState
@@ -191,7 +194,10 @@ class AgentGymEnv(RemoteClientEnv):
             info["action_sent"] = sent
         state.advance([{"role": "user", "content": observation}], step)
         state.observation = observation
-        return StepResult(state, reward, bool(reply["done"]), info)
+        # agentsgym serve says `truncated` beside `done` (its step limit ended the
+        # episode): the step's info then carries it, and the episode ends truncated
+        done = bool(reply["done"]) and info.get(TRUNCATED_KEY) is not True
+        return StepResult(state, reward, done, info)
 
     @hookimpl
     async def finish_episode(self, state: AgentGymEpisode | None) -> None:

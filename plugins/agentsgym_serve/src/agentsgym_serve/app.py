@@ -147,7 +147,7 @@ def create_app(
     try:
         env = host.default.env
         chosen = with_role_defaults(agents or {}, env) if role_default_agents else agents
-        roles = tuple(getattr(env, "role_names", ()))
+        roles = env.role_names
         built = build_role_agents(chosen or {}, agent_options or {}, roles)
         role_agents = RoleAgents.for_env(env, host.spec.id, built, client_role)
     except BaseException:

@@ -5,9 +5,9 @@ served one (unless the server locks it); each distinct effective config gets one
 instance, built on first use and shared by every session with that config, exactly
 as the runner shares one instance between the episodes of a dataset's rows.
 
-An episode on the server is the core's :class:`~agentsgym.engine.EpisodeSession`, the
+An episode on the server is the core's :class:`~agentsgym.runtime.EpisodeSession`, the
 object the local engine drives too: the same hooks, run the same way
-(:class:`~agentsgym.engine.HookRuntime`: a plain env's hooks of one request in one
+(:class:`~agentsgym.runtime.HookRuntime`: a plain env's hooks of one request in one
 worker thread, an ``async def`` env's on the server's event loop, within the env's
 ``hook_timeout_seconds``), the same checks of what they return, the same tool turns,
 truncation and reward terms. So what a client receives is what a local episode would
@@ -24,12 +24,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from agentsgym import EpisodeSession, HookRuntime, Messages, MultistepEnv, WorkerPool, redact
+from agentsgym import Messages, MultistepEnv
 from agentsgym.errors import EnvConfigError
+from agentsgym.runtime import EpisodeSession, HookRuntime, WorkerPool, redact
 from agentsgym_serve.errors import BadEnvConfig, ConfigLocked, EnvFailure, NoTask, ServerFull
 
 if TYPE_CHECKING:
-    from agentsgym import EnvSpec
+    from agentsgym.runtime import EnvSpec
 
 logger = logging.getLogger("agentsgym_serve")
 
@@ -75,7 +76,8 @@ class EnvHost:
         threads: int = DEFAULT_THREADS,
         plugins: Sequence[object] = (),
     ) -> None:
-        from agentsgym import make, resolve
+        from agentsgym import make
+        from agentsgym.runtime import resolve
 
         self.spec: EnvSpec = resolve(env_id, allow_class_paths=allow_class_paths)
         self.served_config = dict(env_config or {})

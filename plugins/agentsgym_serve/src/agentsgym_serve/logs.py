@@ -21,7 +21,7 @@ import sys
 import time
 from typing import IO, Any
 
-from agentsgym import redact, redact_text
+from agentsgym.runtime import redact, redact_text
 
 access_logger = logging.getLogger("agentsgym_serve.access")
 

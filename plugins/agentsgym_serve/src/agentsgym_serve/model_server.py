@@ -103,7 +103,8 @@ class ScriptedPolicy:
         self._lock = threading.Lock()
         self.chat_tokenizer = None
         if tokenizer is not None:
-            from agentsgym import ChatTokenizer, load_tokenizer
+            from agentsgym import load_tokenizer
+            from agentsgym.runtime import ChatTokenizer
 
             self.chat_tokenizer = ChatTokenizer(load_tokenizer(tokenizer))
 

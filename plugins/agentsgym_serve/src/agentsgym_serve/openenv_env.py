@@ -17,10 +17,10 @@ and done, mapped by env_config (:class:`OpenEnvConfig`):
   ``system_prompt`` and ``conversation_start``;
 * **reward and done**: the reply's ``reward`` (``None`` is 0), or its increase with
   ``reward_mode: cumulative``; ``done`` as sent. An observation that says
-  ``truncated`` (``agentsgym serve`` at its step limit) leaves the end to the
-  runner's own ``max_steps_per_episode`` (set it like the server's), so the episode
-  is recorded as truncated, as locally. The observation's ``info`` (or its other
-  fields) becomes the step's ``info``.
+  ``truncated`` (``agentsgym serve`` at its step limit) ends the episode there as
+  truncated (the step's ``info["truncated"]``, :data:`agentsgym.TRUNCATED_KEY`), as
+  locally: the server's limit is the one that counts. The observation's ``info`` (or
+  its other fields) becomes the step's ``info``.
 
 **Faults.** Connecting, and a reset whose connection failed (nothing was played
 yet, so sending it again on a new session is the same start), are retried with
@@ -39,7 +39,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from agentsgym import Attempts, StepResult, hookimpl, redact_text, retry_async
+from agentsgym import TRUNCATED_KEY, StepResult, hookimpl
+from agentsgym.runtime import Attempts, redact_text, retry_async
 from agentsgym_serve.errors import RemoteEnvError
 from agentsgym_serve.openenv_mapping import OpenEnvConfig, action_of, observation_messages
 from agentsgym_serve.remote_client import RemoteClientEnv, RemoteEpisodeState
@@ -53,7 +54,6 @@ logger = logging.getLogger("agentsgym_serve.client")
 
 OPENENV_PREFIX = "openenv+"
 _SCHEMES = {"ws": "http", "wss": "https", "http": "http", "https": "https"}
-TRUNCATED_KEY = "truncated"
 
 
 def split_openenv_url(url: str) -> str:
@@ -196,10 +196,13 @@ class OpenEnvEnv(RemoteClientEnv):
             ) from None
         observation = _as_dict(result.observation)
         reward = state.reward(_reward(result.reward), self.config.reward_mode)
-        done = bool(result.done) and not observation.get(TRUNCATED_KEY, False)
+        truncated = observation.get(TRUNCATED_KEY) is True  # agentsgym serve's step limit
+        done = bool(result.done) and not truncated
         info = observation.get("info")
         if not isinstance(info, dict):
             info = {k: v for k, v in observation.items() if k not in ("messages",)}
+        if truncated:  # the server's verdict: the episode ends here, as truncated
+            info = {**info, TRUNCATED_KEY: True}
         messages, state.observation_text = observation_messages(
             observation, self.config, state.observation_text
         )

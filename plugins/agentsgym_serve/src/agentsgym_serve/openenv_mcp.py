@@ -133,7 +133,7 @@ class McpService:
         openenv's tool result, and the failure (None: the tool answered)."""
         if not await self.openenv.in_episode(session):
             raise EpisodeState(
-                f"episode {session.episode} of this session is over (at step {session.step}); "
+                f"episode {session.episode} of this session is over (at step {session.steps_taken}); "
                 "reset it (over /ws) or create a new session (openenv/session/create)"
             )
         if name not in {t["name"] for t in self.tools(session)}:

@@ -48,7 +48,8 @@ from typing import Annotated, Any
 import annotated_types
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
-from agentsgym import AgentAction, Messages, TurnOutcome
+from agentsgym import AgentAction, Messages
+from agentsgym.runtime import TurnOutcome
 from agentsgym_serve.errors import NoTask, SessionClosed, SessionFailed
 from agentsgym_serve.openenv_models import OBSERVATION_SHAPES, AgentsgymAction
 from agentsgym_serve.schemas import integral_float_to_int
@@ -226,13 +227,7 @@ class OpenEnvService:
     ) -> tuple[dict[str, Any], TurnOutcome]:
         """One action on the session's episode (under its lock, in an episode that is not
         over); the observation payload, and the outcome."""
-        service = self.service
-        outcome = await service._apply_step(session, reply)
-        over = outcome.done or outcome.truncated
-        finish: dict[str, float] = {}
-        if over:
-            finish = await service._end_episode(session, truncated=outcome.truncated, error=None)
-        reward = outcome.reward + sum(outcome.terms.values()) + sum(finish.values())
+        outcome, finish, reward = await self.service._scored_step(session, reply)
         if self.observation == "textarena" and session.observation:  # only that shape reads it
             session.transcript += "\n\n" + session.observation
         payload = self._payload(
@@ -240,7 +235,7 @@ class OpenEnvService:
             [dict(m) for m in outcome.messages],
             session.observation,  # _apply_step's text of these messages
             reward=reward,
-            done=over,
+            done=outcome.over,
             step_reward=outcome.reward,
             terms=outcome.terms,
             finish=finish,
@@ -251,7 +246,7 @@ class OpenEnvService:
     def over(self, session: Session) -> dict[str, Any]:
         """The reply to a step after the episode ended: nothing is applied."""
         ignored = (
-            f"episode {session.episode} of this session is over (at step {session.step}); "
+            f"episode {session.episode} of this session is over (at step {session.steps_taken}); "
             "this action was not applied: reset to start a new one"
         )
         return self._payload(session, [], "", reward=0.0, done=True, ignored=ignored)
@@ -281,7 +276,7 @@ class OpenEnvService:
             "truncated": session.truncated,
             "info": info or {},
             "episode": session.episode,
-            "step": session.step,
+            "step": session.steps_taken,
         }
         extra = {"metadata": {"ignored": ignored}} if ignored else {}
         if self.observation == "textarena":
@@ -315,7 +310,7 @@ class OpenEnvService:
             raise SessionClosed(f"session {session.id} is closed", id=session.id)
         return {
             "episode_id": session.session_id or None,
-            "step_count": session.step,
+            "step_count": session.steps_taken,
             "env_id": self.env_id,
             "episode": session.episode,
             "done": session.done or session.truncated,

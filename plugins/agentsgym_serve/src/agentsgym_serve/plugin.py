@@ -9,7 +9,7 @@ from agentsgym import hookimpl
 if TYPE_CHECKING:
     import typer
 
-    from agentsgym import RegisterEnvSource
+    from agentsgym.runtime import RegisterEnvSource
 
 
 @hookimpl

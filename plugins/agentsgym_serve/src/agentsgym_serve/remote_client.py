@@ -31,7 +31,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, field_validator
 
-from agentsgym import EnvConfig, Messages, MultistepEnv, hookimpl, redact_text
+from agentsgym import EnvConfig, Messages, MultistepEnv, hookimpl
+from agentsgym.runtime import redact_text
 from agentsgym_serve.errors import RemoteEnvError
 from agentsgym_serve.schemas import ChatMessage
 from agentsgym_serve.transport import Transport
@@ -105,7 +106,7 @@ class RemoteClientEnv(MultistepEnv):
 
     def make_dataset(self, task_data_list: Iterable[dict[str, Any]]) -> datasets.Dataset:
         """Rows that play ``task_data_list`` on this server (they name :attr:`location`)."""
-        from agentsgym import rows_to_dataset
+        from agentsgym.runtime import rows_to_dataset
 
         config = self.row_env_config()
         return rows_to_dataset(

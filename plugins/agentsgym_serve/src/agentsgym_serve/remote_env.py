@@ -29,9 +29,12 @@ its own agents play the others (:mod:`agentsgym_serve.role_agents`). ``role`` na
 the one played here (default: the server's); the episode recorded here is that
 role's view, token for token what a local run records for the role, its rewards
 included (the game's outcome arrives as a ``finish_episode`` term, ``outcome``, on
-its last action, as locally). The server's step limit counts every role's actions:
-when it ends the game first, the step is recorded as the end (``done``, with
-``info["truncated"]``).
+its last action, as locally). The server's step limit counts every role's actions.
+
+**Truncation is the server's.** A step the server answers ``truncated`` (its step
+limit ended the episode, on this client's step or on its agents' turns after it)
+comes back with ``info["truncated"]`` (:data:`agentsgym.TRUNCATED_KEY`), and the
+episode ends there as truncated: this client never works the limit out again.
 """
 
 from __future__ import annotations
@@ -43,8 +46,9 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import ConfigDict
 
-from agentsgym import AgentAction, EnvConfig, RewardTerm, StepResult, hookimpl, redact_text
+from agentsgym import TRUNCATED_KEY, AgentAction, EnvConfig, RewardTerm, StepResult, hookimpl
 from agentsgym.errors import EnvConfigError
+from agentsgym.runtime import redact_text
 from agentsgym_serve.call_failures import RemoteCallError
 from agentsgym_serve.errors import RemoteEnvError
 from agentsgym_serve.remote_client import RemoteClientEnv, RemoteEpisodeState
@@ -243,11 +247,8 @@ class RemoteEnv(RemoteClientEnv):
         state.terms = {str(k): float(v) for k, v in answer["reward_terms"].items()}
         state.observation = str(answer.get("observation", ""))
         done, info = bool(answer["done"]), answer["info"]
-        cut = answer["truncated"] and step + 1 < self.config.max_steps_per_episode
-        if state.role is not None and cut and not done:
-            # the server's limit counts every role's actions: the game ended here,
-            # before this client's own limit would end it
-            done, info = True, {**info, "truncated": True}
+        if answer["truncated"] and not done:  # the server's verdict, not decided again here
+            info = {**info, TRUNCATED_KEY: True}
         return StepResult(state, answer["reward"], done, info)
 
     @hookimpl

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from agentsgym import RetryPolicy as CoreRetryPolicy
 from agentsgym.errors import EnvConfigError
+from agentsgym.runtime import RetryPolicy as CoreRetryPolicy
 
 RETRY_WINDOW_KEY = "retry_window_seconds"
 """The env_config key of a remote env's retry window (taken by the client, not sent)."""
@@ -41,7 +41,7 @@ class Retry(Enum):
 class RetryPolicy(CoreRetryPolicy):
     """How hard a remote env tries before a call fails (and its episode with it).
 
-    The retry fields are :class:`agentsgym.RetryPolicy`'s (the window rides out a
+    The retry fields are :class:`agentsgym.runtime.RetryPolicy`'s (the window rides out a
     server or gateway restart by default); with them:
 
     :param connect_timeout: seconds to open a connection.

@@ -6,9 +6,10 @@ for every role a client does not play). A session plays one role, its *client ro
 the one the client named (agentsgym/v1's ``role`` on create or reset, OpenEnv's reset
 ``role``), else the server's default (``--client-role``, else the env's first
 trainable role that the server can serve). After the client's step, and at the
-start of an episode, :meth:`RoleAgents.play_others` plays the other roles' turns with
-the server's agents until it is the client's turn again or the episode ends. The
-client sees only its role's view (its conversation) and its role's rewards.
+start of an episode, the engine plays the other roles' turns with the server's agents
+(:meth:`RoleAgents.players`, for :func:`agentsgym.runtime.play_until`) until it is the
+client's turn again or the episode ends. The client sees only its role's view (its
+conversation) and its role's rewards.
 
 A role the server can serve is one whose every other role has an agent here; a
 server that can serve none is refused at start-up, saying what to pass. On the
@@ -21,22 +22,23 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from agentsgym import EpisodeContext, call_agent, rollout_seed
+from agentsgym import EpisodeContext
 from agentsgym.errors import RunSettingsError
+from agentsgym.runtime import AgentCaller, Players, rollout_seed
 from agentsgym_serve.errors import BadRole
 
 if TYPE_CHECKING:
-    from agentsgym import Episode, EpisodeSession, MultistepEnv
+    from agentsgym import MultistepEnv
 
 
 @dataclass(frozen=True)
 class RoleAgent:
-    """One of the server's agents, and its name for the env's info."""
+    """One of the server's agents (how the engine calls it), and its name for the
+    env's info."""
 
-    agent: Any
+    caller: AgentCaller
     label: str
 
 
@@ -57,7 +59,7 @@ class RoleAgents:
         client_role: str | None = None,
     ) -> None:
         self.env_id = env_id
-        self.roles: tuple[str, ...] = tuple(env.role_names)
+        self.roles = env.role_names
         unknown = [role for role in agents if role is not None and role not in self.roles]
         if unknown:
             raise RunSettingsError(
@@ -69,7 +71,7 @@ class RoleAgents:
         for role in self.roles:
             chosen = agents.get(role, every)
             if chosen is not None:
-                self.agents[role] = RoleAgent(chosen[0], chosen[1])
+                self.agents[role] = RoleAgent(AgentCaller(chosen[0]), chosen[1])
         self.client_roles = tuple(
             role for role in self.roles if all(r in self.agents for r in self.roles if r != role)
         )
@@ -92,7 +94,7 @@ class RoleAgents:
     ) -> RoleAgents | None:
         """The agents of an env with roles; ``None`` for an env without (which takes
         neither agents nor a client role)."""
-        if getattr(env, "role_names", ()):
+        if env.roles:
             return cls(env, env_id, agents, client_role)
         if agents or client_role is not None:
             given = "--client-role" if client_role is not None else "--agent"
@@ -119,7 +121,7 @@ class RoleAgents:
         trainable role (of this config's env) the server can serve."""
         if self.fixed_role is not None:
             return self.fixed_role
-        trainable = [r for r in getattr(env, "trainable_roles", ()) if r in self.client_roles]
+        trainable = [r for r in env.trainable_roles if r in self.client_roles]
         return trainable[0] if trainable else self.client_roles[0]
 
     def check(self, role: str) -> str:
@@ -152,49 +154,29 @@ class RoleAgents:
         }
 
     # ------------------------------------------------------------------ playing
-    async def play_others(
+    def players(
         self,
-        play: EpisodeSession,
-        role: str,
-        states: dict[str, Any],
+        session_id: str,
+        task_data: dict[str, Any],
+        states: dict[str | None, Any],
         episode_index: int,
-    ) -> None:
-        """Play the turns of every role but ``role`` until it is ``role``'s turn or the
-        episode is over. ``states``: each role's agent state (kept across episodes).
-        A failure of an agent is recorded on the episode and raised."""
-        while not play.over and play.role != role:
-            acting = play.role
-            assert acting is not None  # an env with roles names whose turn it is
-            play.phase = f"the server's agent of role {acting!r}"
-            call = partial(
-                call_agent,  # given the context if it takes one; async agents are awaited
-                self.agents[acting].agent,
-                list(play.messages),
-                states.get(acting),
-                context=self._context(play, acting, episode_index),
-            )
-            try:
-                action, states[acting] = await play.runtime.pool.run(call)
-            except Exception as exc:
-                play.fail(exc)
-                raise
-            await play.step(action, role=acting)
-
-    def _context(self, play: EpisodeSession, role: str, episode_index: int) -> EpisodeContext:
-        # As a local run's first rollout of the task (run seed 0): a scripted opponent
-        # moves here as it would in `agentsgym rollout` against the same task.
-        task = play.episode.task_data
-        return EpisodeContext(
-            play.episode.session_id,
+    ) -> Players:
+        """The server's agents of an episode, for the engine to play the roles its client
+        does not. ``states``: each role's agent state (kept across a session's episodes).
+        Their context is a local run's first rollout of the task (run seed 0): a scripted
+        opponent moves here as it would in `agentsgym rollout` against the same task."""
+        context = EpisodeContext(
+            session_id,
             self.env_id,
             0,
             0,
             episode_index,
-            rollout_seed(0, self.env_id, task, 0),
-            play.steps_taken,
-            play.tools,
-            role,
+            rollout_seed(0, self.env_id, task_data, 0),
         )
+        callers = {role: agent.caller for role, agent in self.agents.items()}
+        for role in callers:
+            states.setdefault(role, None)
+        return Players(callers, states, context, "the server's agent")
 
 
 def with_role_defaults(
@@ -206,8 +188,8 @@ def with_role_defaults(
     chosen = dict(agents)
     if None in chosen:
         return chosen
-    for role in getattr(env, "roles", ()):
-        if role.name not in chosen and getattr(role, "default_agent", None) is not None:
+    for role in env.roles:
+        if role.name not in chosen and role.default_agent is not None:
             chosen[role.name] = role.default_agent
     return chosen
 
@@ -221,8 +203,8 @@ def build_role_agents(
     the key ``None``); each with its label (its name, or its class's)."""
     if not agents and not options:
         return {}
-    from agentsgym import get_registry
     from agentsgym.cli import build_component, split_role_options
+    from agentsgym.runtime import get_registry
 
     shared, by_role = split_role_options(options, roles)
     unused = [f"{role}.*" for role in by_role if not isinstance(agents.get(role), str)]
@@ -241,22 +223,3 @@ def build_role_agents(
         else:
             built[role] = (agent, type(agent).__name__)
     return built
-
-
-def client_view(play: EpisodeSession, role: str) -> Episode:
-    """The episode record of ``role``: what its client sees and is paid."""
-    return play.views[role].episode
-
-
-def finish_terms(episode: Episode, before: dict[str, float] | None) -> dict[str, float]:
-    """What finishing the game added to the client role's last step (``finish_episode``'s
-    terms when that role acted last, the outcome of ``role_rewards``): the difference
-    between its reward terms now and ``before`` (``None``: the role never acted)."""
-    if before is None or not episode.steps:
-        return {}
-    after = episode.steps[-1].reward_terms
-    return {
-        name: value - before.get(name, 0.0)
-        for name, value in after.items()
-        if name not in before or value != before[name]
-    }

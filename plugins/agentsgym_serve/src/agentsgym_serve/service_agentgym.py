@@ -80,19 +80,16 @@ class AgentGymOperations(SessionService):
             self._check_can_step(session)
             action_format = action_format_of(session.hosted.env, self.agentgym_action_format)
             action = format_action(body.action, action_format)
-            outcome = await self._apply_step(session, AgentAction(text=action))
-            reward = outcome.reward + sum(outcome.terms.values())
-            over = outcome.done or outcome.truncated
-            if over:
-                finish = await self._end_episode(session, truncated=outcome.truncated, error=None)
-                reward += sum(finish.values())
+            outcome, _, reward = await self._scored_step(session, AgentAction(text=action))
             session.score += reward
             extras = self._agentgym_extras(session)
         return {
             "observation": session.observation,
             "reward": reward,
             "score": session.score,
-            "done": over,
+            "done": outcome.over,
+            # beyond AgentGym's fields (its clients ignore it): the step limit ended it
+            "truncated": outcome.truncated,
             **extras,
         }
 

@@ -1,6 +1,6 @@
 """The sessions under both protocols' operations: their locks, episodes and upkeep.
 
-A session's episode is an :class:`agentsgym.EpisodeSession` (started, stepped and
+A session's episode is an :class:`agentsgym.runtime.EpisodeSession` (started, stepped and
 finished here, for AgentGym's calls and agentsgym/v1's alike); every call on a
 session holds that session's lock. Idle sessions are reaped, and the server's
 shutdown finishes and closes the live ones. The operations of each protocol are in
@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
-from agentsgym import AgentAction, TurnOutcome
+from agentsgym import AgentAction
+from agentsgym.runtime import TurnOutcome, play_turn, play_until
 from agentsgym_serve.agentgym_shapes import (
     check_action_format,
 )
@@ -28,7 +28,7 @@ from agentsgym_serve.errors import (
     SessionFailed,
 )
 from agentsgym_serve.host import EnvHost, HostedEnv, env_failure, observation_text
-from agentsgym_serve.role_agents import RoleAgents, client_view, finish_terms
+from agentsgym_serve.role_agents import RoleAgents
 from agentsgym_serve.sessions import Session, SessionTable
 
 logger = logging.getLogger("agentsgym_serve")
@@ -110,20 +110,25 @@ class SessionService:
         hook_session = session_id or f"serve-{session.id}"
         play = self.host.episode(session.hosted, hook_session, task_data)
         session.episode, session.session_id, session.play = episode, hook_session, play
+        session.players = None
+        if self.role_agents is not None:  # they play the roles the client does not
+            session.players = self.role_agents.players(
+                hook_session, task_data, session.agent_states, episode - 1
+            )
         session.failed = None
         session.observation = session.prompt = session.transcript = ""
         session.score = 0.0
         session.last_step = session.last_finish = None
         try:
-            messages = await play.start()
-            if session.role is not None:
-                await self._play_others(session)
-                messages = list(client_view(play, session.role).messages)
+            await play.start()
+            if session.players is not None:
+                await play_until(play, session.players, until=session.role)
         except Exception as exc:  # noqa: BLE001 (the env's answer to this request)
             failure = env_failure(play, exc)
             session.failed = failure.detail
             await self._end_episode(session, error=failure.detail, quiet=True)
             raise failure from None
+        messages = session.messages
         session.observation = session.prompt = observation_text(messages)
         reply = {
             "id": session.id,
@@ -137,53 +142,34 @@ class SessionService:
         return reply
 
     async def _apply_step(self, session: Session, action: AgentAction) -> TurnOutcome:
-        """One action on the session's episode: a tool turn or the env's step."""
+        """One action of the client on the session's episode (a tool turn or the env's
+        step), then, in an env with roles, the server's agents' turns until it is the
+        client's turn again: the outcome as the client's role sees it."""
         play = session.play
         assert play is not None  # _check_can_step saw an episode
-        if session.role is not None:
-            return await self._apply_role_step(session, action)
         try:
-            outcome = await play.step(action)
-        except Exception as exc:  # noqa: BLE001 (the env's answer to this request)
-            failure = env_failure(play, exc)
-            session.failed = failure.detail
-            raise failure from None
-        session.observation = observation_text(outcome.messages)
-        self.steps_applied += 1
-        return outcome
-
-    async def _apply_role_step(self, session: Session, action: AgentAction) -> TurnOutcome:
-        """The client's action in its role, then the server's agents' turns until it is
-        the client's turn again: the outcome of the client's step, with its role's new
-        messages, and whether the episode (any role's step) ended."""
-        play = session.play
-        assert play is not None and session.role is not None
-        view = client_view(play, session.role)
-        seen = len(view.messages) + 1  # the client's reply is the next message
-        try:
-            outcome = await play.step(action, role=session.role)
-            await self._play_others(session)
+            outcome = await play_turn(play, action, session.role, session.players)
         except Exception as exc:  # noqa: BLE001 (the env's or an agent's answer)
             failure = env_failure(play, exc)
             session.failed = failure.detail
             raise failure from None
-        outcome = dataclasses.replace(
-            outcome,
-            messages=view.messages[seen:],
-            done=play.done,
-            truncated=session.truncated and not play.done,
-        )
         session.observation = observation_text(outcome.messages)
         self.steps_applied += 1
         return outcome
 
-    async def _play_others(self, session: Session) -> None:
-        """The server's agents play until it is the client's role's turn or the end."""
-        assert self.role_agents is not None and session.play is not None
-        assert session.role is not None
-        await self.role_agents.play_others(
-            session.play, session.role, session.agent_states, session.episode - 1
-        )
+    async def _scored_step(
+        self, session: Session, action: AgentAction
+    ) -> tuple[TurnOutcome, dict[str, float], float]:
+        """One action, and the episode finished when it ended (the protocols whose
+        clients never finish: OpenEnv's, AgentGym's): the outcome, what finishing added
+        to the client's last step, and the step's whole reward (the env's, its terms,
+        and those)."""
+        outcome = await self._apply_step(session, action)
+        finish: dict[str, float] = {}
+        if outcome.over:
+            finish = await self._end_episode(session, truncated=outcome.truncated, error=None)
+        reward = outcome.reward + sum(outcome.terms.values()) + sum(finish.values())
+        return outcome, finish, reward
 
     async def _end_episode(
         self,
@@ -193,14 +179,11 @@ class SessionService:
         error: str | None = None,
         quiet: bool = False,
     ) -> dict[str, float]:
-        """finish_episode for the current episode, once; its terms."""
+        """finish_episode for the current episode, once; what finishing added to the
+        client's (role's) last step."""
         play = session.play
         if play is None or play.finished:
             return {}
-        before = None  # the client's role's last step's terms before the game closes
-        if session.role is not None:
-            steps = client_view(play, session.role).steps
-            before = dict(steps[-1].reward_terms) if steps else None
         finished = await play.finish(truncated=truncated, error=error)
         if finished.error is not None:
             if not quiet:
@@ -211,9 +194,7 @@ class SessionService:
                     "fields": {"event": "finish_failed", "id": session.id, "error": finished.error}
                 },
             )
-        if session.role is not None:  # the client's role's share: its outcome, its terms
-            return finish_terms(client_view(play, session.role), before)
-        return finished.terms
+        return finished.settled.get(session.role, {})
 
     async def _close(self, session: Session, reason: str) -> bool:
         """End an unfinished episode (with an error saying why) and close the session."""

@@ -120,7 +120,7 @@ class V1Operations(SessionService):
                         f"step {body.step} of episode {body.episode} of session {session.id} "
                         "was already applied with a different action",
                         episode=session.episode,
-                        step=session.step,
+                        step=session.steps_taken,
                     )
                 self.steps_replayed += 1
                 return last[3]
@@ -128,15 +128,15 @@ class V1Operations(SessionService):
                 raise OutOfOrder(
                     f"session {session.id} is in episode {session.episode}, not {body.episode}",
                     episode=session.episode,
-                    step=session.step,
+                    step=session.steps_taken,
                 )
             self._check_can_step(session)
-            if body.step != session.step:
+            if body.step != session.steps_taken:
                 raise OutOfOrder(
                     f"the next step of episode {session.episode} of session {session.id} is "
-                    f"{session.step}, not {body.step}",
+                    f"{session.steps_taken}, not {body.step}",
                     episode=session.episode,
-                    step=session.step,
+                    step=session.steps_taken,
                 )
             action = AgentAction(
                 text=body.action,
@@ -211,7 +211,7 @@ class V1Operations(SessionService):
         return {
             "id": session.id,
             "episode": session.episode,
-            "step": session.step,
+            "step": session.steps_taken,
             "done": session.done,
             "truncated": session.truncated,
             "finished": session.finished,

@@ -46,7 +46,7 @@ from agentsgym_serve.errors import (
 )
 
 if TYPE_CHECKING:
-    from agentsgym import EpisodeSession
+    from agentsgym.runtime import EpisodeSession, Players
 
 Origin = Literal["agentgym", "agentsgym", "openenv"]
 DEFAULT_MAX_SESSIONS = 1024
@@ -104,22 +104,20 @@ class Session:
     prompt: str = ""  # the episode's first prompt, as text
     transcript: str = ""  # the episode's env text so far (OpenEnv's textarena shape)
     score: float = 0.0  # the episode's rewards so far (AgentGym's `score`)
-    # an env with roles: the role the client plays, the server's agents' states by role
+    # an env with roles: the role the client plays, the server's agents that play the
+    # others (the current episode's) and their states by role (kept across episodes)
     role: str | None = None
-    agent_states: dict[str, Any] = field(default_factory=dict)
+    players: Players | None = None
+    agent_states: dict[str | None, Any] = field(default_factory=dict)
     # the last reply of each kind, for retries: (episode, step, action, reply)
     last_reset: tuple[int, dict[str, Any]] | None = None
     last_step: tuple[int, int, Any, dict[str, Any]] | None = None
     last_finish: tuple[int, dict[str, Any]] | None = None
 
     @property
-    def step(self) -> int:
+    def steps_taken(self) -> int:
         """Actions applied in the current episode (the client's role's, with roles)."""
-        if self.play is None:
-            return 0
-        if self.role is not None:
-            return len(self.play.views[self.role].episode.steps)
-        return self.play.steps_taken
+        return len(self.play.view(self.role).steps) if self.play is not None else 0
 
     @property
     def done(self) -> bool:
@@ -129,11 +127,7 @@ class Session:
     @property
     def truncated(self) -> bool:
         """The step limit (or the client) ended the current episode."""
-        if self.play is None:
-            return False
-        if self.role is not None:  # whichever role's step reached the limit
-            return any(view.episode.truncated for view in self.play.views.values())
-        return self.play.truncated
+        return self.play is not None and self.play.truncated
 
     @property
     def finished(self) -> bool:
@@ -144,11 +138,7 @@ class Session:
     def messages(self) -> Messages:
         """The current episode's conversation (tool calls and results included); with
         roles, the client's role's."""
-        if self.play is None:
-            return []
-        if self.role is not None:
-            return self.play.views[self.role].episode.messages
-        return self.play.messages
+        return self.play.view(self.role).messages if self.play is not None else []
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ from typing import Any
 import aiohttp
 import httpx
 
-from agentsgym import Attempts, PerLoop, redact_text, retry_async, retry_sync
+from agentsgym.runtime import Attempts, PerLoop, redact_text, retry_async, retry_sync
 from agentsgym_serve.call_failures import (
     AttemptFailed,
     Refused,

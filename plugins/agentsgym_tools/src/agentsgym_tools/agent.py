@@ -14,14 +14,8 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from agentsgym import (
-    AgentAction,
-    ChatTokenizer,
-    Message,
-    Messages,
-    load_tokenizer,
-    reply_as_rendered,
-)
+from agentsgym import AgentAction, Message, Messages, load_tokenizer
+from agentsgym.runtime import ChatTokenizer, reply_as_rendered
 
 __all__ = ["ScriptedToolAgent", "ToolCalls", "Turn"]
 

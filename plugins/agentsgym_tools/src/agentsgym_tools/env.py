@@ -21,7 +21,8 @@ from typing import Any, ClassVar
 
 from pydantic import Field
 
-from agentsgym import ChatTokenizer, EnvConfig, Message, MultistepEnv, hookimpl
+from agentsgym import EnvConfig, Message, MultistepEnv, hookimpl
+from agentsgym.runtime import ChatTokenizer
 from agentsgym_tools.context import ToolContext
 from agentsgym_tools.parsing import ToolCallParser
 from agentsgym_tools.runner import DEFAULT_MAX_RESULT_CHARS, ToolRunner

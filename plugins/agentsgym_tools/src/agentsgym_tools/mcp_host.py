@@ -24,7 +24,7 @@ import threading
 from collections.abc import Awaitable, Callable
 from typing import IO, Any, TypeVar
 
-from agentsgym import redact_text
+from agentsgym.runtime import redact_text
 from agentsgym_tools.errors import ToolUnavailableError
 
 __all__ = ["MCPHost", "ServerLost"]

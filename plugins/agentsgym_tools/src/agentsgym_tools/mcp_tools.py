@@ -29,7 +29,7 @@ import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import IO, Any
 
-from agentsgym import redact_argv, redact_text
+from agentsgym.runtime import redact_argv, redact_text
 from agentsgym_tools import mcp_pool
 from agentsgym_tools.context import ToolContext
 from agentsgym_tools.errors import ToolDeclarationError, ToolError, ToolUnavailableError

@@ -12,7 +12,8 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from agentsgym import TOOL_ERROR_PREFIX, Messages, redact_text
+from agentsgym import TOOL_ERROR_PREFIX, Messages
+from agentsgym.runtime import redact_text
 from agentsgym_tools.context import ToolContext
 from agentsgym_tools.errors import ToolError, ToolUnavailableError
 from agentsgym_tools.threads import ToolEscape, ToolThreads, shared_tool_threads

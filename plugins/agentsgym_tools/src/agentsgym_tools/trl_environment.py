@@ -4,20 +4,29 @@ TRL builds one instance per rollout, calls ``reset(**row)`` (its text is appende
 the prompt), offers every other public method as a tool, and scores rollouts with its
 reward functions. :func:`trl_environment` makes such a class from a :class:`ToolEnv`:
 
+Each rollout is one episode played through the env's hooks by the core's episode
+protocol (:class:`agentsgym.runtime.EpisodeSession`), as every other producer plays
+it: the same tool turns, step limit, hook budgets (``hook_timeout_seconds``, and
+``episode_timeout_seconds`` from the reset), ``reward_shaping`` and ``finish_episode``.
+
 * ``reset(**row)`` starts an episode of ``row["task_data"]`` (else the row's other
-  fields): it makes that task's tools (``get_tools(task_data)``) and returns the env's
-  first prompt, its system message included (TRL appends the text to the user turn);
+  fields): the task's tools (``get_tools(task_data)``) and the env's first prompt, its
+  system message included, returned as text (TRL appends it to the user turn);
 * one method per tool, with the signature and docstring the model is shown (TRL derives
   the same schema from them; a :class:`~agentsgym_tools.ToolContext` parameter stays
-  hidden), taking its arguments by keyword or position, and running the tool of the
-  current episode as the env's runner does. The methods are the tools of
-  ``sample_task`` (default: the env's first training task): a task whose tools lack one
-  answers its call with an error;
+  hidden), taking its arguments by keyword or position. A call is a tool turn of the
+  episode (it counts toward ``max_steps_per_episode``), answered by the episode's
+  tools. The methods are the tools of ``sample_task`` (default: the env's first
+  training task): a task whose tools lack one answers its call with an error;
 * ``reward`` (a class attribute, not a tool) is the reward function to pass to TRL: it
-  gives each rollout's final reply to the env's ``step_episode``.
+  gives each rollout's final reply to the episode as its last step, finishes the
+  episode, and answers its whole reward (``episode.final_reward``: the steps' rewards
+  and terms, and ``finish_episode``'s); ``None`` for an episode that failed (its error
+  is on ``environment.episode``, the finished record).
 
-Here TRL plays the episode and tokenizes it; agentsgym's own ``trl-grpo`` adapter
-plays it with agentsgym's runner instead, token-exact (docs/training.md).
+Here TRL tokenizes the episode (the session records messages and rewards only);
+agentsgym's own ``trl-grpo`` adapter plays it with agentsgym's runner instead,
+token-exact (docs/training.md).
 """
 
 from __future__ import annotations
@@ -25,12 +34,15 @@ from __future__ import annotations
 import inspect
 import keyword
 import logging
+import time
 import typing
 from collections.abc import Callable
 from typing import Any
 
 import agentsgym
-from agentsgym import TOOL_ERROR_PREFIX, run_sync
+from agentsgym import TOOL_ERROR_PREFIX, AgentAction, Episode
+from agentsgym.errors import EpisodeTimeoutError
+from agentsgym.runtime import EpisodeSession, HookRuntime, WorkerPool, run_sync
 from agentsgym_tools.env import ToolEnv
 from agentsgym_tools.errors import ToolDeclarationError
 from agentsgym_tools.tool import Tool, without_parameter
@@ -38,6 +50,10 @@ from agentsgym_tools.tool import Tool, without_parameter
 __all__ = ["trl_environment"]
 
 logger = logging.getLogger(__name__)
+
+WORKER_THREADS = 8
+"""Threads for the plain hooks of one environment class's episodes (TRL plays a
+batch of rollouts, each from its own call)."""
 
 JSON_TYPES: dict[str, type] = {
     "string": str,
@@ -83,16 +99,14 @@ def trl_environment(
     namespace: dict[str, Any] = {
         "__doc__": f"{built.env_id} for TRL's environment_factory (agentsgym_tools.trl_environment).",
         "env": built,
-        "toolbox": None,
-        "reset": _reset,
-        "reward": _Reward(),
+        "runtime": HookRuntime(built, WorkerPool(WORKER_THREADS, name="agentsgym-trl-env")),
     }
     for tool in tools.tools:
         namespace[tool.name] = _method(tool)
     name = "".join(
         part.capitalize() for part in built.env_id.replace("/", "-").split("-") if part.isalnum()
     )
-    return type(f"{name or 'Tool'}Environment", (), namespace)
+    return type(f"{name or 'Tool'}Environment", (TrlEpisode,), namespace)
 
 
 def _first_task(env: ToolEnv) -> dict[str, Any]:
@@ -105,59 +119,100 @@ def _first_task(env: ToolEnv) -> dict[str, Any]:
         return {}
 
 
-def _reset(self: Any, **row: Any) -> str:
-    task_data = dict(row.get("task_data") or {k: v for k, v in row.items() if k != "prompt"})
-    env = self.env
-    self.toolbox = env.episode_tools(task_data)  # this task's tools, before its state
-    session = f"trl-{id(self):x}"
-    self.state = _settled(
-        env.hook.initialize_episode(env=env, session_id=session, task_data=task_data)
-    )
-    prompt = _settled(env.hook.format_prompt(env=env, state=self.state, step=0))
-    if isinstance(prompt, str):
-        return prompt
-    shown = [m for m in prompt if m.get("role") in ("system", "user")]
-    return "\n\n".join(str(m.get("content", "")) for m in shown)
+class TrlEpisode:
+    """One rollout's episode, as TRL's ``environment_factory`` makes and calls it (the
+    class :func:`trl_environment` makes adds ``env``, its hook ``runtime`` and a method
+    per tool)."""
+
+    env: ToolEnv
+    runtime: HookRuntime
+    session: EpisodeSession | None = None
+    episode: Episode | None = None
+    """The finished record of the episode, once ``reward`` judged it."""
+    _started = 0.0
+
+    def reset(self, **row: Any) -> str:
+        """Start the episode of a dataset row; its first prompt as text."""
+        task_data = dict(row.get("task_data") or {k: v for k, v in row.items() if k != "prompt"})
+        self.session = EpisodeSession(
+            self.env, f"trl-{id(self):x}", task_data, runtime=self.runtime, tokenize=False
+        )
+        self.episode = None
+        self._started = time.monotonic()
+        prompt = run_sync(self.session.start())
+        shown = [m for m in prompt if m.get("role") in ("system", "user")]
+        return "\n\n".join(str(m.get("content", "")) for m in shown)
+
+    def _live_session(self) -> EpisodeSession | None:
+        """The episode, failed once it outlived ``episode_timeout_seconds``."""
+        session = self.session
+        budget = self.env.config.episode_timeout_seconds
+        if session is not None and time.monotonic() - self._started > budget:
+            session.fail(
+                EpisodeTimeoutError(
+                    f"the episode did not finish within episode_timeout_seconds={budget:g}; "
+                    "raise the budget with env_config episode_timeout_seconds=N"
+                )
+            )
+        return session
+
+    def _call_tool(self, name: str, arguments: dict[str, Any]) -> str:
+        """A tool turn of the episode: the call answered by the episode's tools."""
+        session = self._live_session()
+        if session is None:
+            return f"{TOOL_ERROR_PREFIX}this episode has no tools (reset() makes a task's tools)"
+        if session.over:
+            return f"{TOOL_ERROR_PREFIX}the episode is over; no tool runs any more"
+        call = {"type": "function", "function": {"name": name, "arguments": arguments}}
+        try:
+            outcome = run_sync(session.step(AgentAction("", tool_calls=[call])))
+        except Exception as exc:  # noqa: BLE001 - recorded on the episode; the model is told
+            return f"{TOOL_ERROR_PREFIX}{type(exc).__name__}: {exc}"
+        results = outcome.tool_results or []
+        return "\n\n".join(str(m.get("content", "")) for m in results)
+
+    def _judge(self, text: str) -> float | None:
+        """The final reply as the episode's last step, then the episode finished: its
+        whole reward, or ``None`` if it failed."""
+        session = self._live_session()
+        if session is None:
+            return None
+        if not session.over:
+            try:
+                run_sync(session.step(AgentAction(text)))
+            except Exception:
+                logger.debug("%s: the final step failed", self.env.env_id, exc_info=True)
+        finished = run_sync(session.finish(truncated=not session.over))
+        self.episode = finished.episode
+        return finished.episode.final_reward if finished.episode.ok else None
+
+    reward: Any = None  # the class's reward function, set below
 
 
 class _Reward:
-    """Each rollout's final reply, judged by its env's ``step_episode`` (TRL's reward
-    function; an object, not a function, so that TRL does not offer it as a tool)."""
+    """Each rollout's final reply, judged by its episode (TRL's reward function; an
+    object, not a function, so that TRL does not offer it as a tool)."""
 
-    __name__ = "agentsgym_step_episode"
+    __name__ = "agentsgym_episode_reward"
 
     def __call__(
         self, completions: list[Any], environments: list[Any] | None = None, **_: Any
     ) -> list[float | None]:
-        return _rewards(completions, environments)
-
-
-def _rewards(completions: list[Any], environments: list[Any] | None) -> list[float | None]:
-    rewards: list[float | None] = []
-    for completion, environment in zip(completions, environments or [None] * len(completions)):
-        if environment is None or not hasattr(environment, "state"):
-            rewards.append(None)
-            continue
-        text = (
-            completion[-1].get("content", "") if isinstance(completion, list) else str(completion)
-        )
-        env = environment.env
-        result = _settled(
-            env.hook.step_episode(
-                env=env,
-                state=environment.state,
-                action=text or "",
-                step=0,
-                reply=agentsgym.AgentAction(text=text or ""),
+        rewards: list[float | None] = []
+        for completion, environment in zip(completions, environments or [None] * len(completions)):
+            if not isinstance(environment, TrlEpisode):
+                rewards.append(None)
+                continue
+            text = (
+                completion[-1].get("content", "")
+                if isinstance(completion, list)
+                else str(completion)
             )
-        )
-        rewards.append(float(result[1]))
-    return rewards
+            rewards.append(environment._judge(text or ""))
+        return rewards
 
 
-def _settled(result: Any) -> Any:
-    """An async hook's result, awaited on agentsgym's background loop."""
-    return run_sync(result) if inspect.isawaitable(result) else result
+TrlEpisode.reward = _Reward()
 
 
 def _method(tool: Tool) -> Callable[..., Any]:
@@ -171,15 +226,7 @@ def _method(tool: Tool) -> Callable[..., Any]:
             arguments = dict(signature.bind(*args, **kwargs).arguments)
         except TypeError as exc:
             return f"{TOOL_ERROR_PREFIX}bad arguments for {tool.name}: {exc}"
-        toolbox = self.toolbox
-        if toolbox is None:
-            return f"{TOOL_ERROR_PREFIX}this episode has no tools (reset() makes a task's tools)"
-        call = {
-            "id": "call_0",
-            "type": "function",
-            "function": {"name": tool.name, "arguments": arguments},
-        }
-        return str(run_sync(toolbox.runner.run([call], toolbox.context))[0]["content"])
+        return self._call_tool(tool.name, arguments)  # type: ignore[no-any-return]
 
     method.__name__ = method.__qualname__ = tool.name
     method.__doc__ = doc

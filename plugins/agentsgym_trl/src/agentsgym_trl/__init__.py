@@ -7,6 +7,8 @@
   ``per-token-grpo`` (:class:`PerTokenGRPOTrainer`) and ``dataset-sink``
   (:class:`DatasetSink`), the :class:`BatchTrainer` base class with checkpoints, and
   the ``agentsgym train`` command.
+* :func:`with_template`: a tokenizer rendering with another chat template (TRL needs
+  one that renders tool calls), without changing the shared one.
 * :class:`ModelPolicy`: a local model behind agentsgym-serve's OpenAI-compatible
   loopback server.
 * The model name ``smollm2`` (:mod:`.models`): SmolLM2-135M-Instruct from the GGUF file
@@ -23,18 +25,19 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 __all__ = [
+    "TINY_MODEL",
     "BatchTrainer",
     "DatasetSink",
     "GGUFModel",
     "ModelPolicy",
     "PerTokenGRPOTrainer",
-    "TINY_MODEL",
     "TRLGRPOAdapter",
     "TransformersAgent",
     "build_tiny_model",
     "load_model",
     "prepare_gguf_model",
     "save_tiny_model",
+    "with_template",
 ]
 
 _LAZY = {
@@ -50,6 +53,7 @@ _LAZY = {
     "load_model": "agentsgym_trl.transformers_agent",
     "prepare_gguf_model": "agentsgym_trl.models",
     "save_tiny_model": "agentsgym_trl.tiny_model",
+    "with_template": "agentsgym_trl.chat_templates",
 }
 
 
@@ -66,6 +70,7 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:
     from agentsgym_trl.batch_trainer import BatchTrainer
+    from agentsgym_trl.chat_templates import with_template
     from agentsgym_trl.dataset_sink import DatasetSink
     from agentsgym_trl.model_policy import ModelPolicy
     from agentsgym_trl.models import GGUFModel, prepare_gguf_model

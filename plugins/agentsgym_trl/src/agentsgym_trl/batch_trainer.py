@@ -24,7 +24,7 @@ its own loop (``trl-grpo``: TRL's ``GRPOTrainer`` pulls rollouts through its
 that loop.
 
 Adapters are registered through the ``register_trainers`` hook and built by name
-with :func:`agentsgym.make_trainer`.
+with :func:`agentsgym.runtime.make_trainer`.
 """
 
 from __future__ import annotations
@@ -37,8 +37,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentsgym import RolloutSource, StepCallback, StepMetrics, TrainResult, TrajectoryBatch
+from agentsgym import TrajectoryBatch
 from agentsgym.errors import TrainerOptionError
+from agentsgym.runtime import RolloutSource, StepCallback, StepMetrics, TrainResult
 from agentsgym_trl.checkpoints import (
     checkpoint_path,
     prune_checkpoints,

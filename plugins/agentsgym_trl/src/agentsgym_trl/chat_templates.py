@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any
 from agentsgym.errors import TemplateMismatchError, TrainerOptionError
 
 if TYPE_CHECKING:
-    from agentsgym import RolloutSource
+    from agentsgym.runtime import RolloutSource
 
 logger = logging.getLogger(__name__)
 
@@ -124,7 +124,7 @@ def _template_text(tokenizer: Any) -> str:
 
 def is_prefix_preserving(tokenizer: Any, template: str) -> bool:
     """Whether ``template`` keeps earlier turns (think blocks included) as the model saw them."""
-    from agentsgym import ChatTokenizer
+    from agentsgym.runtime import ChatTokenizer
 
     return ChatTokenizer(with_template(tokenizer, template)).is_prefix_preserving()
 

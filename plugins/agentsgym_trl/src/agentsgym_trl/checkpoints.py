@@ -22,12 +22,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentsgym import StepMetrics
 from agentsgym.cli import write_atomically
 from agentsgym.errors import TrainerOptionError
+from agentsgym.runtime import StepMetrics
 
 if TYPE_CHECKING:
-    from agentsgym import RolloutSource
+    from agentsgym.runtime import RolloutSource
 
 logger = logging.getLogger(__name__)
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import typer
 
-from agentsgym import StepMetrics, get_registry, load_tokenizer
+from agentsgym import load_tokenizer
 from agentsgym.cli import (
     ExecutorChoice,
     complete_env_id,
@@ -38,6 +38,7 @@ from agentsgym.cli import (
     tracker_class,
 )
 from agentsgym.errors import TrainerOptionError
+from agentsgym.runtime import StepMetrics, get_registry
 from agentsgym_trl.batch_trainer import BatchTrainer
 from agentsgym_trl.chat_templates import apply_chat_template_choice
 from agentsgym_trl.played_rollouts import PLAYED_FILE, RecordingSource
@@ -297,7 +298,7 @@ def train(
 
 def _episodes_per_trial(env: Any) -> int:
     """Episodes a trial plays (one per role and episode in an env with roles)."""
-    return env.config.episodes_per_trial * max(1, len(getattr(env, "role_names", ())))
+    return env.config.episodes_per_trial * max(1, len(env.role_names))
 
 
 def _own_policy(adapter: Any, trainer: str, executor: str) -> Any:

@@ -38,8 +38,9 @@ from typing import Literal, get_args
 
 import numpy as np
 
-from agentsgym import Episode, discounted_returns
+from agentsgym import Episode
 from agentsgym.errors import TokenFidelityError, TrainerOptionError
+from agentsgym.runtime import discounted_returns
 
 CreditAssignment = Literal["return_to_go", "turn", "episode", "token_rewards"]
 Normalization = Literal["group", "mean", "none"]

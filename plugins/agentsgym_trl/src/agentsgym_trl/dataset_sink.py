@@ -24,7 +24,8 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from agentsgym import TrainResult, TrajectoryBatch
+from agentsgym import TrajectoryBatch
+from agentsgym.runtime import TrainResult
 from agentsgym_trl.batch_trainer import BatchTrainer
 
 logger = logging.getLogger(__name__)
@@ -188,7 +189,7 @@ class DatasetSink(BatchTrainer):
 
     def to_dataset(self) -> Any:
         """The collected rows as a ``datasets.Dataset``."""
-        from agentsgym import records_to_dataset
+        from agentsgym.runtime import records_to_dataset
 
         if self.unpadded:
             return records_to_dataset(self.rows)

@@ -47,8 +47,9 @@ from typing import TYPE_CHECKING, Any, get_args
 
 import numpy as np
 
-from agentsgym import TrainResult, TrajectoryBatch
+from agentsgym import TrajectoryBatch
 from agentsgym.errors import TrainerOptionError
+from agentsgym.runtime import TrainResult
 from agentsgym_trl.batch_trainer import BatchTrainer, policy_sampling
 from agentsgym_trl.chat_templates import apply_chat_template_choice, check_source_template
 from agentsgym_trl.credit import CreditAssignment, Normalization, check_credit_options
@@ -65,7 +66,7 @@ from agentsgym_trl.screening import RetokenizedPolicy, RolloutScreen
 if TYPE_CHECKING:
     import torch
 
-    from agentsgym import RolloutSource, StepCallback
+    from agentsgym.runtime import RolloutSource, StepCallback
     from agentsgym_trl.transformers_agent import TransformersAgent
 
 logger = logging.getLogger(__name__)

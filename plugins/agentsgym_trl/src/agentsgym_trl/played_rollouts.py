@@ -28,8 +28,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentsgym import RolloutSource, TrajectoryBatch
+from agentsgym import TrajectoryBatch
 from agentsgym.cli import write_atomically
+from agentsgym.runtime import RolloutSource
 
 if TYPE_CHECKING:
     from agentsgym import Agent

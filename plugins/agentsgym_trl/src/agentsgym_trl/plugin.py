@@ -10,7 +10,8 @@ from agentsgym import hookimpl
 if TYPE_CHECKING:
     import typer
 
-    from agentsgym import RegisterAgent, RegisterModel, RegisterTrainer
+    from agentsgym import RegisterAgent
+    from agentsgym.runtime import RegisterModel, RegisterTrainer
 
 
 @hookimpl

@@ -31,7 +31,8 @@ from agentsgym import TrajectoryBatch
 from agentsgym.errors import TrainerOptionError
 
 if TYPE_CHECKING:
-    from agentsgym import Agent, RolloutSource
+    from agentsgym import Agent
+    from agentsgym.runtime import RolloutSource
 
 logger = logging.getLogger(__name__)
 

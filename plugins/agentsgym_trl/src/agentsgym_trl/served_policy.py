@@ -23,8 +23,9 @@ import contextlib
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from agentsgym import AgentSpec, Messages
+from agentsgym import Messages
 from agentsgym.errors import TrainerOptionError
+from agentsgym.runtime import AgentSpec
 from agentsgym_trl.model_policy import PolicyReply, generated_reply
 
 if TYPE_CHECKING:
@@ -66,7 +67,8 @@ def served_policy(agent: TransformersAgent) -> Iterator[AgentSpec]:
     except ImportError:
         raise TrainerOptionError(
             "the trainer's model plays in this process; to play on an executor's workers it "
-            "is served to them by agentsgym-serve's model server: pip install agentsgym-serve "
+            "is served to them by agentsgym-serve's model server: pip install "
+            "'agentsgym-trl[serve]' "
             "(or give the workers a model server of their own: --agent openai "
             "--agent-option base_url=...)"
         ) from None

@@ -165,7 +165,7 @@ def fit_examples(
     """
     import torch
 
-    from agentsgym import ChatTokenizer
+    from agentsgym.runtime import ChatTokenizer
 
     chat = ChatTokenizer(tokenizer)
     rows: list[tuple[list[int], list[int]]] = []

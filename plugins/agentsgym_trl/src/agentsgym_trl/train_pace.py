@@ -9,7 +9,7 @@ warning says how long the rest will take and which options shorten it.
 
 from __future__ import annotations
 
-from agentsgym import StepMetrics
+from agentsgym.runtime import StepMetrics
 
 SLOW_RUN_SECONDS = 120.0
 """Warn when the steps left would take longer than this at the first step's pace."""

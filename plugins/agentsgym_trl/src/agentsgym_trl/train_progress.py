@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from agentsgym import RolloutSource, StepMetrics, TrainResult, redact_text
 from agentsgym.cli import exit_on_failures, failure_report, print_failures, progress_bar
+from agentsgym.runtime import RolloutSource, StepMetrics, TrainResult, redact_text
 
 
 def quiet_progress_bars() -> None:

@@ -9,14 +9,7 @@ from typing import Any
 
 import typer
 
-from agentsgym import (
-    DEFAULT_TOKENIZER,
-    AgentSpec,
-    get_registry,
-    is_secret,
-    make,
-    redact,
-)
+from agentsgym import DEFAULT_TOKENIZER, make
 from agentsgym.cli import (
     OPERATIONAL_AGENT_OPTIONS,
     RUN_LIMIT_ENV_KEYS,
@@ -28,6 +21,7 @@ from agentsgym.cli import (
     split_role_options,
 )
 from agentsgym.errors import AgentError
+from agentsgym.runtime import AgentSpec, get_registry, is_secret, redact
 
 DEFAULT_MAX_NEW_TOKENS = 256
 TINY_MAX_NEW_TOKENS = 16
@@ -148,7 +142,7 @@ class TrainAgents:
     def trained_roles(self, env: Any) -> tuple[str, ...] | None:
         """The roles whose groups are trained (``None``: an env without roles): the
         env's trainable roles less those played by an agent of their own."""
-        if not getattr(env, "role_names", ()):
+        if not env.role_names:
             return None
         trained = tuple(r for r in env.trainable_roles if r not in self.role_agents)
         if not trained:
@@ -162,7 +156,7 @@ class TrainAgents:
 
     def opponents(self, *, remote: bool) -> dict[str, Any]:
         """The agent of each role that has its own: built, or as a recipe (an
-        :class:`~agentsgym.AgentSpec`) for an executor that plays elsewhere."""
+        :class:`~agentsgym.runtime.AgentSpec`) for an executor that plays elsewhere."""
         registry = get_registry()
         return {
             role: (
@@ -232,7 +226,7 @@ def player(
     """Who plays the trained roles: ``--agent``; else the trainer's own model
     (``None``); for a trainer without one (a sink), ``--model`` through a transformers
     agent or the env's agent. ``remote``: an executor that plays elsewhere gets a
-    recipe (:class:`~agentsgym.AgentSpec`) that each worker builds."""
+    recipe (:class:`~agentsgym.runtime.AgentSpec`) that each worker builds."""
     name = agents.agent
     if name is None and takes_model:
         return None

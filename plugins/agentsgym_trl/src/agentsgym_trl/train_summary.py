@@ -11,8 +11,8 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from agentsgym import TrainResult
 from agentsgym.cli import console
+from agentsgym.runtime import TrainResult
 
 
 def print_summary(

@@ -233,7 +233,7 @@ class TransformersAgent:
     ) -> list[int]:
         """The prompt ids of ``messages`` under the tokenizer's chat template, declaring
         ``tools`` when given."""
-        from agentsgym import ChatTokenizer
+        from agentsgym.runtime import ChatTokenizer
 
         if self._chat is None:
             self._chat = ChatTokenizer(self.tokenizer)
@@ -418,7 +418,7 @@ def _default_stop_ids(model: Any, tokenizer: Any) -> list[int]:
     if tokenizer.eos_token_id is not None:
         ids.add(int(tokenizer.eos_token_id))
     if getattr(tokenizer, "chat_template", None):
-        from agentsgym import ChatTokenizer
+        from agentsgym.runtime import ChatTokenizer
 
         with contextlib.suppress(Exception):
             eot = ChatTokenizer(tokenizer).eot_ids
@@ -445,7 +445,7 @@ def load_model(
             tokenizer = load_tokenizer(tokenizer) if tokenizer is not None else None
             built = build_tiny_model(tokenizer)
             return _place(built, device), tokenizer or _bundled_tokenizer()
-        from agentsgym import model_folder
+        from agentsgym.runtime import model_folder
 
         folder = model_folder(model)  # a registered model name (smollm2) -> its folder
         if folder is not None:

@@ -31,8 +31,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentsgym import RolloutSource, StepCallback, StepMetrics, TrainResult, TrajectoryBatch
+from agentsgym import TrajectoryBatch
 from agentsgym.errors import TrainerOptionError
+from agentsgym.runtime import RolloutSource, StepCallback, StepMetrics, TrainResult
 from agentsgym_trl.batch_trainer import policy_sampling
 from agentsgym_trl.chat_templates import apply_chat_template_choice, check_source_template
 from agentsgym_trl.grpo_config import build_grpo_config
@@ -114,7 +115,7 @@ class TRLGRPOAdapter:
         from agentsgym_trl.transformers_agent import load_model
 
         if isinstance(model, str) and model != TINY_MODEL:
-            from agentsgym import model_folder
+            from agentsgym.runtime import model_folder
 
             # TRL loads it (dtype, device map, distributed settings); a registered model
             # name (smollm2) is handed over as its folder.

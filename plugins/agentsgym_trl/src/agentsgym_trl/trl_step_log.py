@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from transformers import TrainerCallback
 
-from agentsgym import RolloutSource, StepCallback, StepMetrics
+from agentsgym.runtime import RolloutSource, StepCallback, StepMetrics
 
 if TYPE_CHECKING:
     from agentsgym_trl.train_tracking import TrainTracking

@@ -37,8 +37,9 @@ from typing import TYPE_CHECKING, Any
 
 from transformers import TrainerCallback
 
-from agentsgym import RolloutSource, TrajectoryBatch
+from agentsgym import TrajectoryBatch
 from agentsgym.errors import TrainerOptionError
+from agentsgym.runtime import RolloutSource
 from agentsgym_trl.rollout_stream import RolloutStream
 from agentsgym_trl.trl_prompt_plan import PlanCursor, PlannedSampler
 

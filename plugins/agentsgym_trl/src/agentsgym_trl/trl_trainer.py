@@ -49,7 +49,7 @@ from trl import GRPOTrainer
 from trl.models.utils import disable_gradient_checkpointing
 from trl.trainer.utils import use_adapter
 
-from agentsgym import redact
+from agentsgym.runtime import redact
 from agentsgym_trl.trl_prompt_plan import PlannedSampler
 from agentsgym_trl.trl_rollouts import ExtraView
 

@@ -56,10 +56,6 @@ class TwentyQuestionsDuelConfig(EnvConfig):
     show_history: bool = Field(
         default=True, description="repeat the question/answer history in every turn"
     )
-    trainable_roles: list[str] | None = Field(
-        default=None,
-        description="the roles whose episodes go into training batches (default: both)",
-    )
 
 
 @dataclass
@@ -103,11 +99,6 @@ class TwentyQuestionsDuelEnv(WordListTasks, MultistepEnv):
         ),
     )
     run_hooks_inline = True  # no hook waits: the gamemaster is an agent of its own
-
-    def __init__(self, tokenizer: Any = None, env_config: dict[str, Any] | None = None, **kw: Any):
-        super().__init__(tokenizer, env_config, **kw)
-        if self.config.trainable_roles is not None:
-            self.trainable_roles = self.config.trainable_roles
 
     @property
     def max_turns(self) -> int:

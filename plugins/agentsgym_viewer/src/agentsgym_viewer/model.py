@@ -24,7 +24,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from agentsgym import redact, redact_argv, redact_text
+from agentsgym.runtime import redact, redact_argv, redact_text
 from agentsgym.errors import is_reward_unavailable
 
 FileKind = Literal["rollout", "eval"]

@@ -1,0 +1,63 @@
+"""Tool turns: a reply whose calls the env's toolbox (``env.episode_tools``) answers gets
+the tool results as its next prompt, and reaches neither ``step_episode`` nor
+``reward_shaping`` (:class:`~agentsgym.engine.session.EpisodeSession` decides it)."""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from typing import Any
+
+from agentsgym.tokenization import reply_as_rendered
+from agentsgym.tokenization.incremental import base_messages
+from agentsgym.types import AgentAction, Message, Messages
+
+TOOL_CALLS_KEY = "tool_calls"
+"""Step info key of a tool turn: how many calls of the reply were read (0: it tried to
+call a tool, and the call could not be read; the model was told why)."""
+
+Answered = tuple[Message, Messages]
+"""A toolbox's answer: the reply with its calls as parsed, and the tool results."""
+
+
+class EpisodeTools:
+    """One episode's toolbox: its schemas (for the chat template's ``tools=``) and its
+    answers to replies (``None``: the reply called no tool)."""
+
+    def __init__(self, toolbox: Any) -> None:
+        self.toolbox = toolbox
+        self.schemas: tuple[dict[str, Any], ...] = tuple(toolbox.schemas)
+        self._sees_state = _takes_state(toolbox)
+
+    async def answer(self, action: AgentAction, state: Any) -> Answered | None:
+        if self._sees_state:
+            return await self.toolbox.respond(action, state=state)  # type: ignore[no-any-return]
+        return await self.toolbox.respond(action)  # type: ignore[no-any-return]
+
+
+def tool_turn_info(answered: Answered) -> dict[str, Any]:
+    """The info of a tool turn: how many calls of the reply were read."""
+    return {TOOL_CALLS_KEY: len(answered[0].get("tool_calls") or ())}
+
+
+def as_written(chat: Any, action: AgentAction, answered: Answered | None) -> AgentAction | None:
+    """A reply of calls a chat server parsed, without ids, as the template writes them
+    (``None``: tokenize the reply as it is)."""
+    if answered is None or action.token_ids is not None or not action.tool_calls:
+        return None
+    written = reply_as_rendered(chat, base_messages(False), *answered)
+    return None if written is None else dataclasses.replace(action, text=written)
+
+
+def _takes_state(toolbox: Any) -> bool:
+    """Whether ``toolbox.respond`` accepts ``state=`` (the episode's current state, for
+    the tools' context); a hand-written toolbox of the bare protocol, ``respond(action)``,
+    is called without it."""
+    try:
+        parameters = inspect.signature(toolbox.respond).parameters.values()
+    except (TypeError, ValueError):  # no signature to read (a builtin): the bare protocol
+        return False
+    return any(
+        (p.name == "state" and p.kind is not p.POSITIONAL_ONLY) or p.kind is p.VAR_KEYWORD
+        for p in parameters
+    )
