@@ -9,9 +9,10 @@ from typing import Any
 
 import pytest
 
-from agentsgym import RewardTerm, ScriptedAgent, StepMetrics, hookimpl
+from agentsgym import RewardTerm, ScriptedAgent, hookimpl
 from agentsgym.errors import EpisodeError, RewardUnavailableError, is_reward_unavailable
 from agentsgym.output import failure_report
+from agentsgym.runtime import StepMetrics
 from envs_for_tests import CountdownEnv, CountingAgent
 
 

@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 
-from agentsgym import StepMetrics
 from agentsgym.cli import (
     SAMPLE_COLUMNS,
     Tracker,
@@ -23,6 +22,7 @@ from agentsgym.cli import (
     tracker_class,
 )
 from agentsgym.errors import TrackerError
+from agentsgym.runtime import StepMetrics
 from agentsgym.trajectory import Episode, TrajectoryBatch, TrajectoryGroup
 from tracker_files import (
     tracker_environment,

@@ -21,9 +21,9 @@ pytest.importorskip("torch")
 pytest.importorskip("agentsgym_trl")
 
 import agentsgym
-from agentsgym import StepMetrics
 from agentsgym.errors import is_reward_unavailable
 from agentsgym.output import failure_report
+from agentsgym.runtime import StepMetrics
 from agentsgym.testing import run_cli
 from agentsgym_judge import Judge, yes_no
 from agentsgym_trl import ModelPolicy

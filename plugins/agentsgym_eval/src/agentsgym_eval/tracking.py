@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from agentsgym import redact
 from agentsgym.cli import SAMPLE_COLUMNS, sample_rows, start_tracker, tracked_values
+from agentsgym.runtime import redact
 
 if TYPE_CHECKING:
     from agentsgym_eval.samples import EvalReport, Sample

@@ -35,8 +35,9 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from agentsgym import RewardTerm, make_agent, run_sync
+from agentsgym import RewardTerm, make_agent
 from agentsgym.errors import AgentError, RewardUnavailableError
+from agentsgym.runtime import run_sync
 from agentsgym_judge.cache import SharedAnswers
 from agentsgym_judge.config import JudgeConfig
 from agentsgym_judge.limit import InFlightLimit

@@ -54,7 +54,7 @@ class OpenAnswerConfig(EnvConfig):
     largest_operand: int = Field(
         default=20, ge=1, le=10_000, description="operands of the questions run 1..this"
     )
-    seed: int = Field(default=0, description="seed of the questions drawn")
+    seed: int = Field(default=0, ge=0, le=2**63 - 1, description="seed of the questions drawn")
 
 
 class OpenAnswerEnv(MultistepEnv):

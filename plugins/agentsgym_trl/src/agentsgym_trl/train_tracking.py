@@ -25,8 +25,8 @@ from collections import deque
 from collections.abc import Mapping
 from typing import Any
 
-from agentsgym import StepMetrics
 from agentsgym.cli import SAMPLE_COLUMNS, Tracker, sample_rows, start_tracker, tracked_values
+from agentsgym.runtime import StepMetrics
 
 STEP_PREFIX = "train/"
 """The prefix of the step log's names in the tracker (TRL's integrations use it too)."""

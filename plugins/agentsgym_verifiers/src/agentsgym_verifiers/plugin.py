@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from agentsgym import hookimpl
 
 if TYPE_CHECKING:
-    from agentsgym import RegisterEnvSource
+    from agentsgym.runtime import RegisterEnvSource
 
 
 @hookimpl
