@@ -96,3 +96,17 @@ def test_both_trainers_count_discarded_groups_in_grpo_groups(stale_run: StaleRun
     first, second = stale_run.steps()
     assert first["groups"] == TASKS_PER_STEP and first["groups_discarded"] == 0
     assert second["groups_discarded"] == TASKS_PER_STEP and second["num_rollouts"] == 0
+
+
+def test_the_rows_of_discarded_groups_say_so(stale_run: StaleRun) -> None:
+    """A rows-only audit tells the rows trained from those discarded as too old."""
+    records = stale_run.records()
+    assert len(records) == 2 * TASKS_PER_STEP * ROLLOUTS
+    discarded = [r for r in records if r["discarded"]]
+    assert len(discarded) == TASKS_PER_STEP * ROLLOUTS
+    assert all(max(r["step_policy_versions"]) == 0 for r in discarded)
+    if stale_run.name == "per-token-grpo":  # rows taken per step say their step
+        assert {r["step"] for r in discarded} == {2}
+        assert not any(r["discarded"] for r in records if r["step"] == 1)
+    groups = {r["group_index"] for r in records}
+    assert groups == set(range(len(groups)))  # numbered as taken, none left out

@@ -42,7 +42,7 @@ from transformers import TrainerCallback
 
 from agentsgym import RolloutSource, TrajectoryBatch
 from agentsgym.errors import TrainerOptionError
-from agentsgym_trl.rollout_stream import RolloutStream
+from agentsgym_trl.rollout_stream import AdmissionRecords, RolloutStream
 from agentsgym_trl.trl_prompt_plan import PlanCursor, PlannedSampler
 
 if TYPE_CHECKING:
@@ -183,6 +183,7 @@ class StreamedRollouts:
             first_step=first_step,
             last_step=self.max_steps,
             play=self._play,
+            records=self.source if isinstance(self.source, AdmissionRecords) else None,
         )
         self.stream.__enter__()
 
