@@ -17,6 +17,7 @@ pytest.importorskip("trl")
 from agentsgym import TrainResult
 from agentsgym_trl import PerTokenGRPOTrainer, TRLGRPOAdapter
 from agentsgym_trl.played_rollouts import RecordingSource
+from agentsgym_trl.train_summary import print_summary
 from checkpointed_runs import GUESS, warm_tiny_model
 from trainer_agents import ThinkingAgent
 
@@ -110,3 +111,20 @@ def test_the_rows_of_discarded_groups_say_so(stale_run: StaleRun) -> None:
         assert not any(r["discarded"] for r in records if r["step"] == 1)
     groups = {r["group_index"] for r in records}
     assert groups == set(range(len(groups)))  # numbered as taken, none left out
+
+
+def test_a_step_of_groups_all_too_old_trains_nothing_and_the_run_says_why(
+    stale_run: StaleRun, capsys: Any
+) -> None:
+    """Not "the loss is not finite; lower --learning-rate" (exit 1): the step has no
+    loss, and the summary says which steps trained nothing and why."""
+    second = stale_run.steps()[1]
+    if stale_run.name == "per-token-grpo":  # the update is skipped: no loss computed
+        assert second["skipped"] == 1.0 and second.get("loss") is None
+    else:  # TRL runs its step, on completions that are all masked
+        assert second["trained_rows"] == 0 and second["loss"] == 0.0
+    log = stale_run.folder / "train_log.jsonl"
+    print_summary(stale_run.result, 1.0, log, played=stale_run.played, env_id=GUESS)
+    said = " ".join(capsys.readouterr().out.split())
+    assert "1 of 2 steps trained nothing (step 2)" in said
+    assert "--max-staleness" in said and "not finite" not in said

@@ -349,7 +349,7 @@ class PerTokenGRPOTrainer(BatchTrainer):
 
         if len(batch) == 0:
             logger.warning("no completed rollout in this batch; skipping the update")
-            return {"loss": float("nan"), "skipped": 1.0}
+            return {"skipped": 1.0}  # no loss: nothing was computed
         tensors = self.prepare(batch)
         rows = tensors["input_ids"].shape[0]
         mask = tensors["loss_mask"]

@@ -16,7 +16,8 @@ When a step's batch is taken, every group is checked again against the bound fro
 versions its tokens recorded (an agent that does not say its version is taken at the
 version when its batch was dispatched: the weights it used can only have been newer).
 A group over the bound is discarded, counted and logged; with an in-process versioned
-agent that never happens.
+agent that never happens. A step whose groups are all discarded has nothing to train:
+the trainer skips its update (:mod:`agentsgym_trl.batch_trainer`), and the log says why.
 
 A source that records what it plays (:class:`AdmissionRecords`, ``agentsgym train``'s
 ``played.jsonl``) records a batch when its step is taken, not when it is played, so
@@ -158,6 +159,15 @@ class RolloutStream:
         discarded = [group for group in played.batch.groups if id(group) not in kept]
         if self._records is not None:
             self._records.record_taken(played.batch, discarded)
+        if discarded and not admitted.groups:
+            logger.warning(
+                "step %d has nothing to train: all %d of its groups were more than "
+                "max_staleness=%d versions old and were discarded. The agent that plays "
+                "says its replies came from old weights: does it take the trained ones?",
+                step,
+                len(discarded),
+                self.max_staleness,
+            )
         metrics = {
             "staleness_mean": sum(staleness) / len(staleness) if staleness else 0.0,
             "staleness_max": float(max(staleness, default=0)),
