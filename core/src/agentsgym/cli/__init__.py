@@ -1,6 +1,7 @@
 """The ``agentsgym`` command line, and the kit that plugins' commands import (public,
 docs/plugin-authors.md): consoles, shared options, agent and executor choice, and for
-long runs (``eval``) the planning of a run and its streamed, resumable output. Library
+long runs (``eval``) the planning of a run and its streamed, resumable output, and the
+lock a command holds on what it writes (``train`` locks its ``--output-dir``). Library
 code logs; the CLI owns the terminal."""
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ from agentsgym.output import (
     OPERATIONAL_AGENT_OPTIONS,
     RUN_LIMIT_ENV_KEYS,
     FinishResult,
+    OutputLock,
     OutputPaths,
     check_output_path,
     choose_mode,
@@ -67,6 +69,7 @@ __all__ = [
     "AgentChoices",
     "ExecutorChoice",
     "FinishResult",
+    "OutputLock",
     "OutputPaths",
     "RunAgents",
     "RunPlan",

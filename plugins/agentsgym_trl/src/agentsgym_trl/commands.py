@@ -42,6 +42,7 @@ from agentsgym_trl.train_checkpoints import (
     check_resume_arguments,
     checkpoint_keywords,
     checkpoint_to_resume,
+    lock_output_dir,
 )
 from agentsgym_trl.train_pace import pace_warning
 from agentsgym_trl.train_progress import quiet_progress_bars, train_with_progress
@@ -60,6 +61,7 @@ from agentsgym_trl.train_summary import print_summary
 
 
 def train(
+    command: typer.Context,
     env_id: str = typer.Argument(
         ...,
         help="registered env id, e.g. agentsgym/GuessTheNumber-v0",
@@ -162,6 +164,7 @@ def train(
             "with the model's own chat template: drop --chat-template, or give a tokenizer "
             "folder whose template is the one to use (--tokenizer)"
         )
+    lock_output_dir(command, output_dir)  # held until the command ends
     resume_from = checkpoint_to_resume(output_dir, resume=resume, overwrite=overwrite)
     quiet_progress_bars()
     started = time.perf_counter()
