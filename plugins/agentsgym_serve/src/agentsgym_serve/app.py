@@ -267,11 +267,11 @@ def _openenv_router(wanted: bool | None) -> Any:
         if wanted:
             raise ImportError(
                 "serving OpenEnv's protocol needs openenv-core: "
-                "pip install 'agentsgym-serve[openenv]'"
+                "pip install -e './plugins/agentsgym_serve[openenv]' in a clone"
             ) from exc
         logger.info(
             "openenv-core is not installed: OpenEnv's protocol is not served "
-            "(pip install 'agentsgym-serve[openenv]')",
+            "(pip install -e './plugins/agentsgym_serve[openenv]' in a clone)",
             extra={"fields": {"event": "openenv_off"}},
         )
         return None

@@ -66,8 +66,8 @@ def served_policy(agent: TransformersAgent) -> Iterator[AgentSpec]:
     except ImportError:
         raise TrainerOptionError(
             "the trainer's model plays in this process; to play on an executor's workers it "
-            "is served to them by agentsgym-serve's model server: pip install agentsgym-serve "
-            "(or give the workers a model server of their own: --agent openai "
+            "is served to them by agentsgym-serve's model server: in a clone of agentsgym, "
+            "pip install -e ./plugins/agentsgym_serve (or give the workers a model server of their own: --agent openai "
             "--agent-option base_url=...)"
         ) from None
     # A training run makes one request per turn for hours: keep only the last few bodies.
