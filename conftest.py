@@ -1,14 +1,14 @@
-"""What every test of the workspace shares (each distribution's tests/conftest.py adds
+"""What a run of the whole workspace shares (each distribution's tests/conftest.py adds
 its own fixtures).
 
 No test writes into the working directory: a clone's root may hold a user's own
 ``rollouts.parquet`` (the README's first command writes it there), and a command run
 with its default output (``rollout``'s ``rollouts.parquet``, ``train``'s
 ``agentsgym-train``, an example database of a property test) would collide with it or
-leave files behind. Each test runs in an empty folder of its own, its ``tmp_path``;
-a file it needs from the repository is found from its own ``__file__``. What a
-module- or session-scoped fixture writes before a test starts is not moved there, so
-the session also checks that the working directory gained nothing.
+leave files behind. Every test runs in its own ``tmp_path`` (``agentsgym_tmp_cwd``,
+named in each ``[tool.pytest.ini_options]``); what a module- or session-scoped fixture
+writes before a test starts is not moved there, so a run of the workspace also checks
+that the folder it was started in gained nothing.
 """
 
 from __future__ import annotations
@@ -20,12 +20,6 @@ from pathlib import Path
 import pytest
 
 
-@pytest.fixture(autouse=True)
-def working_directory_of_its_own(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The test's working directory is its ``tmp_path`` (see the module docstring)."""
-    monkeypatch.chdir(tmp_path)
-
-
 @pytest.fixture(scope="session", autouse=True)
 def working_directory_left_as_it_was() -> Iterator[None]:
     """Fails the session if any test (or fixture) left a new entry in the folder pytest
@@ -34,4 +28,4 @@ def working_directory_left_as_it_was() -> Iterator[None]:
     before = set(os.listdir(where))
     yield
     added = sorted(set(os.listdir(where)) - before)
-    assert not added, f"tests wrote {added} into the working directory {where}: write into tmp_path"
+    assert not added, f"tests wrote {added} into the working directory {where}: use tmp_path"
