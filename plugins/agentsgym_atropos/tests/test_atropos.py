@@ -29,6 +29,18 @@ def env() -> Any:
     return agentsgym.make(GUESS, tokenizer=TINY, env_config={"high": 40})
 
 
+def atropos(api: str, *options: str) -> subprocess.CompletedProcess[str]:
+    """``agentsgym atropos`` of GuessTheNumber in groups of 2, against ``api``."""
+    return subprocess.run(
+        [sys.executable, "-m", "agentsgym", "atropos", GUESS, "--api-url", api, "--group-size", "2"]
+        + list(options),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
 def test_pushed_groups_reach_the_trainer_exactly_as_the_runner_played_them(
     api: str, register_trainer: Callable[[str, int], None]
 ) -> None:
@@ -121,26 +133,7 @@ def test_the_cli_produces_for_a_registered_trainer(
     api: str, register_trainer: Callable[[str, int], None]
 ) -> None:
     register_trainer(api, 4)
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "agentsgym",
-            "atropos",
-            GUESS,
-            "--api-url",
-            api,
-            "--group-size",
-            "2",
-            "--max-groups",
-            "2",
-            "--env-config",
-            "high=10",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    result = atropos(api, "--max-groups", "2", "--env-config", "high=10")
     assert result.returncode == 0, result.stderr
     assert "groups pushed" in result.stdout
     batch = requests.get(api + "/batch", timeout=10).json()["batch"]
@@ -208,25 +201,8 @@ def test_the_cli_exits_1_when_every_group_fails(
     api: str, register_trainer: Callable[[str, int], None], unreachable_url: str
 ) -> None:
     register_trainer(api, 4)
-    command = [
-        sys.executable,
-        "-m",
-        "agentsgym",
-        "atropos",
-        GUESS,
-        "--api-url",
-        api,
-        "--group-size",
-        "2",
-    ]
     model = ["--agent", "openai", "--agent-option", f"base_url={unreachable_url}/v1"]
-    result = subprocess.run(
-        [*command, *model, "--agent-option", "max_retries=0", "--max-dropped-groups", "2"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    result = atropos(api, *model, "--agent-option", "max_retries=0", "--max-dropped-groups", "2")
     assert result.returncode == 1, result.stdout + result.stderr
     said = " ".join(result.stderr.split())
     assert "groups all had a failed episode" in said and "Traceback" not in said

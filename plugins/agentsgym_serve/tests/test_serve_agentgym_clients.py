@@ -188,28 +188,14 @@ def test_textcraft_client_reads_the_observation_of_create() -> None:
         assert len(server.service.table) == 0
 
 
-class WordleEnvClient:
+class WordleEnvClient(BabyAIEnvClient):
     """AgentGym's lmrlgym WordleEnvClient (``agentenv/agentenv/envs/lmrlgym.py``): its
-    __init__ and _get, line for line (its prints left out)."""
+    __init__ is BabyAI's, and then it reads the vocabulary (its prints left out)."""
 
     def __init__(self, env_server_base: str, data_len: int, *args: Any, timeout: int = 300):
-        self.env_server_base = env_server_base
-        self.timeout = timeout
-        self.data_len = data_len
-
-        ok = requests.post(f"{self.env_server_base}/create", timeout=self.timeout)
-        if ok.status_code != 200:
-            raise requests.RequestException(f"Failed to create environment: {ok}")
-
-        ok = ok.json()
-        self.env_id = ok["id"]
+        super().__init__(env_server_base, data_len, *args, timeout=timeout)
         vocab = self._get("filtered_vocab")
         self.info = {"vocab": vocab, "reward": 0, "done": False}
-
-    def _get(self, path: str) -> Any:
-        res = requests.get(f"{self.env_server_base}/{path}?id={self.env_id}", timeout=self.timeout)
-        assert res.status_code == 200
-        return res.json()
 
 
 def test_wordles_client_does_not_start_against_an_agentsgym_env() -> None:

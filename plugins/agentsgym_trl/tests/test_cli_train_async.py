@@ -18,7 +18,12 @@ pytest.importorskip("trl")
 
 from agentsgym.testing import run_cli
 from agentsgym_trl.checkpoints import RUN_STATE_FILE
-from checkpointed_runs import CHECKPOINTED_RUN, GUESS, warm_tiny_model
+from checkpointed_runs import (
+    CHECKPOINTED_RUN,
+    GUESS,
+    assert_k0_trains_what_sync_trains,
+    warm_tiny_model,
+)
 
 SMALL = [*CHECKPOINTED_RUN, "--trainer", "per-token-grpo"]
 
@@ -76,23 +81,5 @@ def test_async_resume_neither_replays_nor_skips_an_admitted_step(
 def test_max_staleness_0_trains_what_the_synchronous_run_trains(
     model_dir: Path, tmp_path: Path
 ) -> None:
-    """Bit for bit, as docs/training.md says it holds: one episode at a time, so the
-    agent's batches (and so its samples) do not depend on which request came first."""
-    run = ["--max-steps", "3", "--max-concurrency", "1"]
-    synchronous, streamed = tmp_path / "sync", tmp_path / "k0"
-    assert train(synchronous, model_dir, *run).code == 0
-    result = train(streamed, model_dir, *run, "--async", "--max-staleness", "0")
-    assert result.code == 0, result.output
-
-    def trained(out: Path) -> list[tuple[Any, ...]]:
-        rows = (json.loads(line) for line in (out / "played.jsonl").read_text().splitlines())
-        return [
-            (r["step"], r["task_data"], r["full_token_ids"], r["step_policy_versions"])
-            for r in rows
-        ]
-
-    assert trained(streamed) == trained(synchronous)
-    for ours, theirs in zip(log(streamed), log(synchronous), strict=True):
-        assert ours["staleness_max"] == 0
-        for key in ("loss", "grad_norm", "mean_reward", "advantage_std", "is_ratio_mean"):
-            assert ours[key] == theirs[key], key
+    """Bit for bit, as docs/training.md says it holds: one episode at a time."""
+    assert_k0_trains_what_sync_trains(lambda out, *run: train(out, model_dir, *run), tmp_path)
