@@ -20,7 +20,6 @@ from typing import Any
 
 from starlette.responses import Response
 
-
 ECHO_LIMIT = 1000
 """The most characters of one text an error reply echoes."""
 ECHO_ITEMS = 50
