@@ -125,6 +125,12 @@ def test_pytest_plugin_provides_the_bundled_tokenizer(agentsgym_tokenizer) -> No
     )
 
 
+def test_every_test_runs_in_its_own_tmp_path(tmp_path: Path) -> None:
+    """agentsgym_tmp_cwd, named in every [tool.pytest.ini_options] of the workspace: a
+    command run with its default output (rollouts.parquet) writes into tmp_path."""
+    assert Path.cwd() == tmp_path
+
+
 OBJECT_PLUGIN = '''
 from agentsgym import hookimpl
 

@@ -76,9 +76,25 @@ def test_rows_of_a_dataset_give_each_role_its_agent(tmp_path: Path) -> None:
 
     alone = tmp_path / "alone.jsonl"
     alone.write_text(json.dumps(tasks[1]) + "\n")
-    wrong = run_cli("rollout", "--dataset", str(alone), "--agent", f"o={HEURISTIC}")
+    wrong = run_cli(
+        "rollout", "--dataset", str(alone), "--agent", f"o={HEURISTIC}", "--out", str(out)
+    )
     assert wrong.code == 2
     assert "no env of this run has the role 'o'" in wrong.output
+
+
+def test_a_bad_role_is_reported_before_an_existing_output(tmp_path: Path) -> None:
+    """Both are wrong; the role is the input to fix (the output alone would not make the
+    command work), and it is found without loading a model."""
+    out = tmp_path / "earlier.jsonl"
+    out.write_text("")
+    for command in (["rollout", GAME], ["eval", GAME]):
+        wrong = run_cli(*command, "--agent", "z=agentsgym/random", "--out", str(out))
+        assert wrong.code == 2, wrong.output
+        said = " ".join(wrong.output.split())
+        assert "no env of this run has the role 'z'" in said and "exists" not in said, said
+        given = run_cli(*command, "--agent", f"o={HEURISTIC}", "--out", str(out))
+        assert given.code != 0 and "exists" in " ".join(given.output.split()), given.output
 
 
 def test_resume_refuses_other_role_agents_and_says_what_to_pass(tmp_path: Path) -> None:

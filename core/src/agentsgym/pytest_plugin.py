@@ -48,3 +48,12 @@ def agentsgym_fresh_registry() -> Iterator[None]:
     reset_registry()
     yield
     reset_registry()
+
+
+@pytest.fixture
+def agentsgym_tmp_cwd(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Runs the test in its ``tmp_path`` as working directory: a command's default output
+    (``rollout``'s ``rollouts.parquet``, ``train``'s ``agentsgym-train``) lands there,
+    never beside a user's own files (name it for every test of a package in
+    ``[tool.pytest.ini_options]``: ``usefixtures = ["agentsgym_tmp_cwd"]``)."""
+    monkeypatch.chdir(tmp_path)

@@ -29,6 +29,18 @@ def env() -> Any:
     return agentsgym.make(GUESS, tokenizer=TINY, env_config={"high": 40})
 
 
+def atropos(api: str, *options: str) -> subprocess.CompletedProcess[str]:
+    """``agentsgym atropos`` of GuessTheNumber in groups of 2, against ``api``."""
+    return subprocess.run(
+        [sys.executable, "-m", "agentsgym", "atropos", GUESS, "--api-url", api, "--group-size", "2"]
+        + list(options),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
 def test_pushed_groups_reach_the_trainer_exactly_as_the_runner_played_them(
     api: str, register_trainer: Callable[[str, int], None]
 ) -> None:
@@ -121,26 +133,7 @@ def test_the_cli_produces_for_a_registered_trainer(
     api: str, register_trainer: Callable[[str, int], None]
 ) -> None:
     register_trainer(api, 4)
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "agentsgym",
-            "atropos",
-            GUESS,
-            "--api-url",
-            api,
-            "--group-size",
-            "2",
-            "--max-groups",
-            "2",
-            "--env-config",
-            "high=10",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    result = atropos(api, "--max-groups", "2", "--env-config", "high=10")
     assert result.returncode == 0, result.stderr
     assert "groups pushed" in result.stdout
     batch = requests.get(api + "/batch", timeout=10).json()["batch"]
@@ -178,3 +171,39 @@ def test_logprobs_follow_atropos_convention_and_are_all_or_nothing() -> None:
     # two rollouts with logprobs, one without
     mixed = to_scored_data_group(make_group(game, 0, {"seed": 0}, [*group.trials, *plain.trials]))
     assert len(mixed["tokens"]) == 3 and mixed["inference_logprobs"] is None
+
+
+class BrokenAgent:
+    """An agent whose every reply fails: every episode, so every group, fails."""
+
+    def get_action(self, messages: Any, agent_state: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("the model server is down")
+
+
+def test_a_producer_whose_every_group_fails_stops_saying_why(
+    api: str, register_trainer: Callable[[str, int], None]
+) -> None:
+    """It does not play on for ever (115 groups dropped in 240 s, in the outsiders' trial):
+    after max_dropped_in_a_row groups in a row, none pushed, it stops with the failure."""
+    from agentsgym_atropos.api_client import AtroposError
+
+    register_trainer(api, 4)
+    producer = AtroposProducer(
+        env(), BrokenAgent(), api, group_size=2, poll_seconds=0.05, max_dropped_in_a_row=3
+    )
+    with pytest.raises(AtroposError, match="the last [0-9]+ groups all had a failed episode") as e:
+        agentsgym.aio.run_sync(producer.run())
+    assert "the model server is down" in str(e.value) and "--max-dropped-groups" in str(e.value)
+    assert producer.stats.groups_dropped >= 3 and producer.stats.groups_pushed == 0
+
+
+def test_the_cli_exits_1_when_every_group_fails(
+    api: str, register_trainer: Callable[[str, int], None], unreachable_url: str
+) -> None:
+    register_trainer(api, 4)
+    model = ["--agent", "openai", "--agent-option", f"base_url={unreachable_url}/v1"]
+    result = atropos(api, *model, "--agent-option", "max_retries=0", "--max-dropped-groups", "2")
+    assert result.returncode == 1, result.stdout + result.stderr
+    said = " ".join(result.stderr.split())
+    assert "groups all had a failed episode" in said and "Traceback" not in said
+    assert "groups pushed │ 0" in " ".join(result.stdout.split())

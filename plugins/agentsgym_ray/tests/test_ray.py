@@ -200,7 +200,7 @@ def test_without_ray_the_error_names_the_package(monkeypatch: Any) -> None:
     monkeypatch.setattr(builtins, "__import__", no_ray)
     from agentsgym_ray.executor import RayUnavailableError
 
-    with pytest.raises(RayUnavailableError, match=r"pip install agentsgym-ray"):
+    with pytest.raises(RayUnavailableError, match=r"pip install ray"):
         agentsgym.runtime.run_dataset(rows(1), "agentsgym/bisect", 1, executor="ray")
 
 
@@ -308,7 +308,8 @@ def test_cli_without_ray_is_one_line_naming_the_package(tmp_path: Any, monkeypat
 
     monkeypatch.setattr(builtins, "__import__", no_ray)
     missing = run_cli("rollout", GUESS, "--executor", "ray", "--out", out)
-    assert missing.code == 2 and "pip install agentsgym-ray" in missing.stderr
+    said = " ".join(missing.stderr.split())
+    assert missing.code == 2 and "pip install -e ./plugins/agentsgym_ray" in said
     assert "Traceback" not in missing.output and not (tmp_path / "x.jsonl").exists()
 
 

@@ -18,12 +18,13 @@ from agentsgym_scaffold import package_names, render_package
 runner = CliRunner()
 
 
-def cli(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+def cli(*args: str, cwd: Path | None = None, **env: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "agentsgym", *args],
         check=False,
         capture_output=True,
         text=True,
+        cwd=cwd,
         env={**os.environ, "COLUMNS": "200", **env},
     )
 
@@ -103,6 +104,39 @@ def test_new_env_never_overwrites(tmp_path: Path) -> None:
     result = cli("new-env", "acme/Maze", "--dir", str(tmp_path / "pkg"))
     assert result.returncode == 2 and "not an empty folder; nothing was written" in result.stderr
     assert sorted(p.name for p in (tmp_path / "pkg").iterdir()) == ["mine.txt"]
+
+
+def test_a_second_package_of_a_namespace_is_offered_a_free_name(tmp_path: Path) -> None:
+    """`new-env NAME --harness` after the plain scaffold: the default folder, named after
+    the distribution, is taken; the refusal names a namespace whose distribution is free
+    (no folder, not installed), and that command works."""
+    invoke("new-env", "acme/Maze", "--dir", str(tmp_path / "agentsgym-acme"))
+    result = cli("new-env", "acme/Maze", "--harness", cwd=tmp_path)
+    said = " ".join(result.stderr.split())
+    assert result.returncode == 2 and "nothing was written" in said, said
+    assert "`agentsgym new-env acme-harness/Maze --harness` writes agentsgym-acme-harness" in said
+    again = cli("new-env", "acme-harness/Maze", "--harness", cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert (tmp_path / "agentsgym-acme-harness" / "src" / "agentsgym_acme_harness").is_dir()
+    # the plain one's next free name skips the taken folders
+    third = cli("new-env", "acme/Maze", cwd=tmp_path)
+    assert "`agentsgym new-env acme2/Maze` writes agentsgym-acme2" in " ".join(third.stderr.split())
+
+
+def test_a_missing_plugin_is_installed_with_what_it_needs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A harness package depends on agentsgym-gateway, which runs on agentsgym-serve:
+    neither is on a package index, so the note installs both from the clone, serve first."""
+    from agentsgym_scaffold import commands
+
+    monkeypatch.setattr(commands, "find_spec", lambda module: None)  # nothing installed
+    target = str(tmp_path / "pkg")
+    text = " ".join(invoke("new-env", "acme/Maze", "--harness", "--dir", target).split())
+    assert (
+        "install it first: pip install -e ./core -e ./plugins/agentsgym_serve "
+        "-e ./plugins/agentsgym_gateway" in text
+    )
 
 
 def test_new_env_is_listed_with_the_authors_commands_and_completes() -> None:

@@ -1,11 +1,12 @@
-"""AgentGym's own clients work unchanged against `agentsgym serve`.
+"""AgentGym's own clients work unchanged against `agentsgym serve`, all but lmrlgym's
+Wordle client, as docs/serving.md's table says.
 
-The two classes below copy the request and response handling of AgentGym's
-``BabyAIEnvClient`` and ``TextCraftEnvClient`` (WooooDyy/AgentGym,
-``agentenv/agentenv/envs/babyai.py`` and ``textcraft.py``) line for line, with
-``requests`` as they use it; only the base classes (``BaseEnvClient``, the
-conversation start) are left out. Before the server returned ``score`` and the
-``/create`` observation, both raised ``KeyError``."""
+The classes below copy the request and response handling of AgentGym's
+``BabyAIEnvClient``, ``TextCraftEnvClient`` and (its constructor) ``WordleEnvClient``
+(WooooDyy/AgentGym, ``agentenv/agentenv/envs/babyai.py``, ``textcraft.py`` and
+``lmrlgym.py``) line for line, with ``requests`` as they use it; only the base classes
+(``BaseEnvClient``, the conversation start) are left out. Before the server returned
+``score`` and the ``/create`` observation, the first two raised ``KeyError``."""
 
 from __future__ import annotations
 
@@ -185,3 +186,24 @@ def test_textcraft_client_reads_the_observation_of_create() -> None:
         assert client.observe() == first  # every task opens with the same text
         assert client.close() == {"closed": True}
         assert len(server.service.table) == 0
+
+
+class WordleEnvClient(BabyAIEnvClient):
+    """AgentGym's lmrlgym WordleEnvClient (``agentenv/agentenv/envs/lmrlgym.py``): its
+    __init__ is BabyAI's, and then it reads the vocabulary (its prints left out)."""
+
+    def __init__(self, env_server_base: str, data_len: int, *args: Any, timeout: int = 300):
+        super().__init__(env_server_base, data_len, *args, timeout=timeout)
+        vocab = self._get("filtered_vocab")
+        self.info = {"vocab": vocab, "reward": 0, "done": False}
+
+
+def test_wordles_client_does_not_start_against_an_agentsgym_env() -> None:
+    """As docs/serving.md's table says: its constructor asks for the Wordle vocabulary
+    (which it writes into a first observation of its own, never the env's) and asserts
+    a 200; an agentsgym env has no vocabulary, so the server answers 404."""
+    with served(GUESS) as server:
+        with pytest.raises(AssertionError):
+            WordleEnvClient(server.url, data_len=1)
+        reply = requests.get(f"{server.url}/filtered_vocab?id=0", timeout=30)
+        assert reply.status_code == 404

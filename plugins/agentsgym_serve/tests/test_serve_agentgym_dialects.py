@@ -463,20 +463,6 @@ def test_serve_refuses_a_bad_create_shape_or_action_format() -> None:
     assert action_format.code == 2 and "{action}" in action_format.stderr
 
 
-def wait_until_listening(url: str, process: Any, seconds: float = 90.0) -> None:
-    """The socket is bound when the address is printed; uvicorn listens a moment later."""
-    import time
-
-    deadline = time.monotonic() + seconds
-    while process.poll() is None and time.monotonic() < deadline:
-        try:
-            requests.get(f"{url}/agentsgym/v1/health", timeout=5)
-            return
-        except requests.ConnectionError:
-            time.sleep(0.1)
-    raise AssertionError(f"agentsgym serve did not listen at {url} (exit {process.poll()})")
-
-
 def test_serve_passes_its_agentgym_options_to_the_server(tmp_path: Any) -> None:
     import signal
     import subprocess
@@ -491,8 +477,8 @@ def test_serve_passes_its_agentgym_options_to_the_server(tmp_path: Any) -> None:
             [*command, *options], stdout=subprocess.PIPE, stderr=errors, text=True
         )
         try:
+            # printed once the server accepts connections: no waiting for it to listen
             url = first_line(process).split(" on ", 1)[1].split(" ", 1)[0]
-            wait_until_listening(url, process)
             instance = requests.post(f"{url}/create", timeout=30).json()
             assert isinstance(instance, int)  # --agentgym-create integer
             step = {"env_idx": instance, "action": "50"}

@@ -109,3 +109,50 @@ def test_a_server_leaves_the_process_event_loop_policy_as_it_was() -> None:
         return await process.wait()
 
     assert asyncio.run(run_a_subprocess()) == 0
+
+
+def test_run_server_announces_the_server_once_it_accepts_connections() -> None:
+    """``agentsgym serve`` prints its address from ``on_started``: never while the app
+    is still starting, and a client that connects as soon as it is announced is
+    answered, with no retry."""
+    import asyncio
+    import threading
+
+    release = threading.Event()
+
+    async def slow_startup(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            await receive()
+            while not release.is_set():  # the test says when startup is done
+                await asyncio.sleep(0.01)
+            await send({"type": "lifespan.startup.complete"})
+            await receive()
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+        await hello(scope, receive, send)
+
+    sock = server_module.bind_socket("127.0.0.1", 0)
+    url = server_module.url_of(sock)
+    uvicorn = server_module.uvicorn_server(slow_startup)
+    announced = threading.Event()
+    started_then: list[bool] = []
+
+    def on_started() -> None:
+        started_then.append(uvicorn.started)
+        announced.set()
+
+    thread = threading.Thread(
+        target=server_module.run_server, args=(uvicorn, [sock]), kwargs={"on_started": on_started}
+    )
+    thread.start()
+    try:
+        assert not announced.is_set()  # startup cannot be done: the test holds it
+        release.set()
+        assert announced.wait(60), "hang guard: the server never announced itself"
+        assert started_then == [True]
+        assert httpx.get(url, timeout=60).text == "hello"  # the first try is answered
+    finally:
+        release.set()
+        uvicorn.should_exit = True
+        thread.join(60)
+    assert not thread.is_alive()

@@ -27,7 +27,8 @@ from agentsgym_serve.errors import RemoteEnvError
 from serve_helpers import GUESS, TINY, served
 from test_serve_cli import first_line
 
-pytestmark = pytest.mark.timeout(180)
+# a hang guard only: a server started on a loaded machine may take minutes
+pytestmark = pytest.mark.timeout(600)
 
 TTT = "classical/TicTacToe-v0"
 TASKS = [{"seed": 2 * i} for i in range(6)]
@@ -131,6 +132,23 @@ def test_roles_a_client_cannot_play_are_refused_saying_which_it_can() -> None:
     with served(GUESS) as server:
         reply = httpx.post(f"{server.url}{V1}/sessions", json={"role": "x"})
         assert reply.status_code == 400 and "has no roles" in reply.json()["detail"]
+
+
+def test_an_error_echoes_a_huge_role_or_key_only_in_part() -> None:
+    """A 100 kB role name (or env_config key) is refused in an error of a few kB that
+    says how much of it was left out, over each protocol's body checks."""
+    huge = "r" * 100_000
+    with served(TTT, agents={"o": RandomMoveAgent()}) as server:
+        bodies = [
+            (f"{V1}/sessions", {"role": huge}, 422),  # the schema's own length check
+            (f"{V1}/sessions", {"role": "x", "env_config": {huge: 1}}, 422),  # the env's
+            ("/reset", {"role": huge}, 422),  # OpenEnv's reset
+        ]
+        for path, body, status in bodies:
+            reply = httpx.post(f"{server.url}{path}", json=body, timeout=60)
+            assert reply.status_code == status, reply.text[:300]
+            assert len(reply.content) < 5_000, (path, len(reply.content))
+            assert "characters left out" in reply.text
 
 
 def test_v1_sessions_count_and_show_only_the_clients_role() -> None:

@@ -18,7 +18,12 @@ pytest.importorskip("trl")
 
 from agentsgym.testing import run_cli
 from agentsgym_trl.checkpoints import RUN_STATE_FILE
-from checkpointed_runs import CHECKPOINTED_RUN, GUESS, warm_tiny_model
+from checkpointed_runs import (
+    CHECKPOINTED_RUN,
+    GUESS,
+    assert_k0_trains_what_sync_trains,
+    warm_tiny_model,
+)
 
 SMALL = [*CHECKPOINTED_RUN, "--trainer", "per-token-grpo"]
 
@@ -71,3 +76,10 @@ def test_async_resume_neither_replays_nor_skips_an_admitted_step(
     )
     assert resumed.code == 0, resumed.output
     assert [s["step"] for s in log(streamed)] == [1, 2, 3, 4]
+
+
+def test_max_staleness_0_trains_what_the_synchronous_run_trains(
+    model_dir: Path, tmp_path: Path
+) -> None:
+    """Bit for bit, as docs/training.md says it holds: one episode at a time."""
+    assert_k0_trains_what_sync_trains(lambda out, *run: train(out, model_dir, *run), tmp_path)

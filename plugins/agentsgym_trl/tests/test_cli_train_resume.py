@@ -10,6 +10,7 @@ over silently, and a resume with other arguments is refused.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,9 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("trl")
 
 from agentsgym.testing import run_cli
+from agentsgym_trl import commands
 from agentsgym_trl.checkpoints import RUN_STATE_FILE, complete_checkpoints
+from agentsgym_trl.train_checkpoints import LOCK_FILE
 from checkpointed_runs import CHECKPOINTED_RUN, GUESS, warm_tiny_model
 
 SMALL = CHECKPOINTED_RUN
@@ -126,3 +129,32 @@ def test_resume_without_a_checkpoint_starts_the_run_and_a_torn_one_is_skipped(
     resumed = train(out, "--trainer", "dataset-sink", "--max-steps", "2", "--resume")
     assert resumed.code == 0, resumed.output
     assert "checkpoint-1" in resumed.output and logged_steps(out) == [1, 2]
+
+
+def test_a_resume_while_the_run_is_alive_is_refused(tmp_path: Path, monkeypatch: Any) -> None:
+    """The output folder is locked while a run writes it, as rollout and eval lock
+    --out: a --resume started beside the live run is refused, naming it, instead of
+    reading checkpoints the live run prunes."""
+    out = tmp_path / "sink"
+    run = ["--trainer", "dataset-sink", "--max-steps", "1"]
+    real = commands.train_with_progress
+    beside: list[Any] = []
+    tried: list[bool] = []
+
+    def with_a_resume_beside(*args: Any, **kwargs: Any) -> Any:
+        if not tried:  # once (an unlocked resume would come here too): then the steps
+            tried.append(True)
+            beside.append(train(out, *run, "--resume"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(commands, "train_with_progress", with_a_resume_beside)
+    live = train(out, *run)
+    assert live.code == 0, live.output
+    [refused] = beside
+    said = " ".join(refused.output.split())
+    assert refused.code != 0, refused.output
+    assert f"is being written by process {os.getpid()}" in said
+    assert "agentsgym train" in said and "choose another --output-dir" in said
+    assert not (out / LOCK_FILE).exists()  # released when the live run ended
+    monkeypatch.undo()
+    assert train(out, *run, "--resume").code == 0  # and free for the next run

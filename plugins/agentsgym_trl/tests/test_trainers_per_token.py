@@ -421,6 +421,27 @@ def test_the_step_log_says_how_training_goes(tokenizer: Any, rows: Any) -> None:
     assert step["token_source/sampled"] == 1.0 and 0 <= step["truncated_replies"] <= 1
 
 
+def test_the_step_log_has_the_importance_ratios_raw_and_as_applied(
+    tokenizer: Any, rows: Any
+) -> None:
+    """``is_ratio_*`` are the ratios pi_old / pi_sample before the cap, ``is_weight_*``
+    the weights the loss applied: a sampler far less sure than the model gives raw
+    ratios above the cap and weights at it."""
+    trainer = PerTokenGRPOTrainer(
+        build_tiny_model(tokenizer, warm_start="guess-number", high=3, seed=4),
+        tokenizer=tokenizer,
+        output_dir=None,
+        importance_sampling_cap=3.0,
+    )
+    source = RolloutSource(rows, tokenizer=tokenizer, num_rollouts=2, tasks_per_step=2)
+    trainer.source = source
+    doubtful = ThinkingAgent(tokenizer, base_logprob=-40.0, nan_at=1)
+    step = trainer.consume(source.play(source.next_rows(), doubtful))
+    assert step["is_ratio_min"] > 3.0  # the unknown logprob (NaN) has no ratio
+    assert step["is_weight_min"] == step["is_weight_max"] == pytest.approx(3.0)
+    assert step["is_ratio_mean"] > step["is_weight_mean"]
+
+
 def test_every_view_of_a_split_episode_is_trained(tokenizer: Any, rows: Any) -> None:
     splitting = with_template(tokenizer, THINK_STRIPPING_TEMPLATE)
     trainer = PerTokenGRPOTrainer(

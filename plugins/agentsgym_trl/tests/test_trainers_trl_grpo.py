@@ -23,6 +23,7 @@ from agentsgym_trl.trl_rollouts import (
     episode_views,
     rollouts_to_trl,
 )
+from agentsgym_trl.trl_trainer import scored_stats
 from trainer_agents import THINK_STRIPPING_TEMPLATE, ThinkingAgent, has_signal, with_template
 
 TINY = "agentsgym/tiny-chatml"
@@ -295,6 +296,18 @@ def test_sampled_logprobs_drive_importance_sampling_without_vllm(
     metrics = trainer._metrics["train"]
     assert metrics["sampling/importance_sampling_ratio/mean"][-1] > 0
     assert metrics["sampling/sampling_logp_difference/max"][-1] > 0
+    # the step log has the ratios raw (is_ratio_*) and as the loss applied them
+    stats = scored_stats(scored)
+    assert stats["is_ratio_max"] == pytest.approx(float(torch.exp(old - sampled)[known].max()))
+    assert stats["is_weight_max"] == pytest.approx(float(ratio[known].max()))
+    assert stats["is_weight_mean"] == pytest.approx(float(ratio[known].mean()))
+
+    # a sampler far less sure than the model: raw ratios pass the cap, weights stop at it
+    doubtful = ThinkingAgent(tokenizer, base_logprob=-40.0)
+    trainer = adapter.build(source, max_steps=1, agent=doubtful)
+    stats = scored_stats(scored_batch(trainer, list(trainer.train_dataset["prompt"])))
+    assert stats["is_ratio_min"] > 3.0
+    assert stats["is_weight_min"] == stats["is_weight_max"] == pytest.approx(3.0)
 
     # without logprobs there is nothing to correct with: TRL's plain path
     plain = TRLGRPOAdapter(model, tokenizer=tokenizer, output_dir=tmp_path, max_new_tokens=8)

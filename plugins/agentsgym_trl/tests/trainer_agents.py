@@ -35,8 +35,8 @@ class ThinkingAgent:
     Turn ``t`` of rollout ``r`` of task ``i`` guesses ``(i + r + t) % high + 1``. The ids
     are the reply's tokenization with special tokens parsed (as a model samples
     ``<think>``) plus the end-of-turn token; logprob ``j`` of a reply is
-    ``-0.5 - 0.01 * j``, except that position ``nan_at`` (if given) is ``NaN`` (a
-    logprob the sampler did not know).
+    ``base_logprob - 0.01 * j`` (``base_logprob`` -0.5), except that position ``nan_at``
+    (if given) is ``NaN`` (a logprob the sampler did not know).
     ``truncate_turn`` returns that turn's reply without its end-of-turn token,
     flagged as cut at the length limit.
     """
@@ -52,6 +52,7 @@ class ThinkingAgent:
         nan_at: int | None = None,
         truncate_turn: int | None = None,
         logprobs: bool = True,
+        base_logprob: float = -0.5,
     ) -> None:
         self.tokenizer = tokenizer
         self.eot = ChatTokenizer(tokenizer).eot_ids
@@ -60,6 +61,7 @@ class ThinkingAgent:
         self.nan_at = nan_at
         self.truncate_turn = truncate_turn
         self.logprobs = logprobs
+        self.base_logprob = base_logprob
 
     def reply_text(self, start: int, turn: int) -> str:
         k = (start + turn) % self.high + 1
@@ -82,7 +84,7 @@ class ThinkingAgent:
             ids += self.eot
         logprobs = None
         if self.logprobs:
-            logprobs = [-0.5 - 0.01 * j for j in range(len(ids))]
+            logprobs = [self.base_logprob - 0.01 * j for j in range(len(ids))]
             if self.nan_at is not None:
                 logprobs[self.nan_at] = math.nan
         return AgentAction(text, token_ids=ids, logprobs=logprobs, truncated=truncated), agent_state

@@ -1,7 +1,8 @@
 """The ``agentsgym`` command line, and the kit that plugins' commands import (public,
 docs/plugin-authors.md): consoles, shared options, agent and executor choice, and for
 long runs (``eval``) the planning of a run and its streamed, resumable output, and the
-experiment trackers of ``--report-to`` (:mod:`agentsgym.cli.tracking`). Library
+experiment trackers of ``--report-to`` (:mod:`agentsgym.cli.tracking`), and the lock a
+command holds on what it writes (``train`` locks its ``--output-dir``). Library
 code logs; the CLI owns the terminal."""
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from agentsgym.cli.running import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
     RunPlan,
+    check_output_after_inputs,
     exit_on_failures,
     plan_split,
     print_failures,
@@ -63,6 +65,7 @@ from agentsgym.output import (
     OPERATIONAL_AGENT_OPTIONS,
     RUN_LIMIT_ENV_KEYS,
     FinishResult,
+    OutputLock,
     OutputPaths,
     check_output_path,
     choose_mode,
@@ -81,6 +84,7 @@ __all__ = [
     "AgentChoices",
     "ExecutorChoice",
     "FinishResult",
+    "OutputLock",
     "OutputPaths",
     "RunAgents",
     "RunPlan",
@@ -91,6 +95,7 @@ __all__ = [
     "build_app",
     "build_component",
     "check_options",
+    "check_output_after_inputs",
     "check_output_path",
     "choose_mode",
     "complete_env_id",

@@ -36,6 +36,7 @@ from agentsgym.cli.options import (
 )
 from agentsgym.cli.running import (
     RunPlan,
+    check_output_after_inputs,
     exit_on_failures,
     plan_split,
     print_failures,
@@ -45,7 +46,6 @@ from agentsgym.cli.terminal import console
 from agentsgym.errors import AgentsGymError, DatasetRowError
 from agentsgym.executors import build_envs
 from agentsgym.output import FinishResult, RunOutput, choose_mode, failure_report
-from agentsgym.output.files import check_output_path
 from agentsgym.output.records import rollout_rows
 from agentsgym.redaction import redact_text
 from agentsgym.registry import get_registry
@@ -150,29 +150,28 @@ def rollout(
             "--env-config applies to ENV_ID; the rows of --dataset carry their own env_config"
         )
     mode = choose_mode(resume=resume, overwrite=overwrite, retry_failed=retry_failed)
-    out = check_output_path(out, mode=mode)  # an existing --out refused before a model loads
     budgets = time_budgets(hook_timeout, episode_timeout)
     where = ExecutorChoice.parse(executor, num_workers, executor_option)
     choices = AgentChoices.parse(agent)
     options = parse_key_values(agent_option, "--agent-option")
-    local = not where.executor.remote
     settings = {"max_concurrency": max_concurrency, "max_failure_rate": max_failure_rate, **budgets}
-    if dataset is not None:
-        plan = plan_rows(
-            dataset,
-            num_tasks=num_tasks,
-            num_rollouts=num_rollouts,
-            agents=choices,
-            agent_options=options,
-            tokenizer=tokenizer_option(tokenizer),
-            budgets=budgets,
-            allow_class_paths=allow_class_paths,
-            local=local,
-            allow_remote=True if allow_remote_envs else None,
-        )
-    else:
+
+    def plan_run(local: bool) -> RunPlan:
+        if dataset is not None:
+            return plan_rows(
+                dataset,
+                num_tasks=num_tasks,
+                num_rollouts=num_rollouts,
+                agents=choices,
+                agent_options=options,
+                tokenizer=tokenizer_option(tokenizer),
+                budgets=budgets,
+                allow_class_paths=allow_class_paths,
+                local=local,
+                allow_remote=True if allow_remote_envs else None,
+            )
         assert env_id is not None
-        plan = plan_split(
+        return plan_split(
             env_id,
             split=split,
             num_tasks=num_tasks or DEFAULT_NUM_TASKS,
@@ -184,6 +183,10 @@ def rollout(
             local=local,
             description=f"rollouts of {env_id}",
         )
+
+    # an existing --out is refused before a model loads, after the inputs' own errors
+    out = check_output_after_inputs(out, mode=mode, plan=plan_run)
+    plan = plan_run(not where.executor.remote)
     result, output = run_into_output(
         "rollout",
         plan,

@@ -30,9 +30,10 @@ from agentsgym.cli.options import ExecutorChoice
 from agentsgym.cli.terminal import console
 from agentsgym.dataset_runner import run_dataset
 from agentsgym.engine import TrialJob
-from agentsgym.errors import AgentsGymError
+from agentsgym.errors import AgentsGymError, OutputError
 from agentsgym.factory import make
 from agentsgym.output import FailureReport, FinishResult, Mode, RunArguments, RunManifest, RunOutput
+from agentsgym.output.files import check_output_path
 from agentsgym.output.manifest import Command
 from agentsgym.redaction import redact_text
 from agentsgym.rows import DatasetRow
@@ -153,6 +154,27 @@ def plan_split(
         allow_class_paths=True,
         allow_remote=True,
     )
+
+
+def check_output_after_inputs(
+    out: str | Path,
+    *,
+    mode: Mode,
+    plan: Callable[[bool], RunPlan],
+    with_summary: bool = False,
+) -> Path:
+    """``check_output_path``, but a wrong input is reported before a refused output.
+
+    ``plan(local)`` plans the run (``local``: build its agents). When the output is
+    refused (it exists, it cannot be written), the run is planned without building an
+    agent (no model loads) before the refusal is raised, so a bad role, env or agent
+    option is what the user hears first; fixing the output alone would not make the
+    command work."""
+    try:
+        return check_output_path(out, mode=mode, with_summary=with_summary)
+    except OutputError:
+        plan(False)
+        raise
 
 
 @contextmanager

@@ -69,11 +69,17 @@ class LockHolder(BaseModel):
 
 
 class OutputLock:
-    """An exclusive, non-blocking lock on one output path."""
+    """An exclusive, non-blocking lock on one output path.
 
-    def __init__(self, path: Path, *, output: Path | None = None) -> None:
+    :param path: the lock file.
+    :param output: what it locks, as the refusal names it (default: ``path``).
+    :param option: the command's option that chooses ``output``, for the refusal's advice.
+    """
+
+    def __init__(self, path: Path, *, output: Path | None = None, option: str = "--out") -> None:
         self.path = path
         self.output = output or path
+        self.option = option
         self._fd: int | None = None
 
     @property
@@ -127,7 +133,7 @@ class OutputLock:
         except OSError as exc:
             raise OutputError(
                 f"cannot create the lock file {str(self.path)!r}: {exc.strerror}; choose "
-                "another --out"
+                f"another {self.option}"
             ) from None
 
     def _still_linked(self, fd: int) -> bool:
@@ -152,7 +158,8 @@ class OutputLock:
         who = holder.describe() if holder is not None else "another process"
         return (
             f"{str(self.output)!r} is being written by {who}. Wait for it to finish or stop "
-            "it, then run again (with --resume to continue its run); or choose another --out"
+            f"it, then run again (with --resume to continue its run); or choose another "
+            f"{self.option}"
         )
 
 

@@ -24,6 +24,7 @@ from agentsgym.cli import (
 )
 from agentsgym.errors import AgentsGymError
 from agentsgym.runtime import redact_text
+from agentsgym_atropos.stats import DEFAULT_MAX_DROPPED_IN_A_ROW
 
 if TYPE_CHECKING:
     from agentsgym_atropos.stats import ProducerStats
@@ -64,6 +65,13 @@ def atropos_command(
         help="seconds a request to the API server is retried (backoff with jitter) while "
         "it is unreachable or failing; finished groups wait and are pushed when it is back",
     ),
+    max_dropped_groups: int = typer.Option(
+        DEFAULT_MAX_DROPPED_IN_A_ROW,
+        "--max-dropped-groups",
+        min=0,
+        help="stop (exit 1) once this many groups in a row had a failed episode, none "
+        "pushed (0: never stop for that)",
+    ),
     seed: int = typer.Option(0, "--seed"),
 ) -> None:
     """Register ENV_ID with an Atropos API server and push scored groups as they finish.
@@ -71,8 +79,8 @@ def atropos_command(
     The trainer must be registered with the server (it pulls GET /batch); the env
     waits for it. See docs/scaling.md for the field mapping. Exits 0 when done, 1 when
     the run failed (the server stayed away longer than --outage-window, refused a
-    request, or every group had a failed episode), 2 for bad input; a summary of what
-    was pushed is printed in every case.
+    request, every group had a failed episode, or --max-dropped-groups in a row did),
+    2 for bad input; a summary of what was pushed is printed in every case.
     """
     from agentsgym.runtime import run_sync
     from agentsgym_atropos.producer import AtroposProducer
@@ -99,6 +107,7 @@ def atropos_command(
         max_concurrency=max_concurrency,
         advantages=advantages,  # type: ignore[arg-type]
         outage_window=outage_window,
+        max_dropped_in_a_row=max_dropped_groups,
         seed=seed,
     )
     shown = producer.shown_url

@@ -16,7 +16,11 @@ pushes each group as it finishes, the way atroposlib's own ``BaseEnv`` does:
 
 :mod:`agentsgym_atropos.scored_data` says how a group maps onto Atropos's
 ``ScoredDataGroup``. A group with a failed episode is not pushed (GRPO needs whole
-groups); it is counted in :attr:`AtroposProducer.stats` and logged.
+groups); it is counted in :attr:`AtroposProducer.stats` and logged. When
+``max_dropped_in_a_row`` groups in a row were dropped so (every episode failing: an
+agent that cannot reach its model, an env that breaks), the producer stops with an
+:class:`~agentsgym_atropos.api_client.AtroposError` quoting the last failure, as
+``rollout`` stops at ``--max-failure-rate``, instead of playing on for ever.
 
 Outages of the API server are retried for ``outage_window`` seconds
 (:mod:`agentsgym_atropos.api_client`); groups that finished meanwhile wait in memory
@@ -48,7 +52,7 @@ from agentsgym_atropos.api_client import (
 )
 from agentsgym_atropos.registration import Registration
 from agentsgym_atropos.scored_data import Advantages, to_scored_data_group
-from agentsgym_atropos.stats import ProducerStats
+from agentsgym_atropos.stats import DEFAULT_MAX_DROPPED_IN_A_ROW, ProducerStats
 
 if TYPE_CHECKING:
     from agentsgym import MultistepEnv, TrajectoryGroup
@@ -81,6 +85,8 @@ class AtroposProducer:
     :param outage_window: how long a failing request is retried (connection errors,
         timeouts, HTTP 5xx) before the producer gives up with
         :class:`AtroposOutageError`; ``0`` gives up at the first failure.
+    :param max_dropped_in_a_row: stop with an :class:`AtroposError` once this many
+        groups in a row had a failed episode (``0``: never stop for that).
     :param clock, sleep: the monotonic clock and the sleep of the retry loop; a test
         passes a fake pair to play an outage without waiting for it.
     """
@@ -105,6 +111,7 @@ class AtroposProducer:
         register_timeout: float = 600.0,
         request_timeout: float = 60.0,
         outage_window: float = DEFAULT_OUTAGE_WINDOW,
+        max_dropped_in_a_row: int = DEFAULT_MAX_DROPPED_IN_A_ROW,
         on_group: Callable[[TrajectoryGroup, dict[str, Any]], None] | None = None,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
@@ -119,6 +126,8 @@ class AtroposProducer:
             raise ValueError(f"advantages must be 'none' or 'per_token', got {advantages!r}")
         if outage_window < 0:
             raise ValueError(f"outage_window must be >= 0 seconds, got {outage_window}")
+        if max_dropped_in_a_row < 0:
+            raise ValueError(f"max_dropped_in_a_row must be >= 0, got {max_dropped_in_a_row}")
         self.env = env
         self.agent = agent
         self.api_url = api_url.rstrip("/")
@@ -142,6 +151,9 @@ class AtroposProducer:
         self.register_timeout = register_timeout
         self.request_timeout = request_timeout
         self.outage_window = outage_window
+        self.max_dropped_in_a_row = max_dropped_in_a_row
+        self._dropped_in_a_row = 0
+        self._last_failure = ""
         self.on_group = on_group
         self.stats = ProducerStats()
         self._rng = random.Random(seed)
@@ -235,8 +247,11 @@ class AtroposProducer:
             self.stats.groups_dropped += 1
             self.stats.episodes_failed += len(group.failed)
             first = group.failed[0].error if group.failed else "missing rollouts"
-            logger.warning("group of task %d not pushed: %s", task_index, redact_text(str(first)))
+            self._last_failure = redact_text(str(first))
+            self._dropped_in_a_row += 1
+            logger.warning("group of task %d not pushed: %s", task_index, self._last_failure)
             return
+        self._dropped_in_a_row = 0
         if self.max_groups is not None and self.stats.groups_pushed >= self.max_groups:
             self.stats.groups_discarded += 1
             return
@@ -280,6 +295,19 @@ class AtroposProducer:
             for task in done:
                 running.discard(task)
                 task.result()  # a push that failed for good stops the producer, loudly
+            self._check_failures()
+
+    def _check_failures(self) -> None:
+        """Stop once ``max_dropped_in_a_row`` groups in a row had a failed episode."""
+        bound = self.max_dropped_in_a_row
+        if not bound or self._dropped_in_a_row < bound:
+            return
+        raise AtroposError(
+            f"the last {self._dropped_in_a_row} groups all had a failed episode, so none "
+            f"was pushed ({self.stats.groups_pushed} pushed in all); the last failure: "
+            f"{self._last_failure}. Fix what fails (the log has every group's), or raise "
+            "--max-dropped-groups"
+        )
 
     async def run(self) -> ProducerStats:
         """Register, produce until done, disconnect; returns what was done.

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+DEFAULT_MAX_DROPPED_IN_A_ROW = 20
+"""Groups in a row dropped for a failed episode after which a producer stops."""
+
 
 @dataclass
 class ProducerStats:

@@ -26,7 +26,8 @@ from agentsgym.cli import (
     ExecutorChoice,
     FinishResult,
     OutputPaths,
-    check_output_path,
+    RunPlan,
+    check_output_after_inputs,
     choose_mode,
     complete_env_id,
     console,
@@ -109,22 +110,27 @@ def eval_command(
     if split not in ("train", "eval"):
         raise typer.BadParameter("--split must be train or eval")
     mode = choose_mode(resume=resume, overwrite=overwrite, retry_failed=retry_failed)
-    out = check_output_path(out, mode=mode, with_summary=True)  # refused before a model loads
-    tracker_class(report_to)  # so is a tracker that is not installed
     budgets = time_budgets(hook_timeout, episode_timeout)
     where = ExecutorChoice.parse(executor, num_workers, executor_option)
-    plan = plan_split(
-        env_id,
-        split=split,
-        num_tasks=num_tasks,
-        num_rollouts=num_rollouts,
-        agents=AgentChoices.parse(agent),
-        agent_options=parse_key_values(agent_option, "--agent-option"),
-        env_config={**parse_key_values(env_config, "--env-config"), **budgets},
-        tokenizer=tokenizer_option(tokenizer),
-        local=not where.executor.remote,
-        description=f"eval {env_id}",
-    )
+
+    def plan_run(local: bool) -> RunPlan:
+        return plan_split(
+            env_id,
+            split=split,
+            num_tasks=num_tasks,
+            num_rollouts=num_rollouts,
+            agents=AgentChoices.parse(agent),
+            agent_options=parse_key_values(agent_option, "--agent-option"),
+            env_config={**parse_key_values(env_config, "--env-config"), **budgets},
+            tokenizer=tokenizer_option(tokenizer),
+            local=local,
+            description=f"eval {env_id}",
+        )
+
+    # an existing --out is refused before a model loads, after the inputs' own errors
+    out = check_output_after_inputs(out, mode=mode, plan=plan_run, with_summary=True)
+    tracker_class(report_to)  # a tracker that is not installed: refused before a model loads
+    plan = plan_run(not where.executor.remote)
     result, _ = run_into_output(
         "eval",
         plan,

@@ -44,8 +44,8 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
-from agentsgym.runtime import DEFAULT_MAX_CONCURRENCY, redact_text
 from agentsgym.errors import is_reward_unavailable
+from agentsgym.runtime import DEFAULT_MAX_CONCURRENCY, redact_text
 from agentsgym_eval import metrics
 
 if TYPE_CHECKING:

@@ -64,7 +64,10 @@ def import_ray() -> Any:
     try:
         import ray
     except ImportError as exc:
-        raise RayUnavailableError("executor='ray' needs Ray: pip install agentsgym-ray") from exc
+        raise RayUnavailableError(
+            "executor='ray' needs Ray: pip install ray, or install agentsgym-ray again from "
+            "the clone (pip install -e ./plugins/agentsgym_ray)"
+        ) from exc
     return ray
 
 

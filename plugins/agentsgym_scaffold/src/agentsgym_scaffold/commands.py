@@ -40,7 +40,7 @@ def new_env(
     the env runs an agent program whose model calls the gateway records, and scores its
     final state (it depends on agentsgym-gateway and openai).
     """
-    from agentsgym_scaffold.writer import write_package
+    from agentsgym_scaffold.writer import KINDS, clone_install, kind_name, write_package
 
     names, root, written = write_package(name, directory, tools=tools, harness=harness)
     console.print(
@@ -58,12 +58,13 @@ def new_env(
         f"  pytest {escape(str(root / 'tests'))}",
         highlight=False,
     )
-    needs = [("agentsgym-tools", "agentsgym_tools")] if tools else []
-    needs += [("agentsgym-gateway", "agentsgym_gateway")] if harness else []
-    for distribution, module in needs:
-        if find_spec(module) is None:
-            console.print(
-                f"note: {escape(names.distribution)} depends on {distribution}, which is not "
-                f"installed here (from a clone of agentsgym: pip install -e ./plugins/{module})",
-                highlight=False,
-            )
+    needs = KINDS[kind_name(tools=tools, harness=harness)].needs
+    missing = tuple(d for d in needs if find_spec(d.replace("-", "_")) is None)
+    if missing:
+        console.print(
+            f"note: {escape(names.distribution)} depends on {', '.join(missing)}, not "
+            "installed here; in a clone of agentsgym (its distributions are on no package "
+            f"index), install it first: {clone_install(missing)}",
+            highlight=False,
+            soft_wrap=True,
+        )

@@ -89,12 +89,30 @@ CONTRACT_PLAYS_HOOKS = (
 FRAGMENTS: dict[str, str] = {"hook_rules": "hook_rules.tmpl"}
 
 
+CLONE_FOLDERS: dict[str, tuple[str, ...]] = {
+    "agentsgym-tools": ("agentsgym_tools",),
+    # the gateway runs on agentsgym-serve, which no package index has either
+    "agentsgym-gateway": ("agentsgym_serve", "agentsgym_gateway"),
+}
+"""The folders of a clone of agentsgym that install a distribution a package may need,
+the distributions it needs first: none of them is on a package index."""
+
+
+def clone_install(needs: tuple[str, ...] = ()) -> str:
+    """The line that installs, from a clone of agentsgym, the core and the plugin
+    distributions ``needs`` (see :data:`CLONE_FOLDERS`)."""
+    folders = [folder for distribution in needs for folder in CLONE_FOLDERS[distribution]]
+    return " ".join(["pip install -e ./core", *(f"-e ./plugins/{f}" for f in folders)])
+
+
 class Kind(NamedTuple):
-    """A kind of package: its files (output path -> template) and its wording of the
-    shared templates (placeholder -> text, which may use the names' placeholders)."""
+    """A kind of package: its files (output path -> template), its wording of the
+    shared templates (placeholder -> text, which may use the names' placeholders), and
+    the agentsgym plugin distributions it depends on."""
 
     files: dict[str, str]
     wording: dict[str, str]
+    needs: tuple[str, ...] = ()
 
 
 KINDS: dict[str, Kind] = {
@@ -112,6 +130,7 @@ KINDS: dict[str, Kind] = {
             "hard_variant": "num_candidates=12",
             "contract_plays": CONTRACT_PLAYS_HOOKS,
             "kind_notes": "",
+            "clone_install": clone_install(),
         },
     ),
     "tools": Kind(
@@ -129,7 +148,9 @@ KINDS: dict[str, Kind] = {
             "hard_variant": "num_candidates=8",
             "contract_plays": CONTRACT_PLAYS_HOOKS,
             "kind_notes": "",
+            "clone_install": clone_install(("agentsgym-tools",)),
         },
+        ("agentsgym-tools",),
     ),
     "harness": Kind(
         HARNESS_FILES,
@@ -157,7 +178,9 @@ KINDS: dict[str, Kind] = {
             "--agent-option model=NAME` runs it against a model server (vLLM reports the token\n"
             "ids); `agentsgym train` trains the policy on the program's calls. See\n"
             "agentsgym's `docs/harness.md`.",
+            "clone_install": clone_install(("agentsgym-gateway",)),
         },
+        ("agentsgym-gateway",),
     ),
 }
 
@@ -308,13 +331,13 @@ def write_package(
     :raises ScaffoldError: a bad name, both options, or a folder that is not empty (nothing
         is overwritten).
     """
-    kind_name(tools=tools, harness=harness)  # both options: refused before anything else
+    kind = kind_name(tools=tools, harness=harness)  # both options: refused first
     names = package_names(env_name)
     root = Path(directory) if directory is not None else Path(names.distribution)
-    if root.exists() and (not root.is_dir() or any(root.iterdir())):
+    if _taken(root):
         raise ScaffoldError(
-            f"{root} already exists and is not an empty folder; nothing was written. Choose "
-            "another folder with --dir, or remove this one"
+            f"{root} already exists and is not an empty folder; nothing was written. "
+            + _free_name_advice(names, root, KINDS[kind].wording["new_env_options"])
         )
     written = []
     for relative, content in render_package(names, tools=tools, harness=harness).items():
@@ -324,3 +347,34 @@ def write_package(
         written.append(path)
     logger.info("wrote %d files of %s into %s", len(written), names.distribution, root)
     return names, root, written
+
+
+def _taken(folder: Path) -> bool:
+    return folder.exists() and (not folder.is_dir() or any(folder.iterdir()))
+
+
+def _installed(distribution: str) -> bool:
+    try:
+        version(distribution)
+    except PackageNotFoundError:
+        return False
+    return True
+
+
+def _free_name_advice(names: PackageNames, root: Path, options: str) -> str:
+    """What to run instead when ``root`` is taken: a namespace whose distribution (the
+    package's name, folder and entry point) is neither a folder beside ``root`` nor
+    installed, so that both packages can be installed side by side."""
+    tried = [f"{names.namespace}{options.replace(' --', '-')}"] if options else []
+    tried += [f"{names.namespace}{n}" for n in range(2, 100)]
+    for namespace in tried:
+        free = package_names(f"{namespace}/{names.name}")
+        if not _taken(root.parent / free.distribution) and not _installed(free.distribution):
+            return (
+                f"Another package takes a free name: `agentsgym new-env {free.namespace}/"
+                f"{names.name}{options}` writes {free.distribution} (env "
+                f"{free.env_id}) into ./{free.distribution}; or remove {root}. (--dir "
+                f"another folder keeps the name {names.distribution}, which cannot be "
+                "installed beside the one there.)"
+            )
+    return "Choose another namespace, or remove this folder"

@@ -31,7 +31,7 @@ from agentsgym_serve.agentgym_shapes import CREATE_SHAPES, check_action_format
 from agentsgym_serve.errors import BodyTooLarge, ServeError
 from agentsgym_serve.host import DEFAULT_MAX_ENV_CONFIGS, DEFAULT_THREADS, EnvHost
 from agentsgym_serve.logs import AccessLogMiddleware
-from agentsgym_serve.responses import SafeJSONResponse
+from agentsgym_serve.responses import SafeJSONResponse, clip_echoes
 from agentsgym_serve.role_agents import RoleAgents, build_role_agents, with_role_defaults
 from agentsgym_serve.routes_agentgym import reset_step_router as agentgym_reset_step_router
 from agentsgym_serve.routes_agentgym import router as agentgym_router
@@ -267,11 +267,11 @@ def _openenv_router(wanted: bool | None) -> Any:
         if wanted:
             raise ImportError(
                 "serving OpenEnv's protocol needs openenv-core: "
-                "pip install 'agentsgym-serve[openenv]'"
+                "pip install -e './plugins/agentsgym_serve[openenv]' in a clone"
             ) from exc
         logger.info(
             "openenv-core is not installed: OpenEnv's protocol is not served "
-            "(pip install 'agentsgym-serve[openenv]')",
+            "(pip install -e './plugins/agentsgym_serve[openenv]' in a clone)",
             extra={"fields": {"event": "openenv_off"}},
         )
         return None
@@ -282,14 +282,14 @@ async def _serve_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, ServeError)
     if exc.status >= 500:
         logger.warning(exc.detail, extra={"fields": {"event": exc.code, "path": request.url.path}})
-    return SafeJSONResponse(exc.body(), status_code=exc.status, headers=exc.headers)
+    return SafeJSONResponse(clip_echoes(exc.body()), status_code=exc.status, headers=exc.headers)
 
 
 async def _validation_error(request: Request, exc: Exception) -> Response:
     # FastAPI's own handler writes non-ASCII JSON, which fails on a lone surrogate or
     # undecodable bytes in the echoed input; this one writes the same body safely.
     assert isinstance(exc, RequestValidationError)
-    return SafeJSONResponse({"detail": list(exc.errors())}, status_code=422)
+    return SafeJSONResponse(clip_echoes({"detail": list(exc.errors())}), status_code=422)
 
 
 class _Overflow(Exception):

@@ -3,13 +3,15 @@
 AgentGym's protocol (``/create``, ``/reset``, ``/step``, ``/observation``,
 ``/close``) and agentsgym's ``/agentsgym/v1`` endpoints, for ``agentsgym.make(URL)``
 and dataset rows that name the server. Logs are JSON lines on stderr; the address
-is printed on stdout once the socket is bound (``--port 0`` picks a free port).
+is printed on stdout once the server accepts connections (``--port 0`` picks a free
+port), so a client that reads it may connect at once.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import logging
+from typing import Any
 
 import typer
 from rich.markup import escape
@@ -150,7 +152,22 @@ def serve_command(
         ) from None
     level = getattr(logging, log_level.upper())
     configure_json_logging(level, access_log=access_log)
-    url = url_of(sock)
+    if not _loopback(host) and not lock_config:
+        logging.getLogger("agentsgym_serve").warning(
+            "listening beyond this machine without --lock-config: any client can choose the "
+            "env_config (see docs/serving.md, security)",
+            extra={"fields": {"event": "exposed", "host": host}},
+        )
+    run_server(
+        uvicorn_server(asgi, log_level=log_level.lower()),
+        [sock],
+        on_started=lambda: _announce(env_id, url_of(sock), asgi),
+    )
+
+
+def _announce(env_id: str, url: str, asgi: Any) -> None:
+    """What the server serves, where, and which roles clients play: printed once it
+    accepts connections."""
     openenv = ", OpenEnv's at /ws" if getattr(asgi.state, "openenv", None) else ""
     console.print(
         f"serving {escape(env_id)} on {url} (AgentGym's protocol at /, agentsgym's at "
@@ -171,13 +188,6 @@ def serve_command(
             highlight=False,
             soft_wrap=True,
         )
-    if not _loopback(host) and not lock_config:
-        logging.getLogger("agentsgym_serve").warning(
-            "listening beyond this machine without --lock-config: any client can choose the "
-            "env_config (see docs/serving.md, security)",
-            extra={"fields": {"event": "exposed", "host": host}},
-        )
-    run_server(uvicorn_server(asgi, log_level=log_level.lower()), [sock])
 
 
 def _agents_by_role(env_id: str, values: list[str] | None) -> dict[str | None, str]:

@@ -34,7 +34,7 @@ try:
     from openenv.core.env_server.types import Action, Observation, State
 except ImportError as exc:  # pragma: no cover (the extra is installed in the tests)
     raise ImportError(
-        "OpenEnv's protocol needs openenv-core: pip install 'agentsgym-serve[openenv]'"
+        "OpenEnv's protocol needs openenv-core: pip install -e './plugins/agentsgym_serve[openenv]' in a clone"
     ) from exc
 
 __all__ = [

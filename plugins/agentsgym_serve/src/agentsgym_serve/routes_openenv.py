@@ -51,7 +51,7 @@ from agentsgym_serve.openenv_models import (
     TextArenaObservation,
 )
 from agentsgym_serve.openenv_service import OpenEnvReset, OpenEnvService, OpenEnvStep
-from agentsgym_serve.responses import SafeJSONResponse, dump_json
+from agentsgym_serve.responses import SafeJSONResponse, clip_echoes, dump_json
 from agentsgym_serve.schemas import (
     AgentGymObservation,
     AgentGymReset,
@@ -130,7 +130,7 @@ class _Invalid(Exception):
 
 
 def _invalid(errors: list[Any]) -> Response:
-    return SafeJSONResponse({"detail": errors}, status_code=422)
+    return SafeJSONResponse(clip_echoes({"detail": errors}), status_code=422)
 
 
 def _in_body(exc: ValidationError) -> list[Any]:

@@ -1,8 +1,10 @@
 """Running the env server: in the foreground (``agentsgym serve``) or in a thread.
 
 The listening socket is bound before uvicorn starts, so ``port=0`` (any free port)
-works and the real address is known at once: the CLI prints it, and
-:class:`BackgroundServer` (tests, benchmarks, notebooks) exposes it as ``.url``::
+works and the real address is known at once. It is announced only once the server
+accepts connections (uvicorn listens on it and the app's startup is done): the CLI
+prints it then (:func:`run_server`'s ``on_started``), and :class:`BackgroundServer`
+(tests, benchmarks, notebooks) returns from ``start`` then, exposing it as ``.url``::
 
     from agentsgym_serve import BackgroundServer, create_app
 
@@ -16,6 +18,7 @@ import asyncio
 import socket
 import threading
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -76,9 +79,12 @@ def uvicorn_server(
     return uvicorn.Server(config)
 
 
-def run_server(server: Any, sockets: list[socket.socket]) -> None:
+def run_server(
+    server: Any, sockets: list[socket.socket], *, on_started: Callable[[], None] | None = None
+) -> None:
     """Run a uvicorn server until it exits, on a new event loop of this thread (uvloop's
-    when it is installed, as uvicorn's ``loop="auto"`` picks).
+    when it is installed, as uvicorn's ``loop="auto"`` picks); ``on_started()`` is
+    called once it accepts connections (never, if it fails to start).
 
     ``uvicorn.Server.run`` is not used: uvicorn 0.30 (the declared floor) sets uvloop's
     event-loop policy for the whole process there, and a plain asyncio loop made
@@ -87,13 +93,27 @@ def run_server(server: Any, sockets: list[socket.socket]) -> None:
     subprocesses). Later uvicorn passes a loop factory instead, as this does."""
     loop = _new_loop()
     try:
-        loop.run_until_complete(server.serve(sockets=sockets))
+        loop.run_until_complete(_serve_announcing(server, sockets, on_started))
     finally:
         try:
             _cancel_remaining(loop)
             loop.run_until_complete(loop.shutdown_asyncgens())
         finally:
             loop.close()
+
+
+async def _serve_announcing(
+    server: Any, sockets: list[socket.socket], on_started: Callable[[], None] | None
+) -> None:
+    """``server.serve``, calling ``on_started`` once uvicorn says it has started (it
+    listens on the sockets and the app's startup is done)."""
+    serving = asyncio.ensure_future(server.serve(sockets=sockets))
+    if on_started is not None:
+        while not server.started and not serving.done():
+            await asyncio.wait({serving}, timeout=0.01)
+        if server.started:
+            on_started()
+    await serving
 
 
 def _new_loop() -> asyncio.AbstractEventLoop:

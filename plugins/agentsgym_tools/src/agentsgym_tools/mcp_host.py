@@ -10,6 +10,12 @@ A server that exits is noticed by the call it broke: that call raises
 answers the model as if it had run), and the next call starts the server again. The
 server's stderr goes to a temporary file (never the run's terminal): errors quote its
 last lines.
+
+A server runs in a process group of its own, so nothing but its stop ends it. Every
+connection is stopped, whatever it is doing: one still starting (a server that hangs
+before it answers ``initialize``) when its start times out, and all of them at
+:meth:`MCPHost.close`, which waits until their processes are gone. The SDK stops a
+process by closing its stdin, then terminating and killing its group.
 """
 
 from __future__ import annotations
@@ -41,16 +47,28 @@ class ServerLost(ToolUnavailableError):
 
 
 class _Connection:
-    """One server process and its session, held open by a task on the host's loop."""
+    """One server process and its session, held open by a task on the host's loop.
+
+    :meth:`stop` ends it at any point: a server still starting (one that hangs before
+    it answers ``initialize``) has its start cancelled, so the task leaves the SDK's
+    client context, which stops the process (its whole process group) either way."""
 
     def __init__(self, params: Any, errlog: IO[str]) -> None:
+        import anyio
+
         self.params = params
         self.errlog = errlog
         self.ready = asyncio.Event()
-        self.stop = asyncio.Event()
+        self.stopped = asyncio.Event()
         self.session: Any = None
         self.failure: BaseException | None = None
+        self.start = anyio.CancelScope()  # cancelled before it is entered: that takes effect
         self.task = asyncio.get_running_loop().create_task(self._hold())
+
+    def stop(self) -> None:
+        """End the connection (on the host's loop): the process stops."""
+        self.stopped.set()
+        self.start.cancel()
 
     async def _hold(self) -> None:
         from mcp import ClientSession
@@ -61,10 +79,12 @@ class _Connection:
                 stdio_client(self.params, errlog=self.errlog) as (read, write),
                 ClientSession(read, write) as session,
             ):
-                await session.initialize()
-                self.session = session
-                self.ready.set()
-                await self.stop.wait()
+                with self.start:
+                    await session.initialize()
+                    self.session = session
+                if self.session is not None:
+                    self.ready.set()
+                    await self.stopped.wait()
         except Exception as exc:  # noqa: BLE001 - kept, and raised to the caller who waits
             self.failure = exc
         finally:
@@ -104,6 +124,7 @@ class MCPHost:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._connection: _Connection | None = None
+        self._connections: set[_Connection] = set()  # every one whose process may run
         self._starting: asyncio.Lock | None = None
         self._closed = False
 
@@ -149,9 +170,9 @@ class MCPHost:
             loop, thread = self._loop, self._thread
         if loop is not None and thread is not None and thread.is_alive():
             if threading.current_thread() is not thread:
-                stopping = asyncio.run_coroutine_threadsafe(self._stop_connection(), loop)
-                with contextlib.suppress(Exception):
-                    stopping.result(CLOSE_TIMEOUT_SECONDS)
+                stopping = asyncio.run_coroutine_threadsafe(self._stop_connections(), loop)
+                with contextlib.suppress(Exception):  # it bounds its own wait
+                    stopping.result(2 * CLOSE_TIMEOUT_SECONDS)
             loop.call_soon_threadsafe(loop.stop)
             if threading.current_thread() is not thread:
                 thread.join(CLOSE_TIMEOUT_SECONDS)
@@ -203,6 +224,10 @@ class MCPHost:
                 self._drop(connection)
             self.starts += 1
             connection = self._connection = _Connection(self.params, self.server_log)
+            self._connections.add(connection)
+            connection.task.add_done_callback(
+                lambda _task, c=connection: self._connections.discard(c)
+            )
             try:
                 await asyncio.wait_for(connection.ready.wait(), self.start_timeout_seconds)
             except asyncio.TimeoutError:
@@ -228,15 +253,19 @@ class MCPHost:
     def _drop(self, connection: _Connection) -> None:
         if self._connection is connection:
             self._connection = None
-        connection.stop.set()  # its task leaves the client's context: the process ends
+        connection.stop()  # its task leaves the client's context: the process ends
 
-    async def _stop_connection(self) -> None:
-        connection, self._connection = self._connection, None
-        if connection is None:
-            return
-        connection.stop.set()
-        with contextlib.suppress(Exception, asyncio.CancelledError):
-            await asyncio.wait_for(connection.task, CLOSE_TIMEOUT_SECONDS)
+    async def _stop_connections(self) -> None:
+        """Stop every connection, those dropped earlier and still stopping included, and
+        wait until their processes are gone (the loop stops after this)."""
+        self._connection = None
+        connections, self._connections = list(self._connections), set()
+        for connection in connections:
+            connection.stop()
+        tasks = [connection.task for connection in connections]
+        if tasks:
+            with contextlib.suppress(Exception, asyncio.CancelledError):
+                await asyncio.wait(tasks, timeout=CLOSE_TIMEOUT_SECONDS)
 
 
 def _serve(loop: asyncio.AbstractEventLoop) -> None:

@@ -16,7 +16,7 @@ with the schemas it declares (``input_schema``).
   call's :class:`~agentsgym_tools.ToolContext`, left out of the schemas, refused when
   the model names it, and cut out of the server's error text.
 
-``pip install 'agentsgym-tools[mcp]'`` (the ``mcp`` SDK, 2.x).
+``pip install -e './plugins/agentsgym_tools[mcp]'`` in a clone (the ``mcp`` SDK, 2.x).
 """
 
 from __future__ import annotations
@@ -80,7 +80,8 @@ class MCPTools:
             from mcp import StdioServerParameters
         except ImportError as exc:
             raise ToolDeclarationError(
-                "tools from an MCP server need the mcp SDK: pip install 'agentsgym-tools[mcp]'"
+                "tools from an MCP server need the mcp SDK: pip install 'mcp>=2.3,<3' (in a clone: "
+                "pip install -e './plugins/agentsgym_tools[mcp]')"
             ) from exc
         self.params = StdioServerParameters(
             command=command, args=list(args), env=dict(env) if env else None, cwd=cwd

@@ -106,7 +106,9 @@ class BatchTrainer(ABC):
         ``output_dir/checkpoint-N`` (see :mod:`agentsgym_trl.checkpoints`),
         keeping the newest ``save_total_limit``. ``max_staleness`` (``None``:
         synchronous) plays rollouts ahead of the trainer through a
-        :class:`~agentsgym_trl.rollout_stream.RolloutStream` with that bound.
+        :class:`~agentsgym_trl.rollout_stream.RolloutStream` with that bound; a step
+        whose groups the stream discarded, all of them, is not consumed (its step log
+        says ``skipped``, and has no loss).
         """
         if max_steps < 1:
             raise TrainerOptionError(f"max_steps must be at least 1, got {max_steps}")
@@ -187,7 +189,11 @@ class BatchTrainer(ABC):
         """Consume one step's batch, log it, checkpoint it."""
         source = self.source
         with self.weight_update(step):
-            metrics = dict(self.consume(batch))
+            if stream is not None and not batch.groups and (extra or {}).get("groups_discarded"):
+                # every group was too old (the stream logged it): nothing to consume
+                metrics: dict[str, float] = {"skipped": 1.0}
+            else:
+                metrics = dict(self.consume(batch))
         if stream is not None:
             stream.advance(step)
         step_metrics = StepMetrics.of_batch(batch, step)

@@ -151,7 +151,8 @@ def training_chat_template(tokenizer: Any) -> tuple[str, str]:
         from trl.chat_template_utils import get_training_chat_template
     except ImportError as exc:  # pragma: no cover - depends on the install
         raise TemplateMismatchError(
-            "--chat-template training uses TRL's training templates: pip install agentsgym-trl"
+            "--chat-template training uses TRL's training templates: pip install trl "
+            "(agentsgym-trl requires it)"
         ) from exc
     own = _template_text(tokenizer)
     if is_prefix_preserving(tokenizer, own):

@@ -49,6 +49,7 @@ from agentsgym_trl.train_checkpoints import (
     check_resume_arguments,
     checkpoint_keywords,
     checkpoint_to_resume,
+    lock_output_dir,
 )
 from agentsgym_trl.train_pace import pace_warning
 from agentsgym_trl.train_progress import quiet_progress_bars, train_with_progress
@@ -68,6 +69,7 @@ from agentsgym_trl.train_tracking import TrainTracking, tracking_keywords
 
 
 def train(
+    command: typer.Context,
     env_id: str = typer.Argument(
         ...,
         help="registered env id, e.g. agentsgym/GuessTheNumber-v0",
@@ -175,6 +177,7 @@ def train(
             "with the model's own chat template: drop --chat-template, or give a tokenizer "
             "folder whose template is the one to use (--tokenizer)"
         )
+    lock_output_dir(command, output_dir)  # held until the command ends
     resume_from = checkpoint_to_resume(output_dir, resume=resume, overwrite=overwrite)
     tracker_class(report_to)  # a tracker that is not installed: said before a model loads
     quiet_progress_bars()

@@ -14,10 +14,11 @@ the correction TRL applies for vLLM, here for any sampler):
 * ``"none"``: no correction.
 
 A token whose sampled logprob is unknown (``NaN``, or an episode without logprobs)
-gets weight 1. The step log reports the ratios and the gap ``|log pi_old - log
-pi_sample|`` (``is_ratio_*``, ``sampling_logp_diff_*``): a gap far above zero with
-an on-policy agent means the sampler and the trainer do not score tokens alike
-(a different temperature, a different model).
+gets weight 1. The step log reports the raw ratios ``pi_old / pi_sample``, before the
+cap (``is_ratio_*``), the weights the loss applied, after it (``is_weight_*``), and
+the gap ``|log pi_old - log pi_sample|`` (``sampling_logp_diff_*``): a gap far above
+zero with an on-policy agent means the sampler and the trainer do not score tokens
+alike (a different temperature, a different model).
 """
 
 from __future__ import annotations
@@ -51,7 +52,8 @@ def importance_weights(
     cap: float = 3.0,
 ) -> tuple[torch.Tensor | None, dict[str, torch.Tensor]]:
     """Detached weights (``(B, T)`` or ``(B, 1)``, or ``None`` for ``"none"`` or when
-    no logprob is known) and the raw statistics ``ratios`` and ``gaps`` (1-D)."""
+    no logprob is known) and their statistics (1-D): ``ratios`` (raw, before the cap),
+    ``weights`` (as applied, after it) and ``gaps``."""
     import torch
 
     known = loss_mask.bool() & torch.isfinite(sampled_logps)
@@ -62,10 +64,11 @@ def importance_weights(
     stats["gaps"] = diff[known].abs()
     if level == "token":
         ratio = torch.exp(diff)
-        stats["ratios"] = ratio[known]
         weights = torch.where(known, ratio.clamp(max=cap), torch.ones_like(ratio))
+        stats["ratios"], stats["weights"] = ratio[known], weights[known]
     else:
         ratio = torch.exp(diff.sum(dim=-1, keepdim=True))
-        stats["ratios"] = ratio[known.any(dim=-1)].flatten()
         weights = ratio.clamp(max=cap)
+        rows = known.any(dim=-1)
+        stats["ratios"], stats["weights"] = ratio[rows].flatten(), weights[rows].flatten()
     return weights.detach(), stats

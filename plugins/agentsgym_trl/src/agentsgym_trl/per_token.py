@@ -28,7 +28,8 @@ Each step plays ``tasks_per_step * num_rollouts`` rollouts with the trainer's ow
 model (a :class:`~agentsgym_trl.transformers_agent.TransformersAgent` sharing its
 weights), then takes ``num_iterations`` optimizer steps on them. The step log holds
 ``loss`` (what was backpropagated), ``policy_loss``, ``kl``, ``entropy``,
-``clip_fraction``, ``ratio_mean/min/max``, ``is_ratio_*``, ``sampling_logp_diff_*``,
+``clip_fraction``, ``ratio_mean/min/max``, ``is_ratio_*`` (the importance ratios,
+raw), ``is_weight_*`` (as the loss applied them, capped), ``sampling_logp_diff_*``,
 ``advantage_mean/std/min/max``, ``grad_norm``, ``reward_std`` and the rollout counts.
 With one iteration the policy ratio is 1 and the policy loss is ``-mean(A)`` over
 tokens: not zero (turns of different lengths weigh differently), but it is the
@@ -349,7 +350,7 @@ class PerTokenGRPOTrainer(BatchTrainer):
 
         if len(batch) == 0:
             logger.warning("no completed rollout in this batch; skipping the update")
-            return {"loss": float("nan"), "skipped": 1.0}
+            return {"skipped": 1.0}  # no loss: nothing was computed
         tensors = self.prepare(batch)
         rows = tensors["input_ids"].shape[0]
         mask = tensors["loss_mask"]
@@ -373,7 +374,7 @@ class PerTokenGRPOTrainer(BatchTrainer):
             step_loss, grad_norm, stats = self._optimizer_step(
                 tensors, chunks, old_logps, ref_logps, normalizer
             )
-            for name in ("ratio", "clipped", "ratios", "gaps"):
+            for name in ("ratio", "clipped", "ratios", "weights", "gaps"):
                 all_stats.setdefault(name, []).extend(stats.get(name, []))
             if iteration == 0:  # the entropy of the policy that sampled the batch
                 all_stats["entropy"] = stats.get("entropy", [])

@@ -5,22 +5,17 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from agentsgym_trl.spread import spread
+
 
 def advantage_stats(values: Any) -> dict[str, float]:
     """Mean, std, min and max of the advantages of the loss tokens (none if empty)."""
-    if not values.numel():
-        return {}
-    values = values.float()
-    return {
-        "advantage_mean": float(values.mean()),
-        "advantage_std": float(values.std(unbiased=False)),
-        "advantage_min": float(values.min()),
-        "advantage_max": float(values.max()),
-    }
+    return spread("advantage", values) if values.numel() else {}
 
 
 def loss_summary(stats: dict[str, list[Any]]) -> dict[str, float]:
-    """The step log's entropy, clip fraction, policy and importance ratios and sampling
+    """The step log's entropy, clip fraction, policy ratios, importance ratios (raw,
+    ``is_ratio_*``) and weights (as the loss applied them, ``is_weight_*``) and sampling
     gaps, from the detached terms the loss collected per micro-batch."""
     import torch
 
@@ -39,13 +34,9 @@ def loss_summary(stats: dict[str, list[Any]]) -> dict[str, float]:
             ratio_min=float(ratio.min()),
             ratio_max=float(ratio.max()),
         )
-    if (ratios := joined("ratios")) is not None:
-        out.update(
-            is_ratio_mean=float(ratios.mean()),
-            is_ratio_min=float(ratios.min()),
-            is_ratio_max=float(ratios.max()),
-            is_ratio_std=float(ratios.float().std(unbiased=False)),
-        )
+    for name, prefix in (("ratios", "is_ratio"), ("weights", "is_weight")):
+        if (values := joined(name)) is not None:
+            out.update(spread(prefix, values))
     if (gaps := joined("gaps")) is not None:
         out.update(
             sampling_logp_diff_mean=float(gaps.mean()), sampling_logp_diff_max=float(gaps.max())

@@ -12,11 +12,14 @@ of ``trained_roles`` go to the trainer.
 
 ``step`` is the training step whose batch a row belongs to (a trainer that takes its
 rows with :meth:`RolloutSource.next_rows`, one call per step; rows played otherwise,
-as trl-grpo's loop plays them, have none). A run that plays ahead (``--async``) may
-record later steps' rows before a step is trained. When a killed run is resumed from
-its checkpoint of step ``s``, the rows of steps after ``s`` are dropped from the
-file: those steps are played again, fresh, so the finished file holds each step's
-groups once, as trained.
+as trl-grpo's loop plays them, have none). A run that plays ahead (``--async``)
+records a batch when the trainer takes its step, not when it is played (see
+:class:`~agentsgym_trl.rollout_stream.AdmissionRecords`): each of its rows then says
+``"discarded": true`` when its group was more than ``--max-staleness`` versions old
+and was not trained, ``false`` otherwise, so the rows alone tell what was trained. When
+a killed run is resumed from its checkpoint of step ``s``, the rows of steps after
+``s`` are dropped from the file: those steps are played again, fresh, so the finished
+file holds each step's groups once, as trained.
 """
 
 from __future__ import annotations
@@ -25,10 +28,11 @@ import json
 import logging
 import threading
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentsgym import TrajectoryBatch
+from agentsgym import TrajectoryBatch, TrajectoryGroup
 from agentsgym.cli import write_atomically
 from agentsgym.runtime import RolloutSource
 
@@ -65,6 +69,8 @@ class RecordingSource(RolloutSource):
         self._groups = _next_group(record_to) if append else 0
         self._append_lock = threading.Lock()  # a rollout stream plays batches in threads
         self._steps_taken = 0
+        # under a rollout stream: each batch play returned (by id), until its step is taken
+        self._held: dict[int, _HeldBatch] | None = None
         if not append:
             record_to.write_text("")
 
@@ -102,20 +108,61 @@ class RecordingSource(RolloutSource):
         num_rollouts: int | None = None,
     ) -> TrajectoryBatch:
         batch = super().play(rows, agent, num_rollouts)
-        self._append(batch, rows.step if isinstance(rows, StepRows) else None)
-        if self.trained_roles is None:
-            return batch
-        return TrajectoryBatch([g for g in batch.groups if g.role in self.trained_roles])
+        step = rows.step if isinstance(rows, StepRows) else None
+        trained = batch
+        if self.trained_roles is not None:
+            trained = TrajectoryBatch([g for g in batch.groups if g.role in self.trained_roles])
+        with self._append_lock:
+            held = self._held
+            if held is not None:
+                held[id(trained)] = _HeldBatch(trained, batch, step)
+        if held is None:
+            self._append(batch, step)
+        return trained
 
-    def _append(self, batch: TrajectoryBatch, step: int | None) -> None:
+    def hold_records(self) -> None:
+        """Record each played batch when :meth:`record_taken` says its step was taken
+        (a rollout stream's admission), not when it is played."""
+        with self._append_lock:
+            if self._held is None:
+                self._held = {}
+
+    def record_taken(self, played: TrajectoryBatch, discarded: Sequence[TrajectoryGroup]) -> None:
+        """Record ``played`` (a batch :meth:`play` returned) with every row's
+        ``discarded``: whether its group is one of ``discarded`` (not trained)."""
+        with self._append_lock:
+            held = (self._held or {}).pop(id(played), None)
+        if held is None:
+            logger.warning("%s: a batch taken that this source did not play", self.record_to)
+            return
+        dropped = {id(group) for group in discarded}
+        flags = [id(group) in dropped for group in held.played.groups]
+        self._append(held.played, held.step, discarded=flags)
+
+    def _append(
+        self, batch: TrajectoryBatch, step: int | None, *, discarded: list[bool] | None = None
+    ) -> None:
         records = batch.to_records()
         with self._append_lock, self.record_to.open("a", encoding="utf-8") as handle:
             for record in records:
+                if discarded is not None:
+                    record["discarded"] = discarded[record["group_index"]]
                 record["group_index"] = self._groups + record["group_index"]
                 if step is not None:
                     record["step"] = step
                 handle.write(json.dumps(record) + "\n")
             self._groups += len(batch.groups)
+
+
+@dataclass
+class _HeldBatch:
+    """A played batch kept until its step is taken: what ``play`` returned (the trained
+    roles' groups; kept alive so that its id stays its own), everything played, and its
+    step."""
+
+    returned: TrajectoryBatch
+    played: TrajectoryBatch
+    step: int | None
 
 
 class StepRows(list):  # type: ignore[type-arg]

@@ -16,18 +16,23 @@ When a step's batch is taken, every group is checked again against the bound fro
 versions its tokens recorded (an agent that does not say its version is taken at the
 version when its batch was dispatched: the weights it used can only have been newer).
 A group over the bound is discarded, counted and logged; with an in-process versioned
-agent that never happens.
+agent that never happens. A step whose groups are all discarded has nothing to train:
+the trainer skips its update (:mod:`agentsgym_trl.batch_trainer`), and the log says why.
+
+A source that records what it plays (:class:`AdmissionRecords`, ``agentsgym train``'s
+``played.jsonl``) records a batch when its step is taken, not when it is played, so
+that the rows of discarded groups can be marked as such.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from agentsgym import TrajectoryBatch
+from agentsgym import TrajectoryBatch, TrajectoryGroup
 from agentsgym.errors import TrainerOptionError
 
 if TYPE_CHECKING:
@@ -35,6 +40,18 @@ if TYPE_CHECKING:
     from agentsgym.runtime import RolloutSource
 
 logger = logging.getLogger(__name__)
+
+
+@runtime_checkable
+class AdmissionRecords(Protocol):
+    """A source that records the batches it plays; under a stream, it records each one
+    when its step is taken, knowing which of its groups were discarded."""
+
+    def hold_records(self) -> None:
+        """From now on, keep each played batch until :meth:`record_taken` is called."""
+
+    def record_taken(self, played: TrajectoryBatch, discarded: Sequence[TrajectoryGroup]) -> None:
+        """Record ``played`` (a batch ``play`` returned), the ``discarded`` groups marked."""
 
 
 @dataclass
@@ -63,6 +80,8 @@ class RolloutStream:
     """Plays steps ``first_step..last_step`` ahead of the trainer (module docstring).
 
     :param play: ``play(rows) -> TrajectoryBatch`` (default: ``source.play(rows, agent)``).
+    :param records: where the played batches are recorded when taken (default: the
+        source, if it records them).
     """
 
     def __init__(
@@ -74,10 +93,16 @@ class RolloutStream:
         first_step: int = 1,
         last_step: int,
         play: Callable[[list[Any]], TrajectoryBatch] | None = None,
+        records: AdmissionRecords | None = None,
     ) -> None:
         if max_staleness < 0:
             raise TrainerOptionError(f"max_staleness must be >= 0, got {max_staleness}")
         self.source = source
+        if records is None and isinstance(source, AdmissionRecords):
+            records = source
+        self._records = records
+        if records is not None:
+            records.hold_records()
         self.max_staleness = max_staleness
         self.last_step = last_step
         self._play = play if play is not None else (lambda rows: source.play(rows, agent))
@@ -131,12 +156,25 @@ class RolloutStream:
             raise played.error
         assert played.batch is not None
         admitted, staleness = self._admit(played)
+        kept = {id(group) for group in admitted.groups}
+        discarded = [group for group in played.batch.groups if id(group) not in kept]
+        if self._records is not None:
+            self._records.record_taken(played.batch, discarded)
+        if discarded and not admitted.groups:
+            logger.warning(
+                "step %d has nothing to train: all %d of its groups were more than "
+                "max_staleness=%d versions old and were discarded. The agent that plays "
+                "says its replies came from old weights: does it take the trained ones?",
+                step,
+                len(discarded),
+                self.max_staleness,
+            )
         metrics = {
             "staleness_mean": sum(staleness) / len(staleness) if staleness else 0.0,
             "staleness_max": float(max(staleness, default=0)),
             "groups_waiting": float(waiting),
             "steps_throttled": float(throttled),
-            "groups_discarded": float(len(played.batch.groups) - len(admitted.groups)),
+            "groups_discarded": float(len(discarded)),
             "unversioned_episodes": float(
                 sum(e.min_policy_version is None for g in admitted.groups for e in g.episodes)
             ),

@@ -67,8 +67,8 @@ def served_policy(agent: TransformersAgent) -> Iterator[AgentSpec]:
     except ImportError:
         raise TrainerOptionError(
             "the trainer's model plays in this process; to play on an executor's workers it "
-            "is served to them by agentsgym-serve's model server: pip install "
-            "'agentsgym-trl[serve]' "
+            "is served to them by agentsgym-serve's model server: in a clone of agentsgym, "
+            "pip install -e './plugins/agentsgym_trl[serve]' "
             "(or give the workers a model server of their own: --agent openai "
             "--agent-option base_url=...)"
         ) from None

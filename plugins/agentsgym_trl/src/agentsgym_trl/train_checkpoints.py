@@ -1,6 +1,7 @@
-"""What ``agentsgym train`` does with the checkpoints in ``--output-dir``: which one
-``--resume`` continues from, whether a run may start there, and which checkpoint
-keywords the trainer's ``train`` takes."""
+"""What ``agentsgym train`` does with the checkpoints in ``--output-dir``: the lock that
+keeps a second run out while one writes there, which checkpoint ``--resume`` continues
+from, whether a run may start there, and which checkpoint keywords the trainer's
+``train`` takes."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any
 
 import typer
 
-from agentsgym.cli import console
+from agentsgym.cli import OutputLock, console
 from agentsgym.errors import TrainerOptionError
 from agentsgym_trl.checkpoints import (
     CHECKPOINT_PREFIX,
@@ -23,6 +24,21 @@ from agentsgym_trl.checkpoints import (
 
 TRAIN_LOG = "train_log.jsonl"
 """The step log a finished run leaves in ``--output-dir``."""
+
+LOCK_FILE = "train.lock"
+"""The lock of the run writing ``--output-dir`` (see :func:`lock_output_dir`)."""
+
+
+def lock_output_dir(command: typer.Context, output_dir: Path) -> OutputLock:
+    """Lock ``output_dir`` until ``command`` ends, as ``rollout`` and ``eval`` lock
+    ``--out``: a second ``train`` there (a ``--resume`` while the run is alive, which
+    would read checkpoints the live run prunes) is refused, naming the process that
+    holds it. The kernel drops the lock however the process ends."""
+    output_dir.mkdir(parents=True, exist_ok=True)
+    lock = OutputLock(output_dir / LOCK_FILE, output=output_dir, option="--output-dir")
+    lock.acquire()
+    command.call_on_close(lock.release)
+    return lock
 
 
 def checkpoint_to_resume(output_dir: Path, *, resume: bool, overwrite: bool) -> Path | None:

@@ -28,6 +28,8 @@ def describe(trainer: str, metrics: StepMetrics) -> str:
         parts.append(f"loss {metrics.loss:.4g}")
     if metrics.mean_reward is not None:
         parts.append(f"reward {metrics.mean_reward:.3g}")
+    if metrics.extra.get("skipped"):
+        parts.append("nothing trained")
     return ", ".join(parts)
 
 

@@ -46,6 +46,10 @@ def print_summary(
     if unscored:
         rows.append(("  of them without a reward (a judge failed)", str(unscored)))
     rows.extend(signal.rows())
+    stale = stale_steps(result)
+    discarded = sum(int(s.extra.get("groups_discarded", 0)) for s in result.steps)
+    if discarded:
+        rows.append(("groups discarded (too old)", str(discarded)))
     for name, path in sorted(result.artifacts.items()):
         rows.append((name, path))
     rows.append(("step log", str(log_path)))
@@ -58,12 +62,30 @@ def print_summary(
         verdict = signal.verdict(env_id)
         if verdict:
             console.print(verdict, soft_wrap=True)
+    if stale:
+        console.print(
+            f"[bold yellow]{len(stale)} of {result.num_steps} steps trained nothing[/] "
+            f"(step {', '.join(map(str, stale))}): every group they played was more than "
+            "--max-staleness versions old when its step came, and was discarded. The "
+            "agent that plays must take the trained weights (its replies say which "
+            "version of them they came from), or raise --max-staleness.",
+            soft_wrap=True,
+        )
     if played is not None:
         console.print(f"see what training played: agentsgym view {played}", soft_wrap=True)
     loss = result.final_loss
     if loss is not None and not math.isfinite(loss):
         console.print("[bold red]the loss is not finite[/]; lower --learning-rate")
         raise typer.Exit(1)
+
+
+def stale_steps(result: TrainResult) -> list[int]:
+    """The steps of an ``--async`` run whose groups were all discarded as too old."""
+    return [
+        s.step
+        for s in result.steps
+        if s.extra.get("groups_discarded", 0) > 0 and s.num_rollouts == 0
+    ]
 
 
 @dataclass

@@ -109,7 +109,9 @@ class TRLGRPOAdapter:
         try:
             import trl  # noqa: F401
         except ImportError as exc:  # pragma: no cover - depends on the install
-            raise ImportError("trl-grpo needs TRL: pip install agentsgym-trl") from exc
+            raise ImportError(
+                "trl-grpo needs TRL: pip install trl (agentsgym-trl requires it)"
+            ) from exc
         from agentsgym import load_tokenizer
         from agentsgym_trl.tiny_model import TINY_MODEL
         from agentsgym_trl.transformers_agent import load_model

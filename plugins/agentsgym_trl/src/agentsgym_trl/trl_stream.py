@@ -17,8 +17,11 @@ trial of its own as in the synchronous run, with the versioned policy agent.
   by itself or, if it cannot say, by the version at dispatch (see the stream).
 * **The bound.** The stream plays step ``s`` only once ``global_step >= s - 1 - K`` and
   checks every group again when TRL takes it; a group over the bound becomes a failed
-  completion (reward ``None``: advantage 0, fully masked), counted in
-  ``groups_discarded``. No trained token is older than ``K`` versions.
+  completion (reward ``None``: advantage 0, fully masked). No trained token is older
+  than ``K`` versions. The stream plays each prompt entry as a group of its own, but
+  the step log counts GRPO groups, as per-token-grpo does: ``groups_discarded`` is the
+  number of GRPO groups (``num_generations`` entries of one prompt) with a rollout
+  discarded, ``groups_waiting`` the GRPO groups played ahead.
 * **Importance sampling.** The tokens carry the logprobs they were sampled with; TRL
   weights each token by ``pi_old / pi_sample`` (``trl_trainer``), truncated at the cap.
 * ``K = 0`` plays step ``s`` after update ``s - 1``: the synchronous run, the same
@@ -40,7 +43,7 @@ from transformers import TrainerCallback
 from agentsgym import TrajectoryBatch
 from agentsgym.errors import TrainerOptionError
 from agentsgym.runtime import RolloutSource
-from agentsgym_trl.rollout_stream import RolloutStream
+from agentsgym_trl.rollout_stream import AdmissionRecords, RolloutStream
 from agentsgym_trl.trl_prompt_plan import PlanCursor, PlannedSampler
 
 if TYPE_CHECKING:
@@ -146,7 +149,7 @@ class StreamedRollouts:
         filled = TrajectoryBatch(
             [g if id(g) in kept else dataclasses.replace(g, trials=[]) for g in played.groups]
         )
-        return filled, streamed.batch, streamed.metrics
+        return filled, streamed.batch, in_grpo_groups(streamed.metrics, played, kept, trainer)
 
     def step_done(self, global_step: int) -> None:
         """The optimizer step to ``global_step`` is done: the stream may play further
@@ -181,6 +184,7 @@ class StreamedRollouts:
             first_step=first_step,
             last_step=self.max_steps,
             play=self._play,
+            records=self.source if isinstance(self.source, AdmissionRecords) else None,
         )
         self.stream.__enter__()
 
@@ -193,6 +197,20 @@ class StreamedRollouts:
         with self._lock:
             self._played[id(prompts)] = batch
         return batch
+
+
+def in_grpo_groups(
+    metrics: dict[str, float], played: TrajectoryBatch, kept: set[int], trainer: Any
+) -> dict[str, float]:
+    """The stream's figures counted in GRPO groups, not prompt entries: TRL groups
+    ``num_generations`` consecutive entries (those of one prompt) in a step."""
+    size = int(trainer.num_generations)
+    discarded = {i // size for i, group in enumerate(played.groups) if id(group) not in kept}
+    return {
+        **metrics,
+        "groups_discarded": float(len(discarded)),
+        "groups_waiting": metrics["groups_waiting"] / size,
+    }
 
 
 class StreamCallback(TrainerCallback):  # type: ignore[misc]

@@ -24,8 +24,11 @@ TRL's machinery overridden as possible (checked against TRL 1.13 and 1.16):
 * **Prompts known ahead** (``plan_prompts=True``, for ``--async``): TRL's train
   sampler is wrapped in a :class:`~agentsgym_trl.trl_prompt_plan.PlannedSampler`
   (:attr:`AgentsgymGRPOTrainer.prompt_plan`), so that a rollout stream can play the
-  prompts TRL will ask for before it asks (:mod:`agentsgym_trl.trl_stream`). The
-  scored batch's statistics add the importance weights' spread (``is_ratio_std``).
+  prompts TRL will ask for before it asks (:mod:`agentsgym_trl.trl_stream`).
+
+The scored batch's statistics (:func:`scored_stats`) give the step log the importance
+ratios both raw (``is_ratio_*``) and as TRL applied them (``is_weight_*``), on the same
+rows the loss trains, the extra views included.
 
 And one thing a run must not do: transformers pickles the trainer's arguments into
 ``training_args.bin`` beside every saved model and checkpoint, secrets included
@@ -50,6 +53,7 @@ from trl.models.utils import disable_gradient_checkpointing
 from trl.trainer.utils import use_adapter
 
 from agentsgym.runtime import redact
+from agentsgym_trl.spread import spread
 from agentsgym_trl.trl_prompt_plan import PlannedSampler
 from agentsgym_trl.trl_rollouts import ExtraView
 
@@ -72,26 +76,34 @@ def redacted_args(args: Any) -> Any:
 
 
 def scored_stats(output: dict[str, Any]) -> dict[str, float]:
-    """Advantage statistics of the rows of a scored batch that reach the loss."""
+    """Statistics of the rows of a scored batch that reach the loss: their advantages,
+    and with importance sampling the raw ratios ``pi_old / pi_sample`` (``is_ratio_*``)
+    and the weights TRL applies, truncated or masked (``is_weight_*``)."""
     mask = output["completion_mask"]
     if output.get("tool_mask") is not None:
         mask = mask * output["tool_mask"]
     trained = mask.sum(dim=1) > 0
-    advantages = output["advantages"][trained].float()
+    advantages = output["advantages"][trained]
     stats = {"trained_rows": float(trained.sum()), "rows": float(trained.numel())}
     if advantages.numel():
-        stats.update(
-            advantage_mean=float(advantages.mean()),
-            advantage_std=float(advantages.std(unbiased=False)),
-            advantage_min=float(advantages.min()),
-            advantage_max=float(advantages.max()),
-        )
-    ratio = output.get("importance_sampling_ratio")
-    if ratio is not None:
-        # per token (B, T), or per row (B, 1) at sequence level
-        weights = ratio[mask.bool()] if ratio.shape == mask.shape else ratio[trained].flatten()
-        if weights.numel():
-            stats["is_ratio_std"] = float(weights.float().std(unbiased=False))
+        stats.update(spread("advantage", advantages))
+    applied = output.get("importance_sampling_ratio")
+    if applied is None:
+        return stats
+    # Over the tokens whose sampled logprob is known, as per-token-grpo reports them
+    # (TRL gives an unknown one, NaN, no gap: weight 1). Per token (B, T), or per row
+    # (B, 1) at sequence level.
+    sampled = output["sampling_per_token_logps"]
+    known = mask.bool() & ~torch.isnan(sampled)
+    gaps = torch.where(known, output["old_per_token_logps"] - sampled, 0.0)
+    if applied.shape == mask.shape:
+        raw, weights = torch.exp(gaps)[known], applied[known]
+    else:
+        rows = known.any(dim=-1)
+        raw, weights = torch.exp(gaps.sum(dim=-1))[rows], applied[rows].flatten()
+    if weights.numel():
+        stats.update(spread("is_ratio", raw))
+        stats.update(spread("is_weight", weights))
     return stats
 
 
