@@ -68,6 +68,13 @@ class ControlledPlay:
         return self.events(step)[0].is_set()
 
 
+def wait_until_played(rollouts: RolloutStream, steps: set[int]) -> None:
+    """Wait until the stream holds the played batches of ``steps``: a step's play can
+    return before its thread hands the batch to the stream."""
+    with rollouts._cond:
+        assert rollouts._cond.wait_for(lambda: steps <= set(rollouts._played), WAIT)
+
+
 def stream(play: ControlledPlay, max_staleness: int, last_step: int = 6) -> RolloutStream:
     return RolloutStream(
         StepSource(),  # type: ignore[arg-type]
@@ -101,6 +108,7 @@ def test_the_stream_runs_ahead_by_the_bound_and_is_throttled_there() -> None:
         play.done(2, [0])
         play.done(3, [0])
         play.done(1, [0])
+        wait_until_played(rollouts, {1, 2, 3})
         taken = rollouts.take(1)
         assert taken.metrics["groups_waiting"] == 2  # steps 2 and 3 are played already
         assert not play.has_started(4)  # it would be 3 versions old at update 3
