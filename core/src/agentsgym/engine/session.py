@@ -392,6 +392,7 @@ class EpisodeSession:
             token_span=token_span,
             reply_truncated=action.truncated,
             policy_version=action.policy_version,
+            policy_versions=action.policy_versions,
         )
         self.episode.steps.append(record)
         self._turns += 1
