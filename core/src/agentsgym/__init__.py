@@ -20,6 +20,7 @@ __all__ = [
     "ENV_ID_PATTERN",
     "MAX_STEPS_PER_EPISODE",
     "TOOL_ERROR_PREFIX",
+    "UNKNOWN_VERSION",
     "Agent",
     "AgentAction",
     "AgentSpan",
@@ -153,6 +154,7 @@ _LAZY_MODULES = {
         "TrainerAdapter",
     ),
     "agentsgym.trajectory": (
+        "UNKNOWN_VERSION",
         "Episode",
         "StepRecord",
         "TokenSegment",

@@ -160,6 +160,11 @@ class Episode:
     def num_agent_tokens(self) -> int:
         return sum(s.num_agent_tokens for s in self.segments)
 
+    def token_policy_versions(self, index: int = 0) -> np.ndarray:
+        """The policy version of every token of segment ``index`` (``-1``: unknown, env
+        tokens included); what the rows' ``per_token_policy_versions`` hold."""
+        return segment_versions(self, index)
+
     @property
     def nbytes(self) -> int:
         """Bytes held by the token fields (ids, masks, logprobs, rewards)."""

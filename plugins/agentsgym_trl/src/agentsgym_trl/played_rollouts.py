@@ -10,9 +10,11 @@ In an env with roles, the groups of every role are recorded (``role``), those of
 role played by an agent of its own (``--agent ROLE=NAME``) too, but only the groups
 of ``trained_roles`` go to the trainer.
 
-``step`` is the training step whose batch a row belongs to (a trainer that takes its
-rows with :meth:`RolloutSource.next_rows`, one call per step; rows played otherwise,
-as trl-grpo's loop plays them, have none). A run that plays ahead (``--async``) may
+``step`` is the training step whose batch a row belongs to: the rows a trainer takes
+with :meth:`RolloutSource.next_rows`, one call per step, and those trl-grpo plays for
+a step, say so (:class:`~agentsgym_trl.step_rows.StepRows`); rows played otherwise
+have none. A row's ``per_token_policy_versions`` and its ``step`` (trained at version
+``step - 1``) tell each token's age when it was trained. A run that plays ahead (``--async``) may
 record later steps' rows before a step is trained. When a killed run is resumed from
 its checkpoint of step ``s``, the rows of steps after ``s`` are dropped from the
 file: those steps are played again, fresh, so the finished file holds each step's
@@ -30,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentsgym import RolloutSource, TrajectoryBatch
 from agentsgym.cli import write_atomically
+from agentsgym_trl.step_rows import StepRows
 
 if TYPE_CHECKING:
     from agentsgym import Agent
@@ -115,14 +118,6 @@ class RecordingSource(RolloutSource):
                     record["step"] = step
                 handle.write(json.dumps(record) + "\n")
             self._groups += len(batch.groups)
-
-
-class StepRows(list):  # type: ignore[type-arg]
-    """The rows :meth:`RecordingSource.next_rows` gives for one step, and that step."""
-
-    def __init__(self, rows: Iterable[Any], *, step: int) -> None:
-        super().__init__(rows)
-        self.step = step
 
 
 def _drop_steps_after(path: Path, step: int) -> int:
