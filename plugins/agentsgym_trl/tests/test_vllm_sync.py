@@ -158,3 +158,46 @@ def test_ipc_handles_travel_pickled_as_vllms_worker_reads_them() -> None:
     assert "ipc_handles" not in safe
     assert pickle.loads(base64.b64decode(safe["ipc_handles_pickled"])) == handles
     assert json_safe_update({"names": ["w"]}) == {"names": ["w"]}
+
+
+class IgnoringPolicy(ModelPolicy):
+    """Answers reload_weights without loading anything: a server that keeps its weights."""
+
+    def load_weights(self, checkpoint: Any = None, **kw: Any) -> int:
+        return self.policy_version
+
+
+def test_a_push_the_server_does_not_apply_is_caught_by_the_logprob_check(tmp_path: Path) -> None:
+    policy = IgnoringPolicy("tiny", TINY, seed=0)
+    with OpenAICompatServer(policy, models=["tiny"]) as server:
+        client = VLLMClient(server.base_url, timeout=30)
+        sync = ReloadSync(client, tmp_path / "w", timeout=60, verify_tolerance=0.01)
+        same, _ = load_model("tiny", TINY)
+        sync.push(same, 1)  # the weights it has: within the tolerance
+        assert sync.last_gap is not None and sync.last_gap < 0.01
+        with pytest.raises(WeightSyncError, match="does not serve the weights it was given"):
+            sync.push(trained_model(), 2)
+        assert sync.last_gap > 0.01
+    policy.close()
+
+
+def test_a_tied_model_is_served_untied_and_pushed_with_its_output_layer(tmp_path: Path) -> None:
+    from safetensors.torch import load_file
+
+    from agentsgym_trl.tiny_model import save_tiny_model
+    from agentsgym_trl.vllm_weights import save_untied, ties_embeddings, untied_copy
+
+    tied = save_tiny_model(tmp_path / "tied")
+    assert ties_embeddings(tied)
+    untied = untied_copy(tied, tmp_path / "untied")
+    assert not ties_embeddings(untied)
+    weights = load_file(untied / "model.safetensors")
+    assert torch.equal(weights["lm_head.weight"], weights["model.embed_tokens.weight"])
+    served, _ = load_model(str(untied), TINY)
+    original, _ = load_model(str(tied), TINY)
+    assert same_weights(original, served)
+    moved = trained_model()
+    save_untied(moved, tmp_path / "push")
+    pushed = load_file(tmp_path / "push" / "model.safetensors")
+    assert torch.equal(pushed["lm_head.weight"], moved.lm_head.weight.detach())
+    assert not ties_embeddings(tmp_path / "push")

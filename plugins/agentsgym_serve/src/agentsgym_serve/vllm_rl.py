@@ -16,8 +16,8 @@ them:
   FOLDER}}``: the policy's ``load_weights(FOLDER)`` (agentsgym-trl's ``ModelPolicy``);
 * ``POST /inference/v1/generate``: token-in (``token_ids``, ``sampling_params``),
   non-streamed; the choice carries the sampled ``token_ids``, their logprobs
-  (``sampling_params.logprobs`` set) and ``weight_versions``, the spans of output
-  tokens and the label each was emitted under.
+  (``sampling_params.logprobs`` set; the alternatives hold the sampled token only) and
+  ``weight_versions``, the spans of output tokens and the label each was emitted under.
 
 The policy generates a whole reply at once; the server then emits its tokens one at a
 time, each waiting while generation is paused and labelled with the version served
@@ -218,10 +218,17 @@ def add_vllm_routes(app: "FastAPI", server: Any) -> None:
         }
         if sampling.get("logprobs") is not None and reply.logprobs is not None:
             tokens = [server.token_text(i) for i in ids]
+            # The sampled token only among the alternatives: the policy knows no others.
             choice["logprobs"] = {
                 "content": [
-                    {"token": t, "logprob": lp, "bytes": list(t.encode()), "top_logprobs": []}
-                    for t, lp in zip(tokens, reply.logprobs)
+                    {
+                        "token": t,
+                        "token_id": i,
+                        "logprob": lp,
+                        "bytes": list(t.encode()),
+                        "top_logprobs": [{"token": t, "token_id": i, "logprob": lp}],
+                    }
+                    for t, i, lp in zip(tokens, ids, reply.logprobs)
                 ]
             }
         return {

