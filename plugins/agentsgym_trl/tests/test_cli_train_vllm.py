@@ -152,3 +152,15 @@ def test_options_that_do_not_go_together_are_refused(model_dir: Path, tmp_path: 
         "--vllm-server-base-url", "http://127.0.0.1:9",
     )
     assert sink.code != 0 and "cannot train with vLLM generating" in sink.output
+
+
+def test_an_attached_server_without_the_generate_api_fails_the_run_at_its_start(
+    model_dir: Path, tmp_path: Path, attached: Any
+) -> None:
+    attached.engine.fail_route("/inference/v1/generate", 403)
+    result = train(
+        tmp_path / "run", model_dir, "--trainer", "per-token-grpo", "--max-steps", "1",
+        "--vllm-server-base-url", attached.base_url,
+    )
+    assert result.code != 0 and "--enable-scale-out" in result.output, result.output
+    assert not (tmp_path / "run" / "train_log.jsonl").exists()

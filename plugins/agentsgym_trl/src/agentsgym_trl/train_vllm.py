@@ -213,6 +213,7 @@ def vllm_generation(
             root = options.base_url.rstrip("/").removesuffix("/v1")
         client = VLLMClient(root, timeout=60.0)
         client.weight_version()  # the RL routes answer (dev mode), or an error says so
+        client.check_generate()
         agent_options = {
             "base_url": root + "/v1",
             "model": model_name,

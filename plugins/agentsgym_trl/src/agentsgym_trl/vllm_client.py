@@ -30,6 +30,7 @@ from agentsgym.errors import AgentsGymError
 from agentsgym_trl.server_process import answers
 from agentsgym_trl.vllm_ipc import json_safe_update
 
+GENERATE_PATH = "/inference/v1/generate"
 DEV_MODE_HINT = (
     "vLLM serves its RL routes only with VLLM_SERVER_DEV_MODE=1 in the server's "
     "environment (agentsgym sets it for a server it starts)"
@@ -117,6 +118,17 @@ class VLLMClient:
         if not isinstance(data, list):
             raise InferenceServerError(f"{self.base_url}/v1/models answered {page!r:.200}")
         return [str(m.get("id")) for m in data if isinstance(m, dict)]
+
+    def check_generate(self) -> None:
+        """Fail unless vLLM's token-in generate API answers (one token)."""
+        body = {"token_ids": [1], "sampling_params": {"max_tokens": 1}}
+        try:
+            self.request("POST", GENERATE_PATH, body)
+        except InferenceServerError as exc:
+            raise InferenceServerError(
+                f"{exc}; agentsgym generates through vLLM's token-in generate API, which "
+                "vLLM 0.32 or later serves when started with --enable-scale-out"
+            ) from None
 
     # ------------------------------------------------------------------ pausing
     def pause(self, mode: str = "keep") -> None:

@@ -51,7 +51,12 @@ from typing import Any, Literal, get_args
 
 from agentsgym.errors import TrainerOptionError
 from agentsgym_trl.server_process import free_port
-from agentsgym_trl.vllm_client import InferenceServerError, VLLMClient, WeightSyncError
+from agentsgym_trl.vllm_client import (
+    GENERATE_PATH,
+    InferenceServerError,
+    VLLMClient,
+    WeightSyncError,
+)
 from agentsgym_trl.vllm_weights import save_weights
 
 logger = logging.getLogger(__name__)
@@ -353,7 +358,7 @@ def logprob_gap(client: VLLMClient, model: Any) -> float:
         "token_ids": PROBE_IDS,
         "sampling_params": {"max_tokens": 1, "temperature": 1.0, "logprobs": PROBE_TOP},
     }
-    answer = client.request("POST", "/inference/v1/generate", body)
+    answer = client.request("POST", GENERATE_PATH, body)
     try:
         top = answer["choices"][0]["logprobs"]["content"][0]["top_logprobs"]
         served = {int(entry["token_id"]): float(entry["logprob"]) for entry in top}
