@@ -164,3 +164,11 @@ def test_an_attached_server_without_the_generate_api_fails_the_run_at_its_start(
     )
     assert result.code != 0 and "--enable-scale-out" in result.output, result.output
     assert not (tmp_path / "run" / "train_log.jsonl").exists()
+
+
+def test_trl_grpo_refuses_two_weight_syncs(model_dir: Path, tmp_path: Path, attached: Any) -> None:
+    result = train(
+        tmp_path / "run", model_dir, "--trainer", "trl-grpo", "--max-steps", "1",
+        "--trainer-option", "use_vllm=true", "--vllm-server-base-url", attached.base_url,
+    )
+    assert result.code != 0 and "choose one" in result.output, result.output

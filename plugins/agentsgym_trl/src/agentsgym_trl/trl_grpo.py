@@ -251,6 +251,12 @@ class TRLGRPOAdapter:
         )
         if args.beta != 0.0:
             self._snapshot_reference()
+        if engine is not None and args.use_vllm:
+            raise TrainerOptionError(
+                "use_vllm=True makes TRL push the weights to its own vLLM server, and "
+                "--vllm-python / --vllm-server-base-url make agentsgym push them to its: "
+                "choose one"
+            )
         self.engine = engine
         self.synced = {}
         if max_staleness is not None or engine is not None:
