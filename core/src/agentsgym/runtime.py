@@ -75,5 +75,5 @@ if TYPE_CHECKING:
         TrainerAdapter,
         TrainResult,
     )
-    from agentsgym.trajectory import TokenSegment, records_to_dataset
+    from agentsgym.trajectory import UNKNOWN_VERSION, TokenSegment, records_to_dataset
     from agentsgym.worker_pool import WorkerPool

@@ -71,6 +71,10 @@ class AgentAction:
     ``tool_calls``: the calls a chat server parsed out of the reply (OpenAI's form).
     ``policy_version``: the version of the weights that generated the reply (a counter
     the trainer bumps at each weight update); ``None`` when the agent cannot say.
+    ``policy_versions``: one version per id of ``token_ids``, for a reply whose tokens
+    were sampled by different weights (an inference engine updated in place while the
+    reply was generated: vLLM reports each token's version); ``policy_version`` is then
+    the oldest of them, which is what a staleness bound must look at.
     """
 
     text: str
@@ -81,8 +85,17 @@ class AgentAction:
     truncated: bool = False
     tool_calls: list[dict[str, Any]] | None = None
     policy_version: int | None = None
+    policy_versions: list[int] | None = None
 
     def __post_init__(self) -> None:
+        if self.policy_versions is not None:
+            if self.token_ids is None or len(self.policy_versions) != len(self.token_ids):
+                raise ValueError(
+                    f"AgentAction has {len(self.token_ids or ())} token_ids but "
+                    f"{len(self.policy_versions)} policy_versions; they must pair up one to one"
+                )
+            if self.policy_version is None and self.policy_versions:
+                self.policy_version = min(self.policy_versions)
         if self.logprobs is None:
             return
         if self.token_ids is None:

@@ -12,7 +12,12 @@ A chat reply without prompt ids is text only (what the model conditioned on is u
 (HTTP 400/422) is sent again without them, each request in flight on its own, and later
 requests go without them. ``api="completions"`` is token-in: the prompt is the episode's
 exact ids, so the server conditions on exactly what the trajectory records (RL with
-vLLM); without ids (a game master) it falls back to the chat API.
+vLLM); without ids (a game master) it falls back to the chat API. ``api="generate"`` is
+token-in through vLLM's own generate API (``/inference/v1/generate``, vLLM >= 0.32
+started with ``--enable-scale-out``), whose replies say which weights sampled each
+token (the version a trainer set with ``/update_weight_version``): the reply's
+``policy_versions``. Its sampling fields, ``extra_body`` included, go in the request's
+``sampling_params``.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from agentsgym.agents.openai_wire import (
     chat_prompt,
     completion_action,
     first_choice,
+    generate_action,
 )
 from agentsgym.aio import run_sync
 from agentsgym.errors import AgentError
@@ -47,7 +53,9 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
-Api = Literal["chat", "completions"]
+Api = Literal["chat", "completions", "generate"]
+GENERATE_PATH = "/inference/v1/generate"
+"""vLLM's token-in generate API, from the server's root (not under ``/v1``)."""
 DEFAULT_MAX_CONCURRENCY = 64
 
 
@@ -93,8 +101,8 @@ class OpenAIAgent:
         backoff: float = 0.5,
         max_backoff: float = 8.0,
     ) -> None:
-        if api not in ("chat", "completions"):
-            raise AgentError(f"api must be 'chat' or 'completions', got {api!r}")
+        if api not in ("chat", "completions", "generate"):
+            raise AgentError(f"api must be 'chat', 'completions' or 'generate', got {api!r}")
         if (max_concurrency is not None and max_concurrency < 1) or max_retries < 0 or timeout <= 0:
             raise AgentError("max_concurrency must be >= 1, max_retries >= 0 and timeout > 0")
         # A key given as the URL's userinfo (http://KEY@host/v1) is sent as the bearer
@@ -114,7 +122,7 @@ class OpenAIAgent:
         self._concurrency_is_explicit = max_concurrency is not None
         self.extra_body = dict(extra_body or {})
         self.api: Api = api
-        self.wants_prompt_token_ids = api == "completions"
+        self.wants_prompt_token_ids = api in ("completions", "generate")
         self.request_token_ids = token_ids
         self.backoff = backoff
         self.max_backoff = max_backoff
@@ -194,7 +202,14 @@ class OpenAIAgent:
     ) -> AgentAction:
         """The reply as an :class:`AgentAction`."""
         await self._ensure_model()
-        if self.api == "completions" and prompt_token_ids is not None:
+        if self.api == "generate" and prompt_token_ids is not None:
+            ids = list(prompt_token_ids)
+
+            async def send(token_fields: bool) -> AgentAction:
+                body = await self._generate(ids, token_fields)
+                return generate_action(first_choice(body, self.base_url), ids, body)
+
+        elif self.api == "completions" and prompt_token_ids is not None:
             ids = list(prompt_token_ids)
 
             async def send(token_fields: bool) -> AgentAction:
@@ -244,6 +259,20 @@ class OpenAIAgent:
         if token_fields:
             payload.update(dict(zip(TOKEN_ID_FIELDS, (logprobs, True))))
         return await self._resources().client.request("POST", path, payload)  # type: ignore[no-any-return]
+
+    async def _generate(self, ids: list[int], logprobs: bool) -> dict[str, Any]:
+        """POST the episode's ids to vLLM's generate API; the JSON answer."""
+        sampling = self._sampling()
+        if logprobs:
+            sampling["logprobs"] = 0  # the sampled token's own logprob, no alternatives
+        payload = {
+            "model": self.model,
+            "token_ids": ids,
+            "sampling_params": sampling,
+            "output_mode": "text",
+        }
+        url = self.base_url.removesuffix("/v1") + GENERATE_PATH
+        return await self._resources().client.request("POST", url, payload)  # type: ignore[no-any-return]
 
     def _sampling(self) -> dict[str, Any]:
         fields: dict[str, Any] = {"temperature": self.temperature, "max_tokens": self.max_tokens}

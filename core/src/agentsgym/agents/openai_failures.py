@@ -62,6 +62,12 @@ def refused(
 ) -> AgentError:
     """The error of a request the server refused; ``models``: what it serves, if known."""
     status = exc.status
+    if api == "generate" and status in (403, 404):
+        return AgentError(
+            f"{base_url} does not serve vLLM's token-in generate API (HTTP {status}): "
+            f"{exc.message}. It needs vLLM 0.32 or later started with --enable-scale-out; "
+            "or use api=completions (token-in too, without each token's weight version)."
+        )
     if status in (401, 403):
         return AgentError(
             f"the server at {base_url} rejected the API key (HTTP {status}): "

@@ -70,10 +70,11 @@ class JSONClient:
         )
 
     async def request(self, method: str, path: str, payload: Any = None) -> Any:
-        """The decoded JSON answer; raises ServerStatusError, ServerUnreachable, ServerTimeout."""
+        """The decoded JSON answer (``path``: under ``base_url``, or a whole URL on the same
+        server); raises ServerStatusError, ServerUnreachable, ServerTimeout."""
         import aiohttp
 
-        url = self.base_url + path
+        url = path if path.startswith(("http://", "https://")) else self.base_url + path
         for attempt in range(2):
             try:
                 async with self._session.request(method, url, json=payload) as response:

@@ -4,7 +4,9 @@ A chat reply without prompt ids is text only (what the model conditioned on is
 unknown, so the runner retokenizes it); a completion reply's prompt is the episode's
 exact ids when the server does not echo them. A reply's top-level ``policy_version``
 (agentsgym's loopback model server sends it; a trainer's server can) becomes the
-action's: the version of the weights that generated it.
+action's: the version of the weights that generated it. vLLM's token-in generate API
+reports a version per token instead (``weight_versions`` spans): a reply that an
+in-place weight update interrupted has tokens of two versions.
 """
 
 from __future__ import annotations
@@ -70,6 +72,50 @@ def completion_action(
     )
     action.policy_version = policy_version_of(body)
     return action
+
+
+def generate_action(
+    choice: dict[str, Any], prompt_token_ids: list[int], body: dict[str, Any]
+) -> AgentAction:
+    """A reply of vLLM's token-in generate API (``/inference/v1/generate``, ``output_mode``
+    text) as an action: its sampled ids, their logprobs and each token's weight version
+    from the choice's ``weight_versions`` spans (the label of the weights the engine held
+    when it sampled the token, set by ``/update_weight_version``)."""
+    ids = choice.get("token_ids")
+    content = (choice.get("logprobs") or {}).get("content")
+    logprobs = None
+    if is_ids(ids) and isinstance(content, list) and len(content) == len(ids):
+        logprobs = [float(item["logprob"]) for item in content]
+    action = action_of(
+        choice.get("text") or "", ids, logprobs, choice.get("finish_reason"), prompt_token_ids
+    )
+    versions = span_versions(choice.get("weight_versions"), len(ids) if is_ids(ids) else 0)
+    if versions is not None and action.token_ids is not None:
+        action.policy_versions = versions
+        action.policy_version = min(versions) if versions else policy_version_of(body)
+    else:
+        action.policy_version = policy_version_of(body)
+    return action
+
+
+def span_versions(spans: Any, count: int) -> list[int] | None:
+    """One version per output token from vLLM's ``weight_versions`` spans (``[{"version",
+    "start", "end"}]`` over output-token indexes); ``None`` unless the spans cover every
+    token with an integer label (a server never given a version labels ``"default"``)."""
+    if not isinstance(spans, list):
+        return None
+    versions: list[int | None] = [None] * count
+    for span in spans:
+        try:
+            label, start, end = str(span["version"]), int(span["start"]), int(span["end"])
+        except (KeyError, TypeError, ValueError):
+            return None
+        if not label.lstrip("-").isdigit() or not 0 <= start <= end <= count:
+            return None
+        versions[start:end] = [int(label)] * (end - start)
+    if any(v is None for v in versions):
+        return None
+    return [int(v) for v in versions if v is not None]
 
 
 def policy_version_of(body: Any) -> int | None:

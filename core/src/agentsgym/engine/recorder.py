@@ -245,6 +245,7 @@ class EpisodeRecorder:
             token_span=token_span,
             reply_truncated=action.truncated,
             policy_version=action.policy_version,
+            policy_versions=action.policy_versions,
         )
         view = self.views[role]
         view.episode.steps.append(record)

@@ -3,11 +3,12 @@
 (:mod:`.records`)."""
 
 from agentsgym.trajectory.batch import TrajectoryBatch, TrajectoryGroup, zero_rewards
-from agentsgym.trajectory.episode import Episode, StepRecord
+from agentsgym.trajectory.episode import UNKNOWN_VERSION, Episode, StepRecord
 from agentsgym.trajectory.records import records_to_dataset, rollout_features
 from agentsgym.trajectory.segment import TokenSegment, rewards_array
 
 __all__ = [
+    "UNKNOWN_VERSION",
     "Episode",
     "StepRecord",
     "TokenSegment",

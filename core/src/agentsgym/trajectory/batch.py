@@ -16,7 +16,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from agentsgym.errors import TokenizerRequiredError
-from agentsgym.trajectory.episode import Episode, segment_arrays, segment_fields
+from agentsgym.trajectory.episode import (
+    UNKNOWN_VERSION,
+    Episode,
+    segment_arrays,
+    segment_fields,
+    segment_versions,
+)
 from agentsgym.trajectory.records import records_to_dataset
 from agentsgym.trajectory.segment import FLOAT_DTYPE
 from agentsgym.types import Messages
@@ -26,17 +32,15 @@ if TYPE_CHECKING:
     import torch
 
 
-UNKNOWN_VERSION = -1
-"""The ``policy_versions`` value of tokens without a known version (env tokens included)."""
-
 
 def pad_rows(
     episodes_rows: list[tuple[Episode, int]], width: int, pad_id: int
 ) -> dict[str, np.ndarray]:
     """The padded 2-D arrays of some (episode, segment) rows, ``width`` columns wide: ids
     and masks int64 (as embedding layers and attention masks take), the rest float32.
-    ``policy_versions`` (int64) holds each agent token's policy version, ``-1`` on env
-    tokens, padding and tokens whose agent could not say its version."""
+    ``policy_versions`` (int64) holds each agent token's policy version (per token when
+    its reply reported one per token), ``-1`` on env tokens, padding and tokens whose
+    agent could not say its version."""
     rows = len(episodes_rows)
     arrays = {
         "input_ids": np.full((rows, width), pad_id, dtype=np.int64),
@@ -55,10 +59,7 @@ def pad_rows(
         arrays["per_token_rewards"][row, :n] = episode.segment_rewards[index]
         if (logprobs := segment.logprobs) is not None:
             arrays["sampled_logprobs"][row, :n] = logprobs
-        versions = arrays["policy_versions"][row]
-        for step in episode.steps:
-            if step.policy_version is not None and step.token_span and step.token_span[0] == index:
-                versions[step.token_span[1] : step.token_span[2]] = step.policy_version
+        arrays["policy_versions"][row, :n] = segment_versions(episode, index)
     return arrays
 
 

@@ -39,6 +39,26 @@ class StepRecord:
     policy_version: int | None = None
     """The version of the weights that generated the action (``AgentAction.policy_version``);
     ``None`` when the agent could not say."""
+    policy_versions: list[int] | None = None
+    """One version per agent token of ``token_span``, for a reply whose tokens were
+    sampled by different weights (``AgentAction.policy_versions``). Kept only when the
+    reply's sampled ids went into the stream as they are, one token per version: a
+    re-tokenized reply has other tokens, which all take ``policy_version``."""
+
+    def __post_init__(self) -> None:
+        if self.policy_versions is None:
+            return
+        span = self.token_span
+        if span is None or span[2] - span[1] != len(self.policy_versions):
+            self.policy_versions = None
+
+    def token_versions(self) -> list[int] | None:
+        """The version of each agent token of ``token_span`` (``None``: no known version)."""
+        if self.token_span is None or self.policy_version is None:
+            return None
+        if self.policy_versions is not None:
+            return list(self.policy_versions)
+        return [self.policy_version] * (self.token_span[2] - self.token_span[1])
 
 
 @dataclass
@@ -140,6 +160,11 @@ class Episode:
     def num_agent_tokens(self) -> int:
         return sum(s.num_agent_tokens for s in self.segments)
 
+    def token_policy_versions(self, index: int = 0) -> np.ndarray:
+        """The policy version of every token of segment ``index`` (``-1``: unknown, env
+        tokens included); what the rows' ``per_token_policy_versions`` hold."""
+        return segment_versions(self, index)
+
     @property
     def nbytes(self) -> int:
         """Bytes held by the token fields (ids, masks, logprobs, rewards)."""
@@ -218,7 +243,31 @@ class Episode:
         }
 
 
-SEGMENT_FIELDS = ("full_token_ids", "full_attention_mask", "agent_token_mask", "per_token_rewards")
+SEGMENT_FIELDS = (
+    "full_token_ids",
+    "full_attention_mask",
+    "agent_token_mask",
+    "per_token_rewards",
+    "per_token_policy_versions",
+)
+
+UNKNOWN_VERSION = -1
+"""The policy version of tokens without a known version (env tokens included)."""
+
+
+def segment_versions(episode: Episode, index: int) -> np.ndarray:
+    """The policy version of every token of one segment: each agent token's (per token
+    when its reply reported one per token), ``UNKNOWN_VERSION`` on env tokens and on
+    tokens whose agent could not say."""
+    versions = np.full(len(episode.segments[index]), UNKNOWN_VERSION, dtype=np.int64)
+    for step in episode.steps:
+        span = step.token_span
+        if span is None or span[0] != index:
+            continue
+        known = step.token_versions()
+        if known is not None:
+            versions[span[1] : span[2]] = known
+    return versions
 
 
 def segment_arrays(episode: Episode, index: int) -> dict[str, np.ndarray]:
@@ -229,6 +278,7 @@ def segment_arrays(episode: Episode, index: int) -> dict[str, np.ndarray]:
         "full_attention_mask": np.ones(len(segment), dtype=np.uint8),
         "agent_token_mask": segment.agent_mask,
         "per_token_rewards": episode.segment_rewards[index],
+        "per_token_policy_versions": segment_versions(episode, index),
     }
 
 

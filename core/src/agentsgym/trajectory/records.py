@@ -47,6 +47,7 @@ def rollout_features() -> dict[str, Any]:
         "full_attention_mask": ints,
         "agent_token_mask": ints,
         "per_token_rewards": datasets.List(datasets.Value("float64")),
+        "per_token_policy_versions": ints,
         "num_tokens": int_,
         "num_agent_tokens": int_,
     }

@@ -36,6 +36,10 @@ then carries a top-level ``policy_version``: the version that generated it (the
 policy's own when it reports one), which the ``openai`` agent records on each turn.
 :meth:`OpenAICompatServer.update_weights` does the same from Python.
 
+With ``vllm=True`` it also answers vLLM's RL API (pausing with requests kept, weight
+versions, ``reload_weights``) and its token-in generate API with each token's weight
+version: see :mod:`agentsgym_serve.vllm_rl`.
+
 For tests of failure handling: :meth:`OpenAICompatServer.fail_next` answers the next
 requests with an HTTP error, ``delay`` holds every request, ``requests`` records
 the request bodies and ``max_in_flight`` the largest number of requests served at
@@ -57,6 +61,7 @@ from typing import Any, Protocol
 
 from agentsgym import Messages
 from agentsgym_serve.server import BackgroundServer
+from agentsgym_serve.vllm_rl import VLLMEngine, add_vllm_routes
 
 VLLM_KEEP_ALIVE_SECONDS = 5
 """uvicorn's default keep-alive, which vLLM's OpenAI server keeps."""
@@ -233,6 +238,8 @@ class OpenAICompatServer:
         self._ids = itertools.count(1)
         self._background: BackgroundServer | None = None
         self.policy_version = 0
+        self.engine = VLLMEngine()
+        """vLLM's RL API state (``vllm=True``): pause, weight label (:mod:`.vllm_rl`)."""
         self.app = self._build_app()
 
     # ------------------------------------------------------------------ control
@@ -400,12 +407,14 @@ class OpenAICompatServer:
         async def completions(request: Request) -> Any:
             return await serve(request, "completions")
 
+        if self.vllm:
+            add_vllm_routes(app, self)
         return app
 
     def _response(self, kind: str, body: dict[str, Any], reply: Reply) -> dict[str, Any]:
         with_ids = self.vllm and bool(body.get("return_token_ids")) and reply.token_ids is not None
         want_logprobs = bool(body.get("logprobs")) and reply.logprobs is not None
-        tokens = [self._token_text(i) for i in reply.token_ids or []]
+        tokens = [self.token_text(i) for i in reply.token_ids or []]
         n_completion = len(reply.token_ids or []) or len(reply.text.split())
         n_prompt = len(reply.prompt_token_ids or [])
         choice: dict[str, Any] = {"index": 0, "finish_reason": reply.finish_reason}
@@ -470,7 +479,7 @@ class OpenAICompatServer:
 
         def choice(text: str, ids: list[int] | None, logprob: float | None) -> dict[str, Any]:
             part: dict[str, Any] = {"index": 0}
-            token = self._token_text(ids[0]) if ids else ""
+            token = self.token_text(ids[0]) if ids else ""
             if kind == "chat":
                 part["delta"] = {"content": text}
                 entry = {"token": token, "logprob": logprob, "bytes": list(token.encode())}
@@ -550,7 +559,7 @@ class OpenAICompatServer:
             tokenizer = getattr(chat, "tokenizer", None)
         return tokenizer
 
-    def _token_text(self, token_id: int) -> str:
+    def token_text(self, token_id: int) -> str:
         tokenizer = getattr(self.policy, "tokenizer", None)
         if tokenizer is None:
             chat = getattr(self.policy, "chat_tokenizer", None)

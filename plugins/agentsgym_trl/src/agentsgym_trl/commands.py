@@ -66,6 +66,16 @@ from agentsgym_trl.train_setup import (
 )
 from agentsgym_trl.train_summary import print_summary
 from agentsgym_trl.train_tracking import TrainTracking, tracking_keywords
+from agentsgym_trl.train_vllm import (
+    VLLMOptions,
+    check_generates_with_an_engine,
+    engine_sampling,
+    initial_model,
+    served_folder,
+    start_progress,
+    trains_on_cpu,
+    vllm_generation,
+)
 
 
 def train(
@@ -160,6 +170,46 @@ def train(
     run_name: str | None = run_name_option(),
     log_samples_every: int = log_samples_every_option(),
     log_samples: int = log_samples_option(),
+    vllm_server_base_url: str | None = typer.Option(
+        None,
+        "--vllm-server-base-url",
+        help="generate with the vLLM server at this URL (started with VLLM_SERVER_DEV_MODE=1 "
+        "and --enable-scale-out); the trained weights are pushed into it after every update "
+        "(docs/training.md, Training with vLLM)",
+    ),
+    vllm_python: str | None = typer.Option(
+        None,
+        "--vllm-python",
+        help="start a vLLM server with this python (or venv folder) and generate with it; "
+        "its log goes to --output-dir/vllm-server.log",
+    ),
+    vllm_server_port: int | None = typer.Option(
+        None, "--vllm-server-port", help="the started server's port (default: a free one)"
+    ),
+    vllm_server_timeout: float = typer.Option(
+        900.0, "--vllm-server-timeout", help="seconds to wait for the started server to be ready"
+    ),
+    vllm_weight_sync: str = typer.Option(
+        "auto",
+        "--vllm-weight-sync",
+        help="how weights reach vLLM: reload (safetensors reloaded in place; any device), "
+        "nccl or ipc (vLLM's GPU transfer engines); auto: reload on a CPU, nccl on a GPU",
+    ),
+    vllm_sync_timeout: float = typer.Option(
+        600.0, "--vllm-sync-timeout", help="seconds one weight push may take before the step fails"
+    ),
+    vllm_verify_tolerance: float | None = typer.Option(
+        None,
+        "--vllm-verify-tolerance",
+        help="after each weight push, fail the step if vLLM's next-token logprobs for a probe "
+        "differ from the trainer's by more (default: 0.01 on a CPU, no check on a GPU; 0: none)",
+    ),
+    vllm_serve_arg: list[str] | None = typer.Option(
+        None,
+        "--vllm-serve-arg",
+        help="an argument of `vllm serve` for the started server, repeatable "
+        "(--vllm-serve-arg=--max-model-len=2048)",
+    ),
 ) -> None:
     """Train on ENV_ID: play rollouts, compute the loss, step the optimizer.
 
@@ -178,6 +228,17 @@ def train(
             "folder whose template is the one to use (--tokenizer)"
         )
     lock_output_dir(command, output_dir)  # held until the command ends
+    vllm = VLLMOptions(
+        base_url=vllm_server_base_url,
+        python=vllm_python,
+        port=vllm_server_port,
+        server_timeout=vllm_server_timeout,
+        weight_sync=vllm_weight_sync,
+        sync_timeout=vllm_sync_timeout,
+        serve_args=tuple(vllm_serve_arg or ()),
+        verify_tolerance=vllm_verify_tolerance,
+    )
+    vllm.check()
     resume_from = checkpoint_to_resume(output_dir, resume=resume, overwrite=overwrite)
     tracker_class(report_to)  # a tracker that is not installed: said before a model loads
     quiet_progress_bars()
@@ -211,6 +272,8 @@ def train(
     streaming = stream_keywords(
         adapter, trainer, enabled=async_rollouts, max_staleness=max_staleness
     )
+    if vllm.enabled:
+        check_generates_with_an_engine(adapter, trainer, agents)
     arguments = run_arguments(
         {
             "env_id": env_id,
@@ -245,7 +308,9 @@ def train(
         sampling={"temperature": temperature, "max_new_tokens": max_new_tokens, "seed": seed},
         remote=remote,
     )
-    own_policy = _own_policy(adapter, trainer, executor) if playing is None and remote else None
+    own_policy = None
+    if playing is None and remote and not vllm.enabled:
+        own_policy = _own_policy(adapter, trainer, executor)
     played = output_dir / PLAYED_FILE
     source = RecordingSource(
         rows,
@@ -275,6 +340,19 @@ def train(
         if tracking is not None:
             serving.callback(tracking.finish)
         reporting = tracking_keywords(adapter, tracking)
+        if vllm.enabled:
+            generation = serving.enter_context(
+                vllm_generation(
+                    vllm,
+                    served=lambda: served_folder(model, initial_model(adapter), tok, output_dir),
+                    output_dir=output_dir,
+                    cpu=trains_on_cpu(),
+                    sampling=engine_sampling(temperature, max_new_tokens, trainer_values),
+                    on_progress=start_progress(),
+                )
+            )
+            playing = generation.agent_spec() if remote else generation.agent
+            streaming = {**streaming, "engine": generation}
         result, errors = train_with_progress(
             adapter,
             source,

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import socket
 import subprocess
 import sys
 import tempfile
@@ -31,14 +30,9 @@ from collections.abc import Iterator, Sequence
 
 from agentsgym.errors import AgentsGymError, MissingPluginError
 from agentsgym_trl.models import SMOLLM2_GGUF, GGUFModel, find_gguf
+from agentsgym_trl.server_process import free_port
 
 __all__ = ["llama_cpp_server", "main"]
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def server_command(
@@ -87,7 +81,7 @@ def llama_cpp_server(
     startup_seconds: float = 120.0,
 ) -> Iterator[str]:
     """Run llama.cpp's server on a free loopback port; yields its ``/v1`` base URL."""
-    port = _free_port()
+    port = free_port()
     command = server_command(model, port=port, alias=alias, threads=threads, extra=extra)
     base_url = f"http://127.0.0.1:{port}/v1"
     # Its log goes to a file: it writes a lot, and a pipe nobody reads would block it.

@@ -203,6 +203,9 @@ class PerTokenGRPOTrainer(BatchTrainer):
             self._agent = TransformersAgent(self.model, tokenizer=self.tokenizer, **self.sampling)
         return self._agent
 
+    def trained_model(self) -> Any:
+        return self.model
+
     @contextlib.contextmanager
     def weight_update(self, version: int) -> Iterator[None]:
         """The policy agent generates no batch while the weights change; its replies
@@ -276,6 +279,7 @@ class PerTokenGRPOTrainer(BatchTrainer):
             credit=self.credit_assignment,
             gamma=self.gamma,
             normalization=self.advantage_normalization,
+            bound=self.staleness,
         )
         device = self.model.device
         return {k: torch.from_numpy(np.ascontiguousarray(v)).to(device) for k, v in arrays.items()}

@@ -16,6 +16,7 @@ import numpy as np
 from agentsgym import Episode, TrajectoryBatch
 from agentsgym_trl.credit import CreditAssignment, Normalization, advantages
 from agentsgym_trl.screening import RolloutScreen
+from agentsgym_trl.staleness import StalenessBound
 
 
 def batch_arrays(
@@ -26,13 +27,16 @@ def batch_arrays(
     credit: CreditAssignment,
     gamma: float,
     normalization: Normalization,
+    bound: StalenessBound | None = None,
 ) -> tuple[dict[str, np.ndarray], dict[str, float]]:
     """The arrays of the rows that train, and the screening counts for the step log.
 
     The arrays: ``input_ids``, ``attention_mask``, ``agent_token_mask`` (the episodes'
     own masks), ``loss_mask`` (the agent mask minus masked episodes), ``advantages``,
     ``sampled_logprobs`` (``NaN`` where unknown) and ``group_indices``. The counts:
-    ``dropped_rollouts`` and ``masked_rollouts``.
+    ``dropped_rollouts``, ``masked_rollouts`` and, with a ``bound``,
+    ``stale_tokens_masked`` (agent tokens older than the bound, out of the loss mask:
+    :mod:`agentsgym_trl.staleness`).
 
     :param multi_turn: whether an episode's env is multi-turn (default: all are).
     """
@@ -53,11 +57,16 @@ def batch_arrays(
         if not episode.has_logprobs or episode.segments[segment].logprobs is None:
             sampled[index, agent_mask[index].astype(bool)] = np.nan
     failed = {id(e) for (e, _), m in zip(rows, masked) if m}
+    loss_mask = agent_mask * (~masked)[:, None].astype(agent_mask.dtype)
+    stale = np.zeros(loss_mask.shape, dtype=bool)
+    if bound is not None:
+        stale = bound.stale(picked["policy_versions"]) & loss_mask.astype(bool)
+        loss_mask = loss_mask * (~stale).astype(loss_mask.dtype)
     tensors = {
         "input_ids": picked["input_ids"],
         "attention_mask": picked["attention_mask"],
         "agent_token_mask": agent_mask,
-        "loss_mask": agent_mask * (~masked)[:, None].astype(agent_mask.dtype),
+        "loss_mask": loss_mask,
         "advantages": advantages(
             rows,
             picked["group_indices"],
@@ -73,4 +82,6 @@ def batch_arrays(
         "group_indices": picked["group_indices"],
     }
     screened = {"dropped_rollouts": float(len(dropped)), "masked_rollouts": float(len(failed))}
+    if bound is not None:
+        screened["stale_tokens_masked"] = float(stale.sum())
     return tensors, screened

@@ -10,14 +10,16 @@ In an env with roles, the groups of every role are recorded (``role``), those of
 role played by an agent of its own (``--agent ROLE=NAME``) too, but only the groups
 of ``trained_roles`` go to the trainer.
 
-``step`` is the training step whose batch a row belongs to (a trainer that takes its
-rows with :meth:`RolloutSource.next_rows`, one call per step; rows played otherwise,
-as trl-grpo's loop plays them, have none). A run that plays ahead (``--async``)
-records a batch when the trainer takes its step, not when it is played (see
-:class:`~agentsgym_trl.rollout_stream.AdmissionRecords`): each of its rows then says
-``"discarded": true`` when its group was more than ``--max-staleness`` versions old
-and was not trained, ``false`` otherwise, so the rows alone tell what was trained. When
-a killed run is resumed from its checkpoint of step ``s``, the rows of steps after
+``step`` is the training step whose batch a row belongs to: the rows a trainer takes
+with :meth:`RolloutSource.next_rows`, one call per step, and those trl-grpo plays for
+a step, say so (:class:`~agentsgym_trl.step_rows.StepRows`); rows played otherwise
+have none. A row's ``per_token_policy_versions`` and its ``step`` (trained at version
+``step - 1``) tell each token's age when it was trained. A run that plays ahead
+(``--async``) records a batch when the trainer takes its step, not when it is played
+(see :class:`~agentsgym_trl.rollout_stream.AdmissionRecords`): each of its rows then
+says ``"discarded": true`` when its group was more than ``--max-staleness`` versions
+old and was not trained, ``false`` otherwise, so the rows alone tell what was trained.
+When a killed run is resumed from its checkpoint of step ``s``, the rows of steps after
 ``s`` are dropped from the file: those steps are played again, fresh, so the finished
 file holds each step's groups once, as trained.
 """
@@ -35,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 from agentsgym import TrajectoryBatch, TrajectoryGroup
 from agentsgym.cli import write_atomically
 from agentsgym.runtime import RolloutSource
+from agentsgym_trl.step_rows import StepRows
 
 if TYPE_CHECKING:
     from agentsgym import Agent
@@ -163,14 +166,6 @@ class _HeldBatch:
     returned: TrajectoryBatch
     played: TrajectoryBatch
     step: int | None
-
-
-class StepRows(list):  # type: ignore[type-arg]
-    """The rows :meth:`RecordingSource.next_rows` gives for one step, and that step."""
-
-    def __init__(self, rows: Iterable[Any], *, step: int) -> None:
-        super().__init__(rows)
-        self.step = step
 
 
 def _drop_steps_after(path: Path, step: int) -> int:

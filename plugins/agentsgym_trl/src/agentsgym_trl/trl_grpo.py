@@ -15,10 +15,15 @@ log joins each of TRL's entries (:mod:`agentsgym_trl.train_tracking`).
 
 By default the rollouts are played by a
 :class:`~agentsgym_trl.transformers_agent.TransformersAgent` sharing the
-trainer's model (on-policy, no copy). On a GPU machine, pass an ``openai`` agent
-pointing at ``trl vllm-serve`` and set ``use_vllm=True, vllm_mode="server"``: TRL
-pushes the new weights to the server before every ``rollout_func`` call (see
-docs/training.md).
+trainer's model (on-policy, no copy). With an inference engine generating
+(``engine``, ``agentsgym train --vllm-python`` or ``--vllm-server-base-url``), its
+agent plays and the trained weights are pushed into it after every optimizer step
+(:class:`EngineSyncCallback`, before the rollout stream may play further), each push
+timed as ``weight_sync_seconds``; tokens older than the staleness bound are masked
+(:mod:`agentsgym_trl.staleness`). If the engine fails, the step's weights are saved
+as a checkpoint for ``--resume``. TRL's own vLLM integration (``use_vllm=True,
+vllm_mode="server"`` against ``trl vllm-serve``) stays available through
+``grpo_config`` (see docs/training.md).
 """
 
 from __future__ import annotations
@@ -31,13 +36,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from transformers import TrainerCallback
+
 from agentsgym import TrajectoryBatch
 from agentsgym.errors import TrainerOptionError
 from agentsgym.runtime import RolloutSource, StepCallback, StepMetrics, TrainResult
-from agentsgym_trl.batch_trainer import policy_sampling
+from agentsgym_trl.batch_trainer import GeneratingEngine, policy_sampling
 from agentsgym_trl.chat_templates import apply_chat_template_choice, check_source_template
 from agentsgym_trl.grpo_config import build_grpo_config
 from agentsgym_trl.screening import RetokenizedPolicy, RolloutScreen, reward_signal
+from agentsgym_trl.staleness import StalenessBound, stale_agent_tokens
 from agentsgym_trl.trl_rollouts import (
     REWARD_FIELD,
     final_reward,
@@ -46,7 +54,8 @@ from agentsgym_trl.trl_rollouts import (
     rollouts_to_trl,
 )
 from agentsgym_trl.trl_step_log import StepLog, StepLogCallback, report_after_step_log
-from agentsgym_trl.trl_stream import check_one_group_per_prompt
+from agentsgym_trl.trl_stream import check_one_group_per_prompt, step_rows
+from agentsgym_trl.vllm_client import InferenceServerError
 
 if TYPE_CHECKING:
     from agentsgym import Agent
@@ -152,6 +161,11 @@ class TRLGRPOAdapter:
         self.last_batch: TrajectoryBatch | None = None
         """The rollouts of the last step (with ``--async``: the groups admitted)."""
         self.streamed: StreamedRollouts | None = None
+        self.engine: GeneratingEngine | None = None
+        self.token_bound: int | None = None
+        """How old a trained token may be (``None``: no bound; see :mod:`.staleness`)."""
+        self.synced: dict[str, float] = {}
+        """The last weight push's figures, for the step log (``weight_sync_seconds``)."""
 
     # ------------------------------------------------------------------ setup
     def grpo_args(
@@ -230,10 +244,12 @@ class TRLGRPOAdapter:
         run_arguments: dict[str, Any] | None = None,
         max_staleness: int | None = None,
         tracking: TrainTracking | None = None,
+        engine: GeneratingEngine | None = None,
     ) -> Any:
         """The configured ``GRPOTrainer`` (not yet trained); with ``max_staleness``, its
         ``rollout_func`` takes from a rollout stream (:mod:`agentsgym_trl.trl_stream`);
-        with ``tracking``, TRL reports each step to it, agentsgym's step log joined."""
+        with ``tracking``, TRL reports each step to it, agentsgym's step log joined; with
+        ``engine``, the trained weights are pushed into it after every step."""
         from agentsgym_trl.trl_trainer import AgentsgymGRPOTrainer  # imports TRL: slow
 
         check_source_template(source, self.tokenizer, self.chat_template)
@@ -252,7 +268,17 @@ class TRLGRPOAdapter:
         )
         if args.beta != 0.0:
             self._snapshot_reference()
-        if agent is not None and not args.use_vllm:
+        if engine is not None and args.use_vllm:
+            raise TrainerOptionError(
+                "use_vllm=True makes TRL push the weights to its own vLLM server, and "
+                "--vllm-python / --vllm-server-base-url make agentsgym push them to its: "
+                "choose one"
+            )
+        self.engine = engine
+        self.synced = {}
+        if max_staleness is not None or engine is not None:
+            self.token_bound = max_staleness if max_staleness is not None else 0
+        if agent is not None and not args.use_vllm and engine is None:
             logger.warning(
                 "trl-grpo plays with the given agent, which does not receive the trained "
                 "weights unless it serves them through TRL's vLLM server (use_vllm=True, "
@@ -268,7 +294,9 @@ class TRLGRPOAdapter:
                 processing_class=self.tokenizer,
                 rollout_func=self.rollout_func(source, agent),
                 callbacks=[
-                    StepLogCallback(self.step_log, self._scored, source, run_arguments, tracking)
+                    # before the stream's callback: no step plays ahead of its weights
+                    *([EngineSyncCallback(self)] if engine is not None else []),
+                    StepLogCallback(self.step_log, self._scored, source, run_arguments, tracking),
                 ],
                 plan_prompts=max_staleness is not None,
             )
@@ -300,8 +328,16 @@ class TRLGRPOAdapter:
         return streamed
 
     def _scored(self) -> dict[str, float]:
-        """The trainer's statistics of the rows that reached the last loss."""
-        return dict(getattr(self.trainer, "scored_stats", {}))
+        """The trainer's statistics of the rows that reached the last loss, and the
+        weight push that followed its update."""
+        return {**getattr(self.trainer, "scored_stats", {}), **self.synced}
+
+    def push_weights(self, trainer: Any) -> None:
+        """Push the trainer's weights into the engine as version ``global_step``."""
+        assert self.engine is not None
+        model = trainer.accelerator.unwrap_model(trainer.model)
+        seconds = self.engine.push_weights(model, int(trainer.state.global_step))
+        self.synced = {"weight_sync_seconds": seconds}
 
     def _snapshot_reference(self) -> None:
         """TRL loads the KL reference model from ``model.config.name_or_path``.
@@ -324,25 +360,37 @@ class TRLGRPOAdapter:
         def rollout(prompts: list[Any], trainer: Any) -> dict[str, Any]:
             started = time.perf_counter()
             streamed: dict[str, float] = {}
+            if self.engine is not None:
+                self.engine.check()
+                if not self.synced:  # the first round: the weights TRL starts from
+                    self.push_weights(trainer)
             if self.streamed is not None:  # --async: the step's batch was played ahead
                 played, batch, streamed = self.streamed.take(prompts, trainer)
             else:
-                rows = [json.loads(p) if isinstance(p, str) else p for p in prompts]
+                rows = step_rows(prompts, int(trainer.state.global_step) + 1)
                 player = agent if agent is not None else self.policy(trainer)
                 played = batch = source.play(rows, player, num_rollouts=1)
                 check_one_group_per_prompt(batch, len(rows))
             self.last_batch = batch
+            bound = None
+            if self.token_bound is not None:
+                bound = StalenessBound(int(trainer.state.global_step), self.token_bound)
             output, views = rollouts_to_trl(
                 played,
                 pad_token_id(self.tokenizer),
                 screen=self.screen,
                 multi_turn=source.is_multi_turn,
+                bound=bound,
             )
             trainer.pending_views = views
             metrics = StepMetrics.of_batch(batch, step=trainer.state.global_step + 1)
             metrics.extra.update(streamed)
             metrics.extra.update(reward_signal(rewards_by_prompt(prompts, played).values()))
             metrics.extra["extra_views"] = float(len(views))
+            if bound is not None:
+                metrics.extra["stale_tokens_masked"] = float(
+                    stale_agent_tokens((e for g in played.groups for e in g.episodes), bound)
+                )
             metrics.extra["masked_rollouts"] = float(
                 sum(
                     1
@@ -383,12 +431,15 @@ class TRLGRPOAdapter:
         run_arguments: dict[str, Any] | None = None,
         max_staleness: int | None = None,
         tracking: TrainTracking | None = None,
+        engine: GeneratingEngine | None = None,
     ) -> TrainResult:
         """Train for ``max_steps`` steps; a checkpoint (TRL's, plus agentsgym's run
         state) every ``save_steps`` steps; ``resume_from`` a checkpoint folder.
         ``max_staleness`` (``None``: synchronous) plays rollouts ahead of the trainer,
         at most that many versions (:mod:`agentsgym_trl.trl_stream`). ``tracking``: a
-        started tracker run that TRL reports to (:mod:`agentsgym_trl.train_tracking`)."""
+        started tracker run that TRL reports to (:mod:`agentsgym_trl.train_tracking`).
+        ``engine``: an inference engine whose ``agent`` plays and that takes every
+        update's weights."""
         from agentsgym_trl.checkpoints import read_run_state
 
         if max_steps < 1:
@@ -402,6 +453,7 @@ class TRLGRPOAdapter:
             run_arguments=run_arguments,
             max_staleness=max_staleness,
             tracking=tracking,
+            engine=engine,
         )
         result = TrainResult(output_dir=self.output_dir)
         if resume_from is not None:
@@ -416,6 +468,8 @@ class TRLGRPOAdapter:
                 trainer.train(
                     resume_from_checkpoint=str(resume_from) if resume_from is not None else None
                 )
+        except InferenceServerError as exc:
+            raise self._saved_after(exc, trainer) from exc
         finally:
             if self.streamed is not None:
                 self.streamed.close()
@@ -425,3 +479,32 @@ class TRLGRPOAdapter:
         self.tokenizer.save_pretrained(str(self.output_dir))
         result.artifacts["model"] = str(self.output_dir)
         return result
+
+    def _saved_after(self, failure: InferenceServerError, trainer: Any) -> InferenceServerError:
+        """The engine failed: save the weights of the last optimizer step as TRL's
+        checkpoint (with agentsgym's run state), unless it is saved; the error, saying
+        where."""
+        step = int(trainer.state.global_step)
+        if step == 0:
+            return InferenceServerError(f"{failure}\nThe run stopped before any update.")
+        from agentsgym_trl.checkpoints import RUN_STATE_FILE, checkpoint_path
+
+        folder = checkpoint_path(self.output_dir, step)
+        if not (folder / RUN_STATE_FILE).exists():
+            trainer._save_checkpoint(trainer.model, trial=None)  # its on_save adds the run state
+        return InferenceServerError(
+            f"{failure}\nThe run stopped; what was trained through step {step} is saved in "
+            f"{folder}. Fix the inference server and run the same command with --resume."
+        )
+
+
+class EngineSyncCallback(TrainerCallback):  # type: ignore[misc]
+    """Pushes the trained weights into the inference engine after every optimizer step
+    (the first push, of the weights TRL starts from, is the rollout function's: TRL
+    restores a resumed run's step only after ``on_train_begin``)."""
+
+    def __init__(self, adapter: TRLGRPOAdapter) -> None:
+        self.adapter = adapter
+
+    def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+        self.adapter.push_weights(self.adapter.trainer)

@@ -26,6 +26,7 @@ from typing import Any
 from torch.utils.data import Sampler
 
 from agentsgym.errors import TrainerOptionError
+from agentsgym_trl.step_rows import StepRows
 
 
 class PlannedSampler(Sampler[int]):  # type: ignore[misc]
@@ -101,8 +102,9 @@ class PlanCursor:
         self.taken: dict[int, list[str]] = {}
 
     def next_rows(self) -> list[str]:
+        """The next step's prompt entries, which say their step (recorded with the rows)."""
         step, self.next_step = self.next_step, self.next_step + 1
-        self.taken[step] = self.plan.prompts_of(step)
+        self.taken[step] = StepRows(self.plan.prompts_of(step), step=step)
         return self.taken[step]
 
     def state_dict(self) -> dict[str, Any]:

@@ -57,6 +57,7 @@ import numpy as np
 
 from agentsgym import Episode, TrajectoryBatch
 from agentsgym_trl.screening import RolloutScreen
+from agentsgym_trl.staleness import StalenessBound
 
 REWARD_FIELD = "agentsgym_final_reward"
 
@@ -85,21 +86,25 @@ class ExtraView:
     logprobs: list[float | None] | None
 
 
-def episode_views(episode: Episode) -> list[View]:
+def episode_views(episode: Episode, bound: StalenessBound | None = None) -> list[View]:
     """Every view of a finished episode that holds agent tokens, in order.
 
     One view unless a chat template that is not prefix-preserving split the episode.
     Each view's prompt is its tokens before its first agent token; its completion runs
-    from there through its last agent token.
+    from there through its last agent token. Agent tokens older than ``bound`` are
+    masked like env tokens (:mod:`agentsgym_trl.staleness`).
     """
     views = []
-    for segment in episode.segments:
+    for index, segment in enumerate(episode.segments):
         agent = np.flatnonzero(segment.agent_mask)
         if not agent.size:
             continue
         first, last = int(agent[0]), int(agent[-1])
         ids = segment.token_ids.tolist()
-        mask = segment.agent_mask[first : last + 1].tolist()
+        trained = segment.agent_mask[first : last + 1].astype(bool)
+        if bound is not None:
+            trained &= ~bound.stale(episode.token_policy_versions(index)[first : last + 1])
+        mask = trained.astype(int).tolist()
         logprobs: list[float | None] | None = None
         if episode.has_logprobs and segment.logprobs is not None:
             values = segment.logprobs[first : last + 1].tolist()
@@ -127,6 +132,7 @@ def rollouts_to_trl(
     *,
     screen: RolloutScreen | None = None,
     multi_turn: Callable[[Episode], bool] | None = None,
+    bound: StalenessBound | None = None,
 ) -> tuple[dict[str, Any], list[ExtraView]]:
     """TRL ``rollout_func`` output for a batch played with one trial per group, and
     the earlier views of split episodes (extra rows, see :class:`ExtraView`).
@@ -134,7 +140,7 @@ def rollouts_to_trl(
     Group ``i`` (one prompt entry) gives completion ``i``: its episode's last view.
     ``screen`` applies the re-tokenized and truncation policies (default: warn about
     re-tokenized data; mask episodes with a truncated reply, in multi-turn envs as
-    ``multi_turn`` tells, default all).
+    ``multi_turn`` tells, default all). ``bound``: tokens older than it are masked.
     """
     screen = screen if screen is not None else RolloutScreen(trainer="trl-grpo")
     multi_turn = multi_turn if multi_turn is not None else (lambda _episode: True)
@@ -163,7 +169,7 @@ def rollouts_to_trl(
             logprobs.append([0.0])
             rewards.append(None)
             continue
-        views = episode_views(episode)
+        views = episode_views(episode, bound)
         reward = episode.final_reward
         if screen.masks(episode, multi_turn):
             views = [

@@ -44,6 +44,7 @@ from agentsgym import TrajectoryBatch
 from agentsgym.errors import TrainerOptionError
 from agentsgym.runtime import RolloutSource
 from agentsgym_trl.rollout_stream import AdmissionRecords, RolloutStream
+from agentsgym_trl.step_rows import StepRows
 from agentsgym_trl.trl_prompt_plan import PlanCursor, PlannedSampler
 
 if TYPE_CHECKING:
@@ -65,6 +66,14 @@ def check_one_group_per_prompt(batch: TrajectoryBatch, prompts: int) -> None:
         "Train one role with trl-grpo (--env-config trainable_roles='[\"x\"]'; "
         "the policy still plays every role), or all of them with per-token-grpo"
     )
+
+
+def step_rows(prompts: list[Any], step: int | None = None) -> list[Any]:
+    """TRL's prompt entries as the dataset rows they hold, keeping their step (the
+    prompts' own, as a planned step's are, or ``step``)."""
+    rows = [json.loads(p) if isinstance(p, str) else p for p in prompts]
+    step = getattr(prompts, "step", step)
+    return rows if step is None else StepRows(rows, step=step)
 
 
 def check_streamable(trainer: Any) -> None:
@@ -191,7 +200,7 @@ class StreamedRollouts:
     def _play(self, prompts: list[str]) -> TrajectoryBatch:
         """Play each prompt entry as one trial (the synchronous run's way)."""
         assert self._player is not None
-        rows = [json.loads(p) if isinstance(p, str) else p for p in prompts]
+        rows = step_rows(prompts)
         batch = self.source.play(rows, self._player, num_rollouts=1)
         check_one_group_per_prompt(batch, len(rows))
         with self._lock:

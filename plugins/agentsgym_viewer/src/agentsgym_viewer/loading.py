@@ -44,6 +44,7 @@ IGNORED_COLUMNS = frozenset(
         "num_agent_tokens",
         "step_token_sources",
         "step_policy_versions",
+        "per_token_policy_versions",
         "min_policy_version",
         "max_policy_version",
         "trial_rows",  # how many rows a trial of several roles has (--resume reads it)
