@@ -73,7 +73,7 @@ class TokenVersionedAgent(CountingAgent):
 
     def __init__(self, tokenizer: Any, versions: list[list[int] | None]) -> None:
         super().__init__()
-        self.chat = agentsgym.ChatTokenizer(agentsgym.load_tokenizer(tokenizer))
+        self.chat = agentsgym.runtime.ChatTokenizer(agentsgym.load_tokenizer(tokenizer))
         self.versions = versions
 
     def get_action(

@@ -26,7 +26,7 @@ class SplitReplyAgent:
     wants_prompt_token_ids = True
 
     def __init__(self) -> None:
-        self.chat = agentsgym.ChatTokenizer(agentsgym.load_tokenizer(TINY))
+        self.chat = agentsgym.runtime.ChatTokenizer(agentsgym.load_tokenizer(TINY))
         self.calls = 0
 
     def get_action(self, messages: Any, state: Any, prompt_token_ids: Any = None) -> Any:

