@@ -1,0 +1,76 @@
+"""An env with roles from a third party (tests/haggle_package.py, written from
+docs/plugin-authors.md alone): each role has its own default agent, the env none, and
+one role is not trainable. What the docs promise of it holds on the command line and
+in check_env."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentsgym.testing import run_cli
+from haggle_package import BUYER_AGENT, HAGGLE, SELLER_AGENT, install_haggle
+
+
+@pytest.fixture
+def haggle(site: Path) -> str:
+    install_haggle(site)
+    return HAGGLE
+
+
+def rows_of(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_rollout_plays_each_role_with_its_default_agent(haggle: str, tmp_path: Path) -> None:
+    out = tmp_path / "deals.jsonl"
+    result = run_cli("rollout", haggle, "--num-tasks", "2", "--num-rollouts", "2", "--out", str(out))
+    assert result.code == 0, result.output
+    rows = rows_of(out)
+    assert [row["role"] for row in rows] == ["seller", "buyer"] * 4
+    record = json.loads(out.with_name(out.name + ".run.json").read_text())["arguments"]
+    assert record["role_agents"] == {"seller": SELLER_AGENT, "buyer": BUYER_AGENT}
+    assert record["agent"] is None and record["env_agents"] == {}
+
+
+def test_rollout_and_eval_take_an_agent_per_role(haggle: str, tmp_path: Path) -> None:
+    agents = ["--agent", f"seller={SELLER_AGENT}", "--agent", f"buyer={BUYER_AGENT}"]
+    out = tmp_path / "deals.jsonl"
+    played = run_cli("rollout", haggle, "--num-tasks", "1", *agents, "--out", str(out))
+    assert played.code == 0, played.output
+    assert {row["role"] for row in rows_of(out)} == {"seller", "buyer"}
+    scored = tmp_path / "eval.jsonl"
+    evaluated = run_cli("eval", haggle, "--num-rollouts", "2", *agents, "--out", str(scored))
+    assert evaluated.code == 0, evaluated.output
+    assert {row["role"] for row in rows_of(scored)} == {"seller", "buyer"}
+
+
+def test_an_option_without_an_env_agent_says_where_it_goes(haggle: str, tmp_path: Path) -> None:
+    out = str(tmp_path / "deals.jsonl")
+    result = run_cli("rollout", haggle, "--agent-option", "seed=3", "--out", out)
+    assert result.code == 2
+    assert "no agent of this run takes the option 'seed'" in result.output
+    assert "ROLE.key=value" in result.output
+
+
+def test_describe_says_each_role_plays_with_its_own_default(haggle: str) -> None:
+    text = run_cli("describe", haggle).output
+    assert "default agent: none needed, each role plays with its own (below)" in text
+    assert "give --agent" not in text
+    assert f"  buyer: buys the item; knows its worth; not trained; default agent {BUYER_AGENT}" in (
+        text
+    )
+
+
+def test_list_envs_verbose_json_has_the_roles(haggle: str) -> None:
+    listing = json.loads(run_cli("list-envs", "--json", "--verbose").stdout)
+    [item] = [item for item in listing if item.get("id") == haggle]
+    assert [(r["name"], r["trainable"], r["default_agent"]) for r in item["roles"]] == [
+        ("seller", True, SELLER_AGENT),
+        ("buyer", False, BUYER_AGENT),
+    ]
+    guess = [item for item in listing if item.get("id") == "agentsgym/GuessTheNumber-v0"]
+    assert guess[0]["roles"] == []
