@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from agentsgym.testing import run_cli
+from agentsgym.testing import check_env, run_cli
 from haggle_package import BUYER_AGENT, HAGGLE, SELLER_AGENT, install_haggle
 
 
@@ -74,3 +74,22 @@ def test_list_envs_verbose_json_has_the_roles(haggle: str) -> None:
     ]
     guess = [item for item in listing if item.get("id") == "agentsgym/GuessTheNumber-v0"]
     assert guess[0]["roles"] == []
+
+
+def test_check_env_plays_each_role_with_its_default_agent(haggle: str) -> None:
+    report = check_env(haggle)  # the buyer is not trainable: its episodes are checked too
+    details = {check.name: check.detail for check in report.checks}
+    # a placeholder agent's "I am not sure." is no offer: no deal, reward 0, and the
+    # buyer never acts; each role's own trader makes deals
+    assert details["episodes play without a tokenizer"] != "mean reward 0"
+    roles = details["each role plays with its own view and token stream"]
+    assert roles == "roles seller, buyer (trainable: seller) in 8 games"
+    assert not report.skipped
+
+
+def test_check_env_takes_an_agent_per_role(haggle: str) -> None:
+    from agentsgym import make_agent
+
+    agents = {"seller": make_agent(SELLER_AGENT), "buyer": make_agent(BUYER_AGENT)}
+    report = check_env(haggle, agent=agents, tokenizer=None)
+    assert report.passed
