@@ -8,7 +8,10 @@ has its own default agent; the env registers none. The buyer is a scripted oppon
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 HAGGLE = "haggle/Haggle-v0"
 SELLER_AGENT, BUYER_AGENT = "haggle/seller", "haggle/buyer"
@@ -164,3 +167,14 @@ def install_haggle(site: Path) -> Path:
     from agentsgym_scaffold import install_plugin
 
     return install_plugin(site, "agentsgym-haggle", "agentsgym_haggle", HAGGLE_PLUGIN)
+
+
+def haggle_installed(tmp_path: Path, monkeypatch: Any) -> Iterator[str]:
+    """The body of a fixture for test folders without the core's ``site`` fixture: the
+    package installed in a folder put on ``sys.path`` (and its module forgotten after);
+    yields the env id."""
+    site = tmp_path / "haggle-site"
+    install_haggle(site)
+    monkeypatch.syspath_prepend(str(site))
+    yield HAGGLE
+    sys.modules.pop("agentsgym_haggle", None)

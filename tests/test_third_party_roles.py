@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from agentsgym import hookimpl
 from agentsgym.testing import check_env, run_cli
 from haggle_package import BUYER_AGENT, HAGGLE, SELLER_AGENT, install_haggle
 
@@ -27,7 +28,9 @@ def rows_of(path: Path) -> list[dict[str, Any]]:
 
 def test_rollout_plays_each_role_with_its_default_agent(haggle: str, tmp_path: Path) -> None:
     out = tmp_path / "deals.jsonl"
-    result = run_cli("rollout", haggle, "--num-tasks", "2", "--num-rollouts", "2", "--out", str(out))
+    result = run_cli(
+        "rollout", haggle, "--num-tasks", "2", "--num-rollouts", "2", "--out", str(out)
+    )
     assert result.code == 0, result.output
     rows = rows_of(out)
     assert [row["role"] for row in rows] == ["seller", "buyer"] * 4
@@ -93,3 +96,21 @@ def test_check_env_takes_an_agent_per_role(haggle: str) -> None:
     agents = {"seller": make_agent(SELLER_AGENT), "buyer": make_agent(BUYER_AGENT)}
     report = check_env(haggle, agent=agents, tokenizer=None)
     assert report.passed
+
+
+def test_role_rewards_that_leave_out_a_role_fail_the_game_naming_it(haggle: str) -> None:
+    from agentsgym_haggle import Haggle  # type: ignore[import-not-found]
+
+    from agentsgym import make_agent
+
+    class SellerOnly(Haggle):  # type: ignore[misc]
+        @hookimpl
+        def role_rewards(self, state: dict[str, Any]) -> dict[str, float]:
+            return {"seller": 1.0}
+
+    agents = {"seller": make_agent(SELLER_AGENT), "buyer": make_agent(BUYER_AGENT)}
+    batch = SellerOnly().run_trial([{"seller_cost": 1, "buyer_worth": 90}], agents)
+    assert not batch.episodes and len(batch.failed) == 1
+    error = str(batch.failed[0].error)
+    assert "SellerOnly.role_rewards gave no reward to buyer (it gave seller)" in error
+    assert "return None for a game without outcome" in error

@@ -408,8 +408,9 @@ def role_rewards(
     :param truncated: the runner ended the episode at the step limit, not the env.
     :param error: always ``None`` today (a failed episode earns nothing); kept so that an
         implementation may take the same arguments as :func:`finish_episode`.
-    :return: ``{role: reward}`` for any of the declared roles (a zero-sum game returns
-        opposite values), or ``None`` for none. Each reward is added to the reward of
+    :return: ``{role: reward}`` for every declared role (a zero-sum game returns
+        opposite values; a role left out fails the episode, saying which), or ``None``
+        for a game without outcome. Each reward is added to the reward of
         that role's last action, as the term ``outcome`` (``metrics["reward/outcome"]``
         of the role's episode); a role that never acted cannot carry one, and its value
         is kept in its metrics only. ``firstresult``.

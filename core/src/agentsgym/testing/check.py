@@ -238,7 +238,12 @@ class _Checker:
         return agent or ScriptedAgent(["I am not sure."])
 
     def run_trial(
-        self, env: MultistepEnv, tasks: list[dict[str, Any]], agent: Any, rollouts: int, **options: Any
+        self,
+        env: MultistepEnv,
+        tasks: list[dict[str, Any]],
+        agent: Any,
+        rollouts: int,
+        **options: Any,
     ) -> tuple[TrajectoryBatch, list[Episode]]:
         """Play ``tasks``; the batch, and every episode played: every role's, where the
         batch holds only the trainable roles' groups (and the failed among them)."""

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from agentsgym.dataset_runner import run_dataset
 from agentsgym.engine import DEFAULT_MAX_CONCURRENCY
 from agentsgym.errors import TrainerOptionError, is_reward_unavailable
+from agentsgym.executors import build_envs
 from agentsgym.factory import load_tokenizer
 from agentsgym.rows import DatasetRow, parse_rows
 
@@ -260,6 +261,20 @@ class RolloutSource:
             executor=self.executor,
             executor_options=self.executor_options or None,
         )
+
+    def trained_roles_of(self, row: Mapping[str, Any] | DatasetRow) -> tuple[str, ...] | None:
+        """The roles whose groups :meth:`play` returns for ``row``: its env's trainable
+        roles (``None``: an env without roles, one group per task). A trainer checks them
+        before it plays; the env is built now, and kept for :meth:`play`."""
+        (parsed,) = parse_rows([row])
+        envs = build_envs(
+            [parsed],
+            tokenizer=self.tokenizer,
+            allow_class_paths=self.allow_class_paths,
+            envs=self._envs,
+        )
+        env = envs[parsed.env_key()]
+        return env.trainable_roles if env.role_names else None
 
     def _tokenizer_for_executor(self) -> Any:
         """The loaded tokenizer, or for a remote executor its name (each worker loads it)."""

@@ -107,6 +107,13 @@ class RecordingSource(RolloutSource):
             return batch
         return TrajectoryBatch([g for g in batch.groups if g.role in self.trained_roles])
 
+    def trained_roles_of(self, row: Mapping[str, Any]) -> tuple[str, ...] | None:
+        """The env's trainable roles that this run trains (those in ``trained_roles``)."""
+        roles = super().trained_roles_of(row)
+        if roles is None or self.trained_roles is None:
+            return roles
+        return tuple(role for role in roles if role in self.trained_roles)
+
     def _append(self, batch: TrajectoryBatch, step: int | None) -> None:
         records = batch.to_records()
         with self._append_lock, self.record_to.open("a", encoding="utf-8") as handle:
