@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+import agentsgym
 from agentsgym import hookimpl
 from agentsgym.testing import check_env, run_cli
 from haggle_package import BUYER_AGENT, HAGGLE, SELLER_AGENT, install_haggle
@@ -114,3 +115,26 @@ def test_role_rewards_that_leave_out_a_role_fail_the_game_naming_it(haggle: str)
     error = str(batch.failed[0].error)
     assert "SellerOnly.role_rewards gave no reward to buyer (it gave seller)" in error
     assert "return None for a game without outcome" in error
+
+
+def test_the_step_log_has_each_roles_win_draw_and_loss_rates(haggle: str) -> None:
+    from agentsgym import make_agent
+    from agentsgym.runtime import StepMetrics
+
+    env = agentsgym.make(haggle, env_config={"trainable_roles": ["seller", "buyer"]})
+    tasks = list(env.get_train_dataset()["task_data"]) + [{"seller_cost": 80, "buyer_worth": 20}]
+    agents = {"seller": make_agent(SELLER_AGENT), "buyer": make_agent(BUYER_AGENT)}
+    batch = env.run_trial(tasks, agents, 2)
+    figures = StepMetrics.of_batch(batch, step=1).to_dict()
+    for role in ("seller", "buyer"):
+        outcomes = [e.metrics["outcome"] for e in batch.episodes if e.role == role]
+        assert len(outcomes) == 14
+        wins, draws = sum(o > 0 for o in outcomes), sum(o == 0 for o in outcomes)
+        assert figures[f"win_rate/{role}"] == wins / 14
+        assert figures[f"draw_rate/{role}"] == draws / 14
+        assert figures[f"loss_rate/{role}"] == (14 - wins - draws) / 14
+    assert 0 < figures["draw_rate/seller"] < 1  # the last task has no deal: a draw
+    # a single-agent env's step has no rates
+    guess = agentsgym.make("agentsgym/GuessTheNumber-v0")
+    single = guess.run_trial([{"target": 3}], make_agent("agentsgym/bisect"))
+    assert not any("rate/" in key for key in StepMetrics.of_batch(single, step=1).to_dict())

@@ -44,6 +44,11 @@ def test_per_token_grpo_trains_every_role_in_self_play(tmp_path: Path) -> None:
     x_rewards = {r["session_id"]: r["final_reward"] for r in rows if r["role"] == "x"}
     assert step["reward/x"] == pytest.approx(sum(x_rewards.values()) / len(x_rewards))
     assert "reward/o" in step
+    # and each role's win, draw and loss rates, from its games' outcomes
+    x_wins = [r["metrics"]["outcome"] > 0 for r in rows if r["role"] == "x"]
+    assert step["win_rate/x"] == pytest.approx(sum(x_wins) / len(x_wins))
+    rates = [step[f"{name}_rate/x"] for name in ("win", "draw", "loss")]
+    assert sum(rates) == pytest.approx(1.0)
 
 
 def test_trl_grpo_trains_one_role_and_says_so_when_given_two(tmp_path: Path) -> None:

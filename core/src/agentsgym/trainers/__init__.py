@@ -23,6 +23,7 @@ from agentsgym.engine import DEFAULT_MAX_CONCURRENCY
 from agentsgym.errors import TrainerOptionError, is_reward_unavailable
 from agentsgym.executors import build_envs
 from agentsgym.factory import load_tokenizer
+from agentsgym.game_outcomes import win_draw_loss
 from agentsgym.rows import DatasetRow, parse_rows
 
 if TYPE_CHECKING:
@@ -59,8 +60,10 @@ class StepMetrics:
 
     @classmethod
     def of_batch(cls, batch: TrajectoryBatch, step: int) -> StepMetrics:
-        """Rollout statistics of a batch: reward mean and std (and ``reward/<role>``, the
-        mean reward of each role's groups, in an env with roles), tokens, failures, the
+        """Rollout statistics of a batch: reward mean and std (and, in an env with roles,
+        ``reward/<role>``, the mean reward of each role's groups, and for a game whose
+        ``role_rewards`` give outcomes ``win_rate/<role>``, ``draw_rate/<role>`` and
+        ``loss_rate/<role>``: a failed game is a loss), tokens, failures, the
         fraction of ``truncated_replies``, ``split_episodes`` (scored episodes split into
         several views) and ``token_source/<source>`` (fraction of steps whose ids came
         from each source); docs/training.md explains them."""
@@ -77,15 +80,7 @@ class StepMetrics:
         )
         if rewards:
             metrics.extra["reward_std"] = statistics.pstdev(rewards)
-        role_rewards: dict[str, list[float]] = {}
-        for group in batch.groups:
-            if group.role is not None:
-                role_rewards.setdefault(group.role, []).extend(
-                    e.final_reward for e in group.episodes
-                )
-        for role, values in sorted(role_rewards.items()):
-            if values:
-                metrics.extra[f"reward/{role}"] = statistics.fmean(values)
+        metrics.extra.update(role_figures(batch))
         steps = [s for e in episodes for s in e.steps]
         if steps:
             metrics.extra["truncated_replies"] = sum(s.reply_truncated for s in steps) / len(steps)
@@ -102,6 +97,29 @@ class StepMetrics:
         numbers = {k: float(v) for k, v in data.items() if isinstance(v, (int, float))}
         extra = {k: v for k, v in numbers.items() if k not in known}
         return cls(**{k: v for k, v in data.items() if k in known}, extra=extra)
+
+
+def role_figures(batch: TrajectoryBatch) -> dict[str, float]:
+    """Each role's mean reward, and its win, draw and loss rates where its games give
+    outcomes (see :meth:`StepMetrics.of_batch`)."""
+    rewards: dict[str, list[float]] = {}
+    outcomes: dict[str, list[float | None]] = {}
+    for group in batch.groups:
+        if group.role is None:
+            continue
+        rewards.setdefault(group.role, []).extend(e.final_reward for e in group.episodes)
+        played = outcomes.setdefault(group.role, [])
+        played.extend(e.metrics.get("outcome") for e in group.episodes)
+        played.extend(None for _ in group.failed)
+    figures: dict[str, float] = {}
+    for role, values in sorted(rewards.items()):
+        if values:
+            figures[f"reward/{role}"] = statistics.fmean(values)
+        if any(outcome is not None for outcome in outcomes[role]):
+            rates = win_draw_loss(outcomes[role])
+            for name, rate in zip(("win_rate", "draw_rate", "loss_rate"), rates):
+                figures[f"{name}/{role}"] = rate
+    return figures
 
 
 @dataclass

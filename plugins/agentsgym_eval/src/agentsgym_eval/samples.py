@@ -44,8 +44,8 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
-from agentsgym.runtime import DEFAULT_MAX_CONCURRENCY, redact_text
 from agentsgym.errors import is_reward_unavailable
+from agentsgym.runtime import DEFAULT_MAX_CONCURRENCY, redact_text, win_draw_loss
 from agentsgym_eval import metrics
 
 if TYPE_CHECKING:
@@ -131,7 +131,7 @@ def role_reports(
     for role, group in by_role.items():
         rates: tuple[float | None, ...] = (None, None, None)
         if any(s.outcome is not None for s in group):
-            rates = metrics.win_draw_loss([None if s.error else s.outcome for s in group])
+            rates = win_draw_loss([None if s.error else s.outcome for s in group])
         tasks = task_groups(group)
         scores = Scores.of_groups(tasks, ks or default_ks(len(tasks[0])))
         reports[role] = RoleReport(
