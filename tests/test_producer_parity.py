@@ -100,11 +100,10 @@ def test_a_role_is_the_same_view_of_the_game_from_every_producer() -> None:
         over_openenv = played(
             openenv.run_trial([{"task_data": t} for t in tasks], HeuristicAgent())
         )
-    # the game's outcome reaches a client as a finish term on its last action (its
-    # reward and rows are the same); only the local view keeps it as a metric too
-    for episode in want:
-        episode.metrics.pop("outcome")
+    # the game's outcome reaches a v1 client with the finish reply, as its role_rewards:
+    # the same term on its last action, the same metrics["outcome"], the same role
     assert rows(over_v1) == rows(want)
+    assert {e.role for e in over_v1} == {"x"}
     # OpenEnv carries no reward terms (the outcome is in the last step's reward)
     carried = ("step_infos", "step_reward_terms", "metrics")
     assert rows(over_openenv, drop=carried) == rows(want, drop=carried)

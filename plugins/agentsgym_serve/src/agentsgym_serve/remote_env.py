@@ -26,10 +26,14 @@ a server of an env with roles (see below); dataset rows keep them.
 
 **Roles.** A server of an env with roles (a game) lets its client play one role while
 its own agents play the others (:mod:`agentsgym_serve.role_agents`). ``role`` names
-the one played here (default: the server's); the episode recorded here is that
-role's view, token for token what a local run records for the role, its rewards
-included (the game's outcome arrives as a ``finish_episode`` term, ``outcome``, on
-its last action, as locally). The server's step limit counts every role's actions.
+the one played here (default: the server's for this config), and this env declares
+that one role: its episodes, rows (the ``role`` column) and groups are the role's, and
+its agent is told the role (``EpisodeContext.role``). The episode recorded here is
+that role's view, token for token what a local run records for the role, its rewards
+included: the game's outcome arrives with the ``finish_episode`` reply and is this
+env's ``role_rewards``, on its last action and in ``metrics["outcome"]``, as locally.
+The server's step limit counts every role's actions. The served env's
+``trainable_roles`` are the server's business: the one role played here is trained.
 
 **Truncation is the server's.** A step the server answers ``truncated`` (its step
 limit ended the episode, on this client's step or on its agents' turns after it)
@@ -46,7 +50,15 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import ConfigDict
 
-from agentsgym import TRUNCATED_KEY, AgentAction, EnvConfig, RewardTerm, StepResult, hookimpl
+from agentsgym import (
+    TRUNCATED_KEY,
+    AgentAction,
+    EnvConfig,
+    RewardTerm,
+    Role,
+    StepResult,
+    hookimpl,
+)
 from agentsgym.errors import EnvConfigError
 from agentsgym.runtime import redact_text
 from agentsgym_serve.call_failures import RemoteCallError
@@ -64,6 +76,8 @@ SETUP_TIMEOUT_SECONDS = 60.0
 ROLE_KEY = "role"
 """The client's env_config key (and the create's field): the role played on a server
 of an env with roles."""
+OUTCOME_TERM = "outcome"
+"""The finish reply's term that is the game's outcome for the role played here."""
 
 
 class RemoteEnvConfig(EnvConfig):
@@ -82,6 +96,8 @@ class RemoteEpisode(RemoteEpisodeState):
     terms: dict[str, float] = field(default_factory=dict)
     observation: str = ""
     role: str | None = None
+    outcome: float | None = None
+    """The game's outcome for this role, once the finish reply brought it."""
 
     def describe(self) -> str:
         return f"session {self.id}"
@@ -134,7 +150,12 @@ class RemoteEnv(RemoteClientEnv):
         except BaseException:
             self.transport.close()  # now, not when the collector gets to it
             raise
-        super().__init__(tokenizer, reply["env_config"], plugins=plugins)
+        if self.role is None and reply.get(ROLE_KEY) is not None:
+            self.role = str(reply[ROLE_KEY])  # the server's default role for this config
+        # The one role played here (the served env's other roles are the server's).
+        self.roles = (Role(self.role),) if self.role is not None else ()
+        config = {k: v for k, v in reply["env_config"].items() if k != "trainable_roles"}
+        super().__init__(tokenizer, config, plugins=plugins)
 
     def _validate_config(self) -> dict[str, Any]:
         try:
@@ -217,6 +238,11 @@ class RemoteEnv(RemoteClientEnv):
             body[ROLE_KEY] = self.role
         reply = await self._call("/sessions", body)
         _expect(reply, "/sessions", episode=1)
+        if reply.get(ROLE_KEY) != self.role:
+            raise RemoteEnvError(
+                f"/sessions answered for role {reply.get(ROLE_KEY)!r}, but this env plays "
+                f"{self.role!r}; the episode is stopped"
+            )
         return RemoteEpisode(
             id=int(reply["id"]),
             token=str(reply["token"]),
@@ -252,6 +278,11 @@ class RemoteEnv(RemoteClientEnv):
         return StepResult(state, answer["reward"], done, info)
 
     @hookimpl
+    def turn_role(self) -> str | None:
+        # Only asked when this env plays a role: the server's agents take the other turns.
+        return self.role
+
+    @hookimpl
     def reward_shaping(self, state: RemoteEpisode) -> list[RewardTerm] | None:
         # The server ran the env's reward_shaping; its terms arrived with the step.
         return [RewardTerm(name, value) for name, value in state.terms.items()] or None
@@ -274,8 +305,16 @@ class RemoteEnv(RemoteClientEnv):
             },
         )
         _expect(answer, path, session=state.id, episode=state.episode)
-        terms = answer["reward_terms"]
-        return [RewardTerm(str(k), float(v)) for k, v in terms.items()] or None
+        terms = {str(k): float(v) for k, v in answer["reward_terms"].items()}
+        if self.role is not None:  # the game's outcome: this env's role_rewards
+            state.outcome = terms.pop(OUTCOME_TERM, None)
+        return [RewardTerm(name, value) for name, value in terms.items()] or None
+
+    @hookimpl
+    def role_rewards(self, state: RemoteEpisode) -> dict[str, float] | None:
+        if self.role is None or state.outcome is None:
+            return None
+        return {self.role: state.outcome}
 
     # ------------------------------------------------------------------ datasets
     def _tasks(self, split: str) -> list[dict[str, Any]]:

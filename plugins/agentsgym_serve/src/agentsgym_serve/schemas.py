@@ -253,6 +253,11 @@ class ConfigRequest(_Body):
 
 class ConfigReply(BaseModel):
     env_config: dict[str, Any] = Field(description="the effective config: served + yours")
+    role: str | None = Field(
+        None,
+        description="an env with roles: the role a session of this config plays unless it "
+        "names one (else null)",
+    )
 
 
 class DatasetRequest(_Body):

@@ -39,9 +39,11 @@ class V1Operations(SessionService):
 
     # ------------------------------------------------------------------ agentsgym/v1
     async def env_config(self, body: ConfigRequest) -> dict[str, Any]:
-        """The effective config for a client's env_config (its instance is built now)."""
+        """The effective config for a client's env_config (its instance is built now),
+        and the role its sessions play by default (an env with roles)."""
         hosted = await self.host.hosted(body.env_config, self._in_use)
-        return {"env_config": hosted.public_config}
+        role = self._client_role(hosted, None) if self.role_agents is not None else None
+        return {"env_config": hosted.public_config, "role": role}
 
     async def dataset(self, split: str, body: DatasetRequest) -> dict[str, Any]:
         hosted = await self.host.hosted(body.env_config, self._in_use)
