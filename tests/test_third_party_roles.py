@@ -138,3 +138,27 @@ def test_the_step_log_has_each_roles_win_draw_and_loss_rates(haggle: str) -> Non
     guess = agentsgym.make("agentsgym/GuessTheNumber-v0")
     single = guess.run_trial([{"target": 3}], make_agent("agentsgym/bisect"))
     assert not any("rate/" in key for key in StepMetrics.of_batch(single, step=1).to_dict())
+
+
+class RoleReader:
+    """One agent in every role (self-play) that tells its role from its context, not
+    from its prompt: the seller's trader or the buyer's."""
+
+    def __init__(self) -> None:
+        from agentsgym import make_agent
+
+        self.traders = {"seller": make_agent(SELLER_AGENT), "buyer": make_agent(BUYER_AGENT)}
+        self.seen: list[tuple[str | None, str]] = []
+
+    def get_action(self, messages: Any, agent_state: Any, *, context: Any) -> tuple[str, Any]:
+        self.seen.append((context.role, messages[0]["content"].split(".")[0]))
+        return self.traders[context.role].get_action(messages, agent_state, context=context)
+
+
+def test_an_agent_is_told_the_role_it_plays(haggle: str) -> None:
+    reader = RoleReader()
+    batch = agentsgym.make(haggle).run_trial([{"seller_cost": 40, "buyer_worth": 70}], reader)
+    assert batch.episodes[0].ok and batch.episodes[0].final_reward > 0
+    assert {role for role, _ in reader.seen} == {"seller", "buyer"}
+    prompts = {"seller": "You sell a lamp", "buyer": "You buy a lamp"}
+    assert all(opening == prompts[role] for role, opening in reader.seen)
