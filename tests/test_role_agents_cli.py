@@ -51,6 +51,16 @@ def test_rollout_with_one_role_agent_needs_no_opponent(tmp_path: Path) -> None:
     rows = rows_of(out)
     assert [row["role"] for row in rows] == ["x", "o"] * 4
     assert all(row["final_reward"] >= 0 for row in rows if row["role"] == "x")  # never loses
+    # the summary reports each role (an average over x and o would say 0.00)
+    assert "per role" in result.stdout
+    for role in ("x", "o"):
+        mine = [row for row in rows if row["role"] == role]
+        mean = sum(row["final_reward"] for row in mine) / len(mine)
+        wins = sum(row["metrics"]["outcome"] > 0 for row in mine) / len(mine)
+        line = next(line for line in result.stdout.splitlines() if line.startswith(f"│ {role} "))
+        cells = [cell.strip() for cell in line.strip("│").split("│")]
+        assert cells[:5] == [role, "4", "0", f"{mean:.3f}", f"{wins:.2f}"]
+    assert not any(line.startswith("│ reward ") for line in result.stdout.splitlines())
 
 
 def test_rows_of_a_dataset_give_each_role_its_agent(tmp_path: Path) -> None:
