@@ -137,3 +137,14 @@ def test_paging_from_an_episode_the_filters_leave_out_shows_its_game(games: Path
     result = runner.invoke(build_app(), args, input="q\n", env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.output
     assert "game 1 of 1 (#0 x, #1 o)" in result.output
+
+
+def test_at_80_columns_each_panel_title_keeps_its_role(games: Path) -> None:
+    result = runner.invoke(
+        build_app(),
+        ["view", str(games), "--episode", "1", "--no-interactive"],
+        env={"COLUMNS": "80"},
+    )
+    assert result.exit_code == 0, result.output
+    titles = next(line for line in result.output.splitlines() if "#0" in line and "#1" in line)
+    assert "role x" in titles and "role o" in titles
