@@ -133,7 +133,10 @@ def header(episode: ViewedEpisode, mark: Highlight | None = None) -> Panel:
     if terms:
         grid.add_row("reward by source", _terms_text(terms))
     if episode.kind == "eval":
-        grid.add_row("answer", Text(str(episode.answer)))
+        if episode.answer is not None:
+            grid.add_row("answer", Text(episode.answer))
+        elif episode.role is None:  # a game's role gives none: nothing to say
+            grid.add_row("answer", Text("none given", "dim"))
         if episode.graded is False:
             grid.add_row("graded", Text("no (a grader could not judge it)", "yellow"))
     if episode.session_id:
