@@ -147,3 +147,16 @@ def test_a_role_default_that_is_not_registered_is_named_with_its_role(tmp_path: 
     message = "the role 'o' of tests/Misdeclared-v0 defaults to the agent 'nope/agent'"
     assert message in result.output and "--agent o=AGENT" in result.output
     assert named.code == 0, named.output  # naming the role's agent needs no default
+
+
+def test_describe_gives_every_installed_env_a_description_of_its_own() -> None:
+    """describe shows the env class's docstring: one that only points at its module's
+    says nothing to a user (TicTacToe's did)."""
+    from agentsgym.cli.describe import env_description
+    from agentsgym.runtime import get_registry
+
+    for spec in get_registry().envs.values():
+        docs = env_description(spec)["docs"]
+        assert "module docstring" not in docs, spec.id
+    text = run_cli("describe", GAME).output
+    assert "Tic-tac-toe for two agents: x moves first, o second" in text
