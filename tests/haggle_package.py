@@ -2,7 +2,8 @@
 docs/plugin-authors.md alone: a seller and a buyer bargain over one item, each knowing
 only its own number (the seller its cost, the buyer the item's worth to it). Each role
 has its own default agent; the env registers none. The buyer is a scripted opponent
-(``Role(trainable=False)``). Installed as a distribution with
+(``Role(trainable=False)``). Each role's number is private to it (``Role.private``): a
+server never sends it to a client of the other role. Installed as a distribution with
 :func:`install_haggle` (entry-point discovery finds it as it finds a pip-installed one).
 """
 
@@ -46,9 +47,9 @@ class Haggle(MultistepEnv):
     config: HaggleConfig
     roles = (
         Role("seller", description="sells the item; knows its cost",
-             default_agent="haggle/seller"),
+             default_agent="haggle/seller", private=("seller_cost",)),
         Role("buyer", trainable=False, description="buys the item; knows its worth",
-             default_agent="haggle/buyer"),
+             default_agent="haggle/buyer", private=("buyer_worth",)),
     )
     run_hooks_inline = True
 
@@ -104,7 +105,8 @@ class Haggle(MultistepEnv):
 
     def get_train_dataset(self) -> Any:
         return self.make_dataset(
-            [{"seller_cost": 40 + i, "buyer_worth": 70 + 3 * i, "seed": i} for i in range(6)]
+            [{"seller_cost": 4817 + 7 * i, "buyer_worth": 4877 + 10 * i, "seed": i}
+             for i in range(6)]
         )
 
     def get_eval_dataset(self) -> Any:

@@ -13,6 +13,11 @@ worker thread, an ``async def`` env's on the server's event loop, within the env
 truncation and reward terms. So what a client receives is what a local episode would
 have recorded. The server builds its envs without a tokenizer: tokens are the
 client's business.
+
+A client of one role of an env with roles is never sent what the other roles keep
+private (``Role.private``, ``MultistepEnv.task_for_role``): the tasks of a dataset are
+sent as that role may see them, with a reference (:data:`TASK_REF_KEY`) by which the
+server plays the whole task when the client sends the task back.
 """
 
 from __future__ import annotations
@@ -37,6 +42,9 @@ logger = logging.getLogger("agentsgym_serve")
 DEFAULT_MAX_ENV_CONFIGS = 16
 DEFAULT_THREADS = 32
 SPLITS = ("train", "eval")
+TASK_REF_KEY = "agentsgym_task"
+"""The key of a task shown to a client in part (an env with roles hides the other roles'
+private keys): ``"train:3"``, the split and row the server plays when it comes back."""
 
 
 @dataclass
@@ -211,6 +219,37 @@ class EnvHost:
                 cached = await self._build_tasks(hosted, split)
                 self._datasets[(hosted.key, split)] = cached
         return cached
+
+    async def shown_tasks(
+        self, hosted: HostedEnv, split: str, role: str | None
+    ) -> list[dict[str, Any]]:
+        """The tasks of a split as a client of ``role`` may see them (every task, for an
+        env without roles): a task some of whose keys are hidden from it
+        (``MultistepEnv.task_for_role``) is its shown part and :data:`TASK_REF_KEY`, which
+        brings the whole task back when the client plays it (:meth:`whole_task`)."""
+        tasks = await self.tasks(hosted, split)
+        if role is None:
+            return tasks
+        shown = []
+        for index, task in enumerate(tasks):
+            seen = hosted.env.task_for_role(task, role)
+            shown.append(seen if seen == task else {**seen, TASK_REF_KEY: f"{split}:{index}"})
+        return shown
+
+    async def whole_task(self, hosted: HostedEnv, task_data: dict[str, Any]) -> dict[str, Any]:
+        """The task a client's ``task_data`` stands for: itself, or, when it carries
+        :data:`TASK_REF_KEY` (a task shown in part), that row of the served split."""
+        ref = task_data.get(TASK_REF_KEY)
+        if ref is None:
+            return task_data
+        split, _, index = str(ref).partition(":")
+        tasks = await self.tasks(hosted, split) if split in SPLITS else []
+        if not index.isdigit() or int(index) >= len(tasks):
+            raise NoTask(
+                f"task_data {TASK_REF_KEY}={str(ref)[:80]!r} names no task of this server "
+                f"(a split and a row: 'train:3'); play a task its datasets gave"
+            )
+        return tasks[int(index)]
 
     async def _build_tasks(self, hosted: HostedEnv, split: str) -> list[dict[str, Any]]:
         def build() -> list[dict[str, Any]]:

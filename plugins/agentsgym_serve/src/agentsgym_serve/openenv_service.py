@@ -156,8 +156,8 @@ class OpenEnvService:
                 await self.service._close(session, reason)
 
     async def _task(self, session: Session, params: OpenEnvReset) -> dict[str, Any]:
-        if params.task_data is not None:
-            return params.task_data
+        if params.task_data is not None:  # itself, or a task shown in part (its reference)
+            return await self.service.host.whole_task(session.hosted, params.task_data)
         split = self.service.agentgym_split
         try:
             tasks = await self.service.host.tasks(session.hosted, split)

@@ -320,10 +320,17 @@ class RemoteEnv(RemoteClientEnv):
     def _tasks(self, split: str) -> list[dict[str, Any]]:
         tasks: list[dict[str, Any]] = []
         while True:
+            body: dict[str, Any] = {
+                "env_config": self.requested_config,
+                "offset": len(tasks),
+                "limit": 10_000,
+            }
+            if self.role is not None:  # the tasks as this role may see them
+                body[ROLE_KEY] = self.role
             page = self.transport.call_sync(
                 "POST",
                 f"{V1_PREFIX}/datasets/{split}",
-                {"env_config": self.requested_config, "offset": len(tasks), "limit": 10_000},
+                body,
                 retry=Retry.IDEMPOTENT,
                 timeout=SETUP_TIMEOUT_SECONDS,
             )

@@ -264,6 +264,14 @@ class DatasetRequest(_Body):
     env_config: dict[str, Any] = Field(default_factory=dict)
     offset: JsonInt = Field(0, ge=0)
     limit: JsonInt = Field(1000, ge=1, le=10_000)
+    role: str | None = Field(
+        None,
+        min_length=1,
+        max_length=MAX_ID_TEXT,
+        description="an env with roles: the role the tasks are for (default: the server's "
+        "default role); a task is sent without the other roles' private keys, with "
+        "'agentsgym_task' naming it for the server",
+    )
 
 
 class DatasetReply(BaseModel):

@@ -108,6 +108,13 @@ class SessionService:
         if self.role_agents is not None or role is not None:
             session.role = self._client_role(session.hosted, role or session.role)
         hook_session = session_id or f"serve-{session.id}"
+        # The server's agents keep their states into the next episode as a local trial's
+        # agents do: after an episode of the same task that ended (not one cut short by a
+        # reset, as AgentGym's create starts one its client may replace).
+        ended = session.failed is None and (session.done or session.truncated)
+        if not (ended and session.agents_task == task_data):
+            session.agent_states.clear()
+        session.agents_task = task_data
         play = self.host.episode(session.hosted, hook_session, task_data)
         session.episode, session.session_id, session.play = episode, hook_session, play
         session.players = None

@@ -42,12 +42,13 @@ class V1Operations(SessionService):
         """The effective config for a client's env_config (its instance is built now),
         and the role its sessions play by default (an env with roles)."""
         hosted = await self.host.hosted(body.env_config, self._in_use)
-        role = self._client_role(hosted, None) if self.role_agents is not None else None
-        return {"env_config": hosted.public_config, "role": role}
+        return {"env_config": hosted.public_config, "role": self._client_role(hosted, None)}
 
     async def dataset(self, split: str, body: DatasetRequest) -> dict[str, Any]:
+        """A page of a split's tasks, as a client of the role it names (else the default
+        role) may see them: without the other roles' private keys."""
         hosted = await self.host.hosted(body.env_config, self._in_use)
-        tasks = await self.host.tasks(hosted, split)
+        tasks = await self.host.shown_tasks(hosted, split, self._client_role(hosted, body.role))
         return {
             "split": split,
             "total": len(tasks),
@@ -59,6 +60,9 @@ class V1Operations(SessionService):
     async def create(self, body: CreateRequest) -> dict[str, Any]:
         hosted = await self.host.hosted(body.env_config, self._in_use)
         role = self._client_role(hosted, body.role)
+        task = (
+            None if body.task_data is None else await self.host.whole_task(hosted, body.task_data)
+        )
         session, new = self.table.create("agentsgym", hosted.key, body.request_id)
         if not new:
             async with self._use(session):
@@ -71,9 +75,9 @@ class V1Operations(SessionService):
             messages: list[dict[str, str]] = []
             observation = ""
             episode = 0
-            if body.task_data is not None:
+            if task is not None:
                 try:
-                    reset = await self._start_episode(session, 1, body.task_data, body.session_id)
+                    reset = await self._start_episode(session, 1, task, body.session_id)
                 except EnvFailure as exc:
                     await self._close(session, f"its first episode failed: {exc.detail}")
                     raise
@@ -103,12 +107,13 @@ class V1Operations(SessionService):
                 )
             if body.role is not None:  # refused before the episode it would replace ends
                 self._client_role(session.hosted, body.role)
+            task = await self.host.whole_task(session.hosted, body.task_data)
             if not session.finished:
                 await self._end_episode(
                     session, truncated=False, error="reset before the episode ended", quiet=True
                 )
             return await self._start_episode(
-                session, body.episode, body.task_data, body.session_id, body.role
+                session, body.episode, task, body.session_id, body.role
             )
 
     async def step(self, session_id: int, body: StepRequest) -> dict[str, Any]:
