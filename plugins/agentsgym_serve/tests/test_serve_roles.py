@@ -175,7 +175,10 @@ def test_an_openenv_client_plays_the_servers_default_role_token_for_token() -> N
     pytest.importorskip("openenv.core")
     with served(TTT, agents={"o": "classical/tictactoe-random"}) as server:
         url = "openenv+" + server.url.replace("http://", "ws://")
-        env = agentsgym.make(url, tokenizer=TINY)
+        # OpenEnvEnv's rollout seeds derive from its URL and its tasks' reset form: sent,
+        # o would play other games than the local run's. Unsent, the server seeds each
+        # task's first rollout as a local run does.
+        env = agentsgym.make(url, tokenizer=TINY, env_config={"rollout_seed_field": None})
         remote = env.run_trial([{"task_data": t} for t in TASKS], HeuristicAgent())
     local = local_views("x", {"x": HeuristicAgent(), "o": RandomMoveAgent()})
     for got, want in zip(remote_views(remote), local, strict=True):

@@ -77,6 +77,9 @@ class EpisodeSession:
         ``sampled`` (``None`` names the only agent of an env without roles).
     :param tokenize: record token streams when the env has a tokenizer (``False``: its
         driver tokenizes, as TRL does; messages and rewards only).
+    :param rollout_seed: the seed of this rollout's agents (``EpisodeContext.seed``),
+        which ``initialize_episode`` is given for agents the env plays itself (a
+        server's opponents).
     """
 
     def __init__(
@@ -88,11 +91,13 @@ class EpisodeSession:
         runtime: HookRuntime,
         token_in: frozenset[str | None] = frozenset(),
         tokenize: bool = True,
+        rollout_seed: int = 0,
     ) -> None:
         self.env = env
         self.runtime = runtime
         self.token_in = token_in
         self.task_data = task_data
+        self.rollout_seed = rollout_seed
         self.recorder = EpisodeRecorder.for_env(env, session_id, task_data, tokenize=tokenize)
         self.roles = self.recorder.roles
         self.role: str | None = None
@@ -236,7 +241,10 @@ class EpisodeSession:
         self.toolbox = EpisodeTools(toolbox) if toolbox is not None else None
         self.recorder.open_streams(self.tools)
         self.state = await self._hook(
-            "initialize_episode", session_id=self.session_id, task_data=self.task_data
+            "initialize_episode",
+            session_id=self.session_id,
+            task_data=self.task_data,
+            rollout_seed=self.rollout_seed,
         )
         self._live()
         if self.state is None:

@@ -270,10 +270,13 @@ class EnvHost:
 
     # ------------------------------------------------------------------ episodes
     def episode(
-        self, hosted: HostedEnv, session_id: str, task_data: dict[str, Any]
+        self, hosted: HostedEnv, session_id: str, task_data: dict[str, Any], rollout_seed: int
     ) -> EpisodeSession:
-        """A new episode of ``task_data`` on ``hosted`` (started by the caller)."""
-        return EpisodeSession(hosted.env, session_id, task_data, runtime=hosted.runtime)
+        """A new episode of ``task_data`` on ``hosted`` (started by the caller), whose
+        agents play the rollout of ``rollout_seed``."""
+        return EpisodeSession(
+            hosted.env, session_id, task_data, runtime=hosted.runtime, rollout_seed=rollout_seed
+        )
 
 
 def env_failure(play: EpisodeSession, exc: Exception) -> EnvFailure:

@@ -227,12 +227,15 @@ class RemoteEnv(RemoteClientEnv):
         return reply
 
     @hookimpl
-    async def initialize_episode(self, session_id: str, task_data: dict[str, Any]) -> RemoteEpisode:
+    async def initialize_episode(
+        self, session_id: str, task_data: dict[str, Any], rollout_seed: int
+    ) -> RemoteEpisode:
         body = {
             "request_id": uuid.uuid4().hex,
             "env_config": self.requested_config,
             "task_data": task_data,
             "session_id": session_id,
+            "rollout_seed": rollout_seed,  # the server's agents play this rollout
         }
         if self.role is not None:  # only then: a server before roles refuses the field
             body[ROLE_KEY] = self.role

@@ -134,6 +134,15 @@ class AgentGymReset(_AgentGymBody):
     idx: JsonInt | None = Field(None, ge=0, description="the task index")
     seed: JsonInt | None = Field(None, ge=0, description="the task index (Wordle)")
     world_type: str | None = Field(None, description="ALFWorld's; taken and ignored")
+    rollout_seed: JsonInt | None = Field(
+        None,
+        ge=0,
+        le=2**64 - 1,
+        description="an env with roles: the seed of the client's rollout (its agent's "
+        "EpisodeContext.seed), which seeds the server's agents; default: this server "
+        "counts the episodes of the task (rollouts 0, 1, 2...) and seeds them as a local "
+        "run (seed 0) seeds those rollouts",
+    )
 
     @property
     def task_index(self) -> int:
@@ -307,6 +316,15 @@ class CreateRequest(_Body):
         "play the others); default: the server's --client-role, else the env's first "
         "trainable role it can serve",
     )
+    rollout_seed: JsonInt | None = Field(
+        None,
+        ge=0,
+        le=2**64 - 1,
+        description="an env with roles: the seed of the client's rollout (its agent's "
+        "EpisodeContext.seed), which seeds the server's agents; default: this server "
+        "counts the episodes of the task (rollouts 0, 1, 2...) and seeds them as a local "
+        "run (seed 0) seeds those rollouts",
+    )
 
 
 class Created(BaseModel):
@@ -334,6 +352,15 @@ class ResetRequest(_Body):
         max_length=MAX_ID_TEXT,
         description="an env with roles: the role played from this episode on (default: "
         "the session's)",
+    )
+    rollout_seed: JsonInt | None = Field(
+        None,
+        ge=0,
+        le=2**64 - 1,
+        description="an env with roles: the seed of the client's rollout (its agent's "
+        "EpisodeContext.seed), which seeds the server's agents; default: this server "
+        "counts the episodes of the task (rollouts 0, 1, 2...) and seeds them as a local "
+        "run (seed 0) seeds those rollouts",
     )
 
 

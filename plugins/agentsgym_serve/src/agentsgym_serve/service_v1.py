@@ -77,7 +77,9 @@ class V1Operations(SessionService):
             episode = 0
             if task is not None:
                 try:
-                    reset = await self._start_episode(session, 1, task, body.session_id)
+                    reset = await self._start_episode(
+                        session, 1, task, body.session_id, rollout_seed=body.rollout_seed
+                    )
                 except EnvFailure as exc:
                     await self._close(session, f"its first episode failed: {exc.detail}")
                     raise
@@ -113,7 +115,7 @@ class V1Operations(SessionService):
                     session, truncated=False, error="reset before the episode ended", quiet=True
                 )
             return await self._start_episode(
-                session, body.episode, task, body.session_id, body.role
+                session, body.episode, task, body.session_id, body.role, body.rollout_seed
             )
 
     async def step(self, session_id: int, body: StepRequest) -> dict[str, Any]:
