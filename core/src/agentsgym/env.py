@@ -134,7 +134,8 @@ class MultistepEnv:
     def episode_tools(self, task_data: dict[str, Any]) -> Any:
         """``None``, or the toolbox of an episode of ``task_data``: ``schemas`` for the chat
         template's ``tools=``; ``async respond(action)`` answers a reply's tool calls, ``None``
-        if it made none. A tool-env plugin builds one from plain functions."""
+        if it made none. A tool-env plugin builds one from plain functions. It may be
+        ``async def`` (an env whose tools live elsewhere asks a server for them)."""
         return None
 
     # --------------------------------------------------------------- resources

@@ -20,7 +20,7 @@ from rich.text import Text
 from agentsgym.cli.docstrings import plain_docstring
 from agentsgym.cli.options import complete_env_id
 from agentsgym.cli.terminal import console, err_console
-from agentsgym.engine import EPISODE_HOOK_NAMES
+from agentsgym.engine import EPISODE_HOOK_NAMES, toolbox_now
 from agentsgym.factory import make
 from agentsgym.redaction import redact, redact_text
 from agentsgym.registry import EnvSpec, env_class, get_registry
@@ -172,7 +172,7 @@ def datasets_and_tools(spec: EnvSpec) -> dict[str, Any]:
         found[split] = {"size": len(dataset), "sample_task": sample}
     sample = next((v["sample_task"] for v in found.values() if v and v.get("sample_task")), {})
     try:
-        toolbox = env.episode_tools(sample)
+        toolbox = toolbox_now(env, sample)
         functions = [s.get("function", s) for s in (toolbox.schemas if toolbox else [])]
         tools = [
             {

@@ -51,7 +51,13 @@ from agentsgym.engine.hook_results import (
 )
 from agentsgym.engine.outcomes import FinishedEpisode, TurnOutcome
 from agentsgym.engine.recorder import EpisodeRecorder, RoleView
-from agentsgym.engine.tool_turns import Answered, EpisodeTools, as_written, tool_turn_info
+from agentsgym.engine.tool_turns import (
+    Answered,
+    EpisodeTools,
+    as_written,
+    episode_toolbox,
+    tool_turn_info,
+)
 from agentsgym.errors import EpisodeError, EpisodeTimeoutError, RewardUnavailableError
 from agentsgym.types import TRUNCATED_KEY, AgentAction, Messages, StepResult
 
@@ -237,7 +243,7 @@ class EpisodeSession:
             raise _Abandoned
 
     async def _first_turn(self) -> None:
-        toolbox = self.env.episode_tools(self.task_data)
+        toolbox = await episode_toolbox(self.env, self.task_data)
         self.toolbox = EpisodeTools(toolbox) if toolbox is not None else None
         self.recorder.open_streams(self.tools)
         self.state = await self._hook(

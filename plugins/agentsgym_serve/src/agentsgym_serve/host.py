@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -42,6 +43,8 @@ logger = logging.getLogger("agentsgym_serve")
 DEFAULT_MAX_ENV_CONFIGS = 16
 DEFAULT_THREADS = 32
 SPLITS = ("train", "eval")
+TOOLS_KEPT = 4096
+"""The tasks whose tool schemas a server keeps (the oldest asked are dropped past it)."""
 TASK_REF_KEY = "agentsgym_task"
 """The key of a task shown to a client in part (an env with roles hides the other roles'
 private keys): ``"train:3"``, the split and row the server plays when it comes back."""
@@ -110,6 +113,7 @@ class EnvHost:
         }
         self._building: dict[str, asyncio.Lock] = {}
         self._datasets: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        self._tools: OrderedDict[str, list[dict[str, Any]] | None] = OrderedDict()
 
     def close(self) -> None:
         self.pool.close()
@@ -194,6 +198,31 @@ class EnvHost:
             if key != self.default_key and not in_use(key):
                 del self.envs[key]
                 self._datasets = {k: v for k, v in self._datasets.items() if k[0] != key}
+
+    # ------------------------------------------------------------------ tools
+    @property
+    def has_tools(self) -> bool:
+        """Whether the env class gives its episodes tools (implements ``episode_tools``)."""
+        return self.env_class.episode_tools is not MultistepEnv.episode_tools
+
+    async def tool_schemas(
+        self, hosted: HostedEnv, task_data: dict[str, Any]
+    ) -> list[dict[str, Any]] | None:
+        """The schemas of a task's episode tools (``None``: it has none), which a client
+        renders its prompts with before its episode starts; kept for the next asks."""
+        key = json.dumps([hosted.key, task_data], sort_keys=True, default=str)
+        if key in self._tools:
+            self._tools.move_to_end(key)
+            return self._tools[key]
+        try:
+            toolbox = await self.pool.run(hosted.env.episode_tools, task_data)
+        except Exception as exc:  # noqa: BLE001 (the env's own failure, reported)
+            raise EnvFailure(f"episode_tools: {type(exc).__name__}: {exc}") from None
+        schemas = None if toolbox is None else [dict(s) for s in toolbox.schemas]
+        self._tools[key] = schemas
+        while len(self._tools) > TOOLS_KEPT:
+            self._tools.popitem(last=False)
+        return schemas
 
     # ------------------------------------------------------------------ datasets
     def splits(self) -> list[str]:

@@ -98,6 +98,11 @@ class RemoteEpisode(RemoteEpisodeState):
     role: str | None = None
     outcome: float | None = None
     """The game's outcome for this role, once the finish reply brought it."""
+    turns: int = 0
+    """Actions sent (tool turns included): the next action's step index."""
+    answered: dict[str, Any] | None = None
+    """The server's answer to the action the toolbox sent, when it was the env's step:
+    ``step_episode`` takes it instead of sending the action again."""
 
     def describe(self) -> str:
         return f"session {self.id}"
@@ -255,23 +260,45 @@ class RemoteEnv(RemoteClientEnv):
             role=reply.get(ROLE_KEY),
         )
 
-    @hookimpl
-    async def step_episode(
-        self, state: RemoteEpisode, action: str, step: int, reply: AgentAction
-    ) -> StepResult:
+    async def episode_tools(self, task_data: dict[str, Any]) -> RemoteToolbox | None:  # type: ignore[override]
+        """The served episode's tools (``None`` when the served env has none): their
+        schemas, asked of the server, render this env's prompts as the served env's do."""
+        if not self.server_info.get("has_tools"):
+            return None
+        body = {"env_config": self.requested_config, "task_data": task_data}
+        schemas = (await self._call("/tools", body)).get("tools")
+        return None if schemas is None else RemoteToolbox(self, schemas)
+
+    async def send(self, state: RemoteEpisode, reply: AgentAction) -> dict[str, Any]:
+        """Send the next action (its text, its calls, its ids); the server's answer."""
         path = f"/sessions/{state.id}/step"
         body = {
             "token": state.token,
             "episode": state.episode,
-            "step": step,
-            "action": action,
+            "step": state.turns,
+            "action": reply.text,
             "truncated": reply.truncated,
             "token_ids": reply.token_ids,
         }
         if reply.tool_calls:  # a served tool env answers them (without, it reads the text)
             body["tool_calls"] = reply.tool_calls
         answer = await self._call(path, body)
-        _expect(answer, path, session=state.id, episode=state.episode, step=step)
+        _expect(answer, path, session=state.id, episode=state.episode, step=state.turns)
+        state.turns += 1
+        return answer
+
+    @hookimpl
+    async def step_episode(
+        self, state: RemoteEpisode, action: str, step: int, reply: AgentAction
+    ) -> StepResult:
+        answer, state.answered = state.answered, None
+        if answer is None:  # not sent by the toolbox (an env without tools)
+            answer = await self.send(state, reply)
+        if answer["step"] != step:
+            raise RemoteEnvError(
+                f"step {step} of {state.describe()} was answered as step {answer['step']}; "
+                "the episode is stopped"
+            )
         state.advance(list(answer["messages"]), step)
         state.terms = {str(k): float(v) for k, v in answer["reward_terms"].items()}
         state.observation = str(answer.get("observation", ""))
@@ -361,6 +388,27 @@ class RemoteEnv(RemoteClientEnv):
         """What rows keep: the config asked of the server (it fills in the rest, as
         served then) and the client's own keys (``retry_window_seconds``, ``role``)."""
         return {**self.requested_config, **self.client_config}
+
+
+class RemoteToolbox:
+    """A served episode's tools (the toolbox of :meth:`RemoteEnv.episode_tools`): their
+    schemas, and every action sent to the server, whose toolbox answers the calls it
+    reads (a tool turn: the reply as it read it and the tool messages, as a local
+    toolbox answers) or whose env steps it (``None``: ``step_episode`` takes the answer
+    already given)."""
+
+    def __init__(self, env: RemoteEnv, schemas: list[dict[str, Any]]) -> None:
+        self.env = env
+        self.schemas = tuple(schemas)
+
+    async def respond(
+        self, action: AgentAction, state: RemoteEpisode
+    ) -> tuple[dict[str, Any], list[dict[str, Any]]] | None:
+        answer = await self.env.send(state, action)
+        if answer.get("tool_call_reply") is None:
+            state.answered = answer
+            return None
+        return dict(answer["tool_call_reply"]), [dict(m) for m in answer["tool_results"]]
 
 
 def _expect(reply: dict[str, Any], path: str, **wanted: int) -> None:

@@ -241,6 +241,9 @@ class EnvInfo(BaseModel):
     max_sessions: int
     idle_timeout_seconds: float
     server_instance: str = Field(description="random per server start: a restart changes it")
+    has_tools: bool = Field(
+        False, description="the env's episodes may have tools (POST /tools gives a task's)"
+    )
     roles: list[str] = Field(
         default_factory=list, description="the env's roles (empty: a single-agent env)"
     )
@@ -407,6 +410,28 @@ class StepReply(BaseModel):
         "with roles, the new messages of this session's role only"
     )
     observation: str
+    tool_call_reply: ChatMessage | None = Field(
+        None,
+        description="a tool turn: the action as the env's toolbox read its calls (the "
+        "assistant message the episode records); null for the env's own steps",
+    )
+    tool_results: list[ChatMessage] | None = Field(
+        None,
+        description="a tool turn: the tool messages that answered its calls (also the "
+        "next prompt, unless the step limit ended the episode); null for the env's steps",
+    )
+
+
+class ToolsRequest(_Body):
+    env_config: dict[str, Any] = Field(default_factory=dict)
+    task_data: dict[str, Any] = Field(description="the task (as a dataset gave it)")
+
+
+class ToolsReply(BaseModel):
+    tools: list[dict[str, Any]] | None = Field(
+        description="the OpenAI function schemas of the task's episode tools (the chat "
+        "template's tools=), or null: its episodes have none"
+    )
 
 
 class FinishRequest(_Body):

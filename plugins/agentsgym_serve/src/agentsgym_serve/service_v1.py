@@ -30,6 +30,7 @@ from agentsgym_serve.schemas import (
     FinishRequest,
     ResetRequest,
     StepRequest,
+    ToolsRequest,
 )
 from agentsgym_serve.service_core import SessionService, log_event
 
@@ -56,6 +57,13 @@ class V1Operations(SessionService):
             "env_config": hosted.public_config,
             "tasks": tasks[body.offset : body.offset + body.limit],
         }
+
+    async def tools(self, body: ToolsRequest) -> dict[str, Any]:
+        """The schemas of a task's episode tools (``None``: none), for a client to render
+        its prompts with before the episode starts."""
+        hosted = await self.host.hosted(body.env_config, self._in_use)
+        task = await self.host.whole_task(hosted, body.task_data)
+        return {"tools": await self.host.tool_schemas(hosted, task)}
 
     async def create(self, body: CreateRequest) -> dict[str, Any]:
         hosted = await self.host.hosted(body.env_config, self._in_use)
@@ -153,7 +161,12 @@ class V1Operations(SessionService):
                 truncated=body.truncated,
                 tool_calls=body.tool_calls,
             )
+            seen = len(session.messages)  # the action's message comes next
             outcome = await self._apply_step(session, action)
+            tool_turn: dict[str, Any] = {"tool_call_reply": None, "tool_results": None}
+            if outcome.tool_results is not None:  # the action as its toolbox read its calls
+                tool_turn["tool_call_reply"] = dict(session.messages[seen])
+                tool_turn["tool_results"] = [dict(m) for m in outcome.tool_results]
             reply = {
                 "id": session.id,
                 "episode": session.episode,
@@ -165,6 +178,7 @@ class V1Operations(SessionService):
                 "info": outcome.info,
                 "messages": [dict(m) for m in outcome.messages],
                 "observation": session.observation,
+                **tool_turn,
             }
             session.last_step = (body.episode, body.step, said, reply)
             return reply
