@@ -184,7 +184,10 @@ class RolloutSource:
     executor object) and ``executor_options`` say where the trials play, as for
     :func:`~agentsgym.runtime.run_dataset`; a remote executor needs the agent as a recipe
     (:class:`~agentsgym.runtime.AgentSpec`) and the tokenizer as a name or path, which each
-    worker loads."""
+    worker loads. ``allow_class_paths`` and ``allow_remote`` say which ``module:Class``
+    paths and env server URLs the rows may name (as for ``run_dataset``; ``None``: the
+    environment's ``AGENTSGYM_ALLOW_*``): ``agentsgym train`` allows the env its command
+    line names, a URL included."""
 
     def __init__(
         self,
@@ -195,6 +198,7 @@ class RolloutSource:
         tasks_per_step: int = 2,
         max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
         allow_class_paths: bool | Sequence[str] | None = None,
+        allow_remote: bool | Sequence[str] | None = None,
         shuffle: bool = True,
         seed: int = 0,
         on_episode: EpisodeCallback | None = None,
@@ -215,6 +219,7 @@ class RolloutSource:
         self.tasks_per_step = tasks_per_step
         self.max_concurrency = max_concurrency
         self.allow_class_paths = allow_class_paths
+        self.allow_remote = allow_remote
         self.shuffle = shuffle
         self.on_episode = on_episode
         self.executor = executor
@@ -274,6 +279,7 @@ class RolloutSource:
             tokenizer=self._tokenizer_for_executor(),
             envs=self._envs,
             allow_class_paths=self.allow_class_paths,
+            allow_remote=self.allow_remote,
             max_concurrency=self.max_concurrency,
             on_episode=self.on_episode,
             executor=self.executor,
@@ -290,6 +296,7 @@ class RolloutSource:
             tokenizer=self.tokenizer,
             allow_class_paths=self.allow_class_paths,
             envs=self._envs,
+            allow_remote=self.allow_remote,
         )
         env = envs[parsed.env_key()]
         return env.trainable_roles if env.role_names else None
