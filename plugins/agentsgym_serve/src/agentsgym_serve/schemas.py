@@ -37,6 +37,19 @@ def integral_float_to_int(value: object) -> object:
 JsonInt = Annotated[int, BeforeValidator(integral_float_to_int)]
 """An integer as JSON Schema defines it: 3 and 3.0, never true or "3"."""
 
+RolloutSeed = Annotated[
+    JsonInt | None,
+    Field(
+        ge=0,
+        le=2**64 - 1,
+        description="an env with roles: the seed of the client's rollout (its agent's "
+        "EpisodeContext.seed), which seeds the server's agents; default: this server "
+        "counts the episodes of the task (rollouts 0, 1, 2...) and seeds them as a local "
+        "run (seed 0) seeds those rollouts",
+    ),
+]
+"""A reset's ``rollout_seed`` (agentsgym/v1's create and reset, AgentGym's reset)."""
+
 
 class _Body(BaseModel):
     # Unknown fields are refused: a misspelt `data_idx` must not silently become task 0.
@@ -134,15 +147,7 @@ class AgentGymReset(_AgentGymBody):
     idx: JsonInt | None = Field(None, ge=0, description="the task index")
     seed: JsonInt | None = Field(None, ge=0, description="the task index (Wordle)")
     world_type: str | None = Field(None, description="ALFWorld's; taken and ignored")
-    rollout_seed: JsonInt | None = Field(
-        None,
-        ge=0,
-        le=2**64 - 1,
-        description="an env with roles: the seed of the client's rollout (its agent's "
-        "EpisodeContext.seed), which seeds the server's agents; default: this server "
-        "counts the episodes of the task (rollouts 0, 1, 2...) and seeds them as a local "
-        "run (seed 0) seeds those rollouts",
-    )
+    rollout_seed: RolloutSeed = None
 
     @property
     def task_index(self) -> int:
@@ -319,15 +324,7 @@ class CreateRequest(_Body):
         "play the others); default: the server's --client-role, else the env's first "
         "trainable role it can serve",
     )
-    rollout_seed: JsonInt | None = Field(
-        None,
-        ge=0,
-        le=2**64 - 1,
-        description="an env with roles: the seed of the client's rollout (its agent's "
-        "EpisodeContext.seed), which seeds the server's agents; default: this server "
-        "counts the episodes of the task (rollouts 0, 1, 2...) and seeds them as a local "
-        "run (seed 0) seeds those rollouts",
-    )
+    rollout_seed: RolloutSeed = None
 
 
 class Created(BaseModel):
@@ -356,15 +353,7 @@ class ResetRequest(_Body):
         description="an env with roles: the role played from this episode on (default: "
         "the session's)",
     )
-    rollout_seed: JsonInt | None = Field(
-        None,
-        ge=0,
-        le=2**64 - 1,
-        description="an env with roles: the seed of the client's rollout (its agent's "
-        "EpisodeContext.seed), which seeds the server's agents; default: this server "
-        "counts the episodes of the task (rollouts 0, 1, 2...) and seeds them as a local "
-        "run (seed 0) seeds those rollouts",
-    )
+    rollout_seed: RolloutSeed = None
 
 
 class ResetReply(BaseModel):
