@@ -88,7 +88,7 @@ def test_a_single_agent_game_is_the_same_episode_from_every_producer() -> None:
 # ---------------------------------------------------------------------- a game with roles
 def test_a_role_is_the_same_view_of_the_game_from_every_producer() -> None:
     """The client plays x; o is the server's seeded random agent, moving as the local
-    run's o does (its context is the local run's first rollout)."""
+    run's o does (the client sends its rollout's seed)."""
     tasks = [{"seed": s} for s in SEEDS]
     local = agentsgym.make(TTT, tokenizer=TINY)
     want = played(local.run_trial(tasks, {"x": HeuristicAgent(), "o": RandomMoveAgent()}), "x")
@@ -96,15 +96,19 @@ def test_a_role_is_the_same_view_of_the_game_from_every_producer() -> None:
     with served(TTT, agents={"o": "classical/tictactoe-random"}) as url:
         v1 = agentsgym.make(url, tokenizer=TINY, env_config={"role": "x"})
         over_v1 = played(v1.run_trial(tasks, HeuristicAgent()))
-        openenv = agentsgym.make("openenv+" + url.replace("http://", "ws://"), tokenizer=TINY)
+        # its rollout seeds derive from its URL and task form: unsent, the server seeds
+        # each task's first rollout as the local run does
+        unseeded = {"rollout_seed_field": None}
+        openenv = agentsgym.make(
+            "openenv+" + url.replace("http://", "ws://"), tokenizer=TINY, env_config=unseeded
+        )
         over_openenv = played(
             openenv.run_trial([{"task_data": t} for t in tasks], HeuristicAgent())
         )
-    # the game's outcome reaches a client as a finish term on its last action (its
-    # reward and rows are the same); only the local view keeps it as a metric too
-    for episode in want:
-        episode.metrics.pop("outcome")
+    # the game's outcome reaches a v1 client with the finish reply, as its role_rewards:
+    # the same term on its last action, the same metrics["outcome"], the same role
     assert rows(over_v1) == rows(want)
+    assert {e.role for e in over_v1} == {"x"}
     # OpenEnv carries no reward terms (the outcome is in the last step's reward)
     carried = ("step_infos", "step_reward_terms", "metrics")
     assert rows(over_openenv, drop=carried) == rows(want, drop=carried)

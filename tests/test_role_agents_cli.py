@@ -51,6 +51,16 @@ def test_rollout_with_one_role_agent_needs_no_opponent(tmp_path: Path) -> None:
     rows = rows_of(out)
     assert [row["role"] for row in rows] == ["x", "o"] * 4
     assert all(row["final_reward"] >= 0 for row in rows if row["role"] == "x")  # never loses
+    # the summary reports each role (an average over x and o would say 0.00)
+    assert "per role" in result.stdout
+    for role in ("x", "o"):
+        mine = [row for row in rows if row["role"] == role]
+        mean = sum(row["final_reward"] for row in mine) / len(mine)
+        wins = sum(row["metrics"]["outcome"] > 0 for row in mine) / len(mine)
+        line = next(line for line in result.stdout.splitlines() if line.startswith(f"│ {role} "))
+        cells = [cell.strip() for cell in line.strip("│").split("│")]
+        assert cells[:5] == [role, "4", "0", f"{mean:.3f}", f"{wins:.2f}"]
+    assert not any(line.startswith("│ reward ") for line in result.stdout.splitlines())
 
 
 def test_rows_of_a_dataset_give_each_role_its_agent(tmp_path: Path) -> None:
@@ -153,3 +163,16 @@ def test_a_role_default_that_is_not_registered_is_named_with_its_role(tmp_path: 
     message = "the role 'o' of tests/Misdeclared-v0 defaults to the agent 'nope/agent'"
     assert message in result.output and "--agent o=AGENT" in result.output
     assert named.code == 0, named.output  # naming the role's agent needs no default
+
+
+def test_describe_gives_every_installed_env_a_description_of_its_own() -> None:
+    """describe shows the env class's docstring: one that only points at its module's
+    says nothing to a user (TicTacToe's did)."""
+    from agentsgym.cli.describe import env_description
+    from agentsgym.runtime import get_registry
+
+    for spec in get_registry().envs.values():
+        docs = env_description(spec)["docs"]
+        assert "module docstring" not in docs, spec.id
+    text = run_cli("describe", GAME).output
+    assert "Tic-tac-toe for two agents: x moves first, o second" in text

@@ -134,7 +134,8 @@ class MultistepEnv:
     def episode_tools(self, task_data: dict[str, Any]) -> Any:
         """``None``, or the toolbox of an episode of ``task_data``: ``schemas`` for the chat
         template's ``tools=``; ``async respond(action)`` answers a reply's tool calls, ``None``
-        if it made none. A tool-env plugin builds one from plain functions."""
+        if it made none. A tool-env plugin builds one from plain functions. It may be
+        ``async def`` (an env whose tools live elsewhere asks a server for them)."""
         return None
 
     # --------------------------------------------------------------- resources
@@ -209,6 +210,16 @@ class MultistepEnv:
             {"env_class_path": self.env_id, "env_config": config, "task_data": task}
             for task in task_data_list
         )
+
+    def task_for_role(self, task_data: dict[str, Any], role: str) -> dict[str, Any]:
+        """What of a task a player of ``role`` may be shown: ``task_data`` without the keys
+        other roles declare ``private`` (``Role.private``) and ``role`` does not (two roles
+        may share a secret). ``agentsgym serve`` sends a client of a role only this; the
+        env's hooks always get the whole task. Override it for secrets deeper than a
+        top-level key (return a new dict; never change ``task_data``)."""
+        own = {key for r in self.roles if r.name == role for key in r.private}
+        hidden = {key for r in self.roles for key in r.private} - own
+        return {key: value for key, value in task_data.items() if key not in hidden}
 
     def row_env_config(self) -> dict[str, Any]:
         """The env_config written into dataset rows: every key, defaults included, so a

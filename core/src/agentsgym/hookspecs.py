@@ -250,7 +250,9 @@ def register_commands(cli: typer.Typer) -> None:
 
 # ------------------------------------------------------------------ episode time
 @hookspec(firstresult=True)
-def initialize_episode(env: PlayableEnv, session_id: str, task_data: dict[str, Any]) -> Any:
+def initialize_episode(
+    env: PlayableEnv, session_id: str, task_data: dict[str, Any], rollout_seed: int
+) -> Any:
     """Create the state of a new episode.
 
     Called once at the start of every episode (every rollout, and every episode of a trial
@@ -261,6 +263,12 @@ def initialize_episode(env: PlayableEnv, session_id: str, task_data: dict[str, A
         so an env can keep per-session resources keyed by it.
     :param task_data: the dataset row's ``task_data`` (one task: ``solution``, ``seed``,
         ...). A ``seed`` key must make the episode deterministic.
+    :param rollout_seed: the seed of this rollout's agents (their ``EpisodeContext.seed``:
+        the same across runs, different across the rollouts of a task). For an env that
+        plays agents of its own (a client of ``agentsgym serve`` sends it to the server,
+        whose agents play the other roles), so that a task's rollouts differ as a local
+        run's do. Never seed the env's own randomness with it: that comes from
+        ``task_data``.
     :return: the episode state, any object the env's other hooks understand.
         ``firstresult``: the first non-``None`` result wins, so a plugin can replace the
         env's own initialisation by returning a state.
@@ -408,8 +416,9 @@ def role_rewards(
     :param truncated: the runner ended the episode at the step limit, not the env.
     :param error: always ``None`` today (a failed episode earns nothing); kept so that an
         implementation may take the same arguments as :func:`finish_episode`.
-    :return: ``{role: reward}`` for any of the declared roles (a zero-sum game returns
-        opposite values), or ``None`` for none. Each reward is added to the reward of
+    :return: ``{role: reward}`` for every declared role (a zero-sum game returns
+        opposite values; a role left out fails the episode, saying which), or ``None``
+        for a game without outcome. Each reward is added to the reward of
         that role's last action, as the term ``outcome`` (``metrics["reward/outcome"]``
         of the role's episode); a role that never acted cannot carry one, and its value
         is kept in its metrics only. ``firstresult``.

@@ -46,6 +46,7 @@ if TYPE_CHECKING:
         rollout_seed,
     )
     from agentsgym.executors import AgentSpec
+    from agentsgym.game_outcomes import win_draw_loss
     from agentsgym.hookspecs import (
         RegisterEnvSource,
         RegisterExecutor,

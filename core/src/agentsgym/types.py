@@ -137,13 +137,16 @@ class Role:
     env ids have one). ``trainable``: its episodes go into training batches (a scripted
     or frozen opponent's do not). ``description``: one line for ``describe``.
     ``default_agent``: the registered agent that plays this role when the command line
-    names no agent for it nor for the env (a scripted opponent's, say).
+    names no agent for it nor for the env (a scripted opponent's, say). ``private``: the
+    ``task_data`` keys only this role may see (its hidden card, its cost): a server never
+    sends them to a client of another role (``MultistepEnv.task_for_role``).
     """
 
     name: str
     trainable: bool = True
     description: str = ""
     default_agent: str | None = None
+    private: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.name or "/" in self.name or "=" in self.name or "." in self.name:
@@ -151,3 +154,11 @@ class Role:
                 f"role name {self.name!r} must be a non-empty name without '/', '=' or '.' "
                 "(--agent ROLE=NAME and --agent-option ROLE.key=value parse them)"
             )
+        if isinstance(self.private, str) or not all(
+            isinstance(key, str) and key for key in self.private
+        ):
+            raise ValueError(
+                f"role {self.name!r}: private must be a tuple of task_data keys, got "
+                f"{self.private!r}"
+            )
+        object.__setattr__(self, "private", tuple(self.private))

@@ -27,8 +27,9 @@ def test_eval_writes_samples_and_summary(tmp_path: Path, suffix: str) -> None:
     output = run_eval(
         "agentsgym/GuessTheNumber-v0", "--num-rollouts", "3", "--num-tasks", "4", "--out", str(out)
     )
-    for label in ("accuracy", "pass@1", "pass@2", "pass@3", "cons@3", "best@3"):
+    for label in ("accuracy", "pass@1", "pass@2", "pass@3", "best@3"):
         assert label in output
+    assert "cons@" not in output  # GuessTheNumber reports no answer: nothing votes
     rows = (
         datasets.Dataset.from_parquet(str(out))
         if suffix == ".parquet"
@@ -39,7 +40,10 @@ def test_eval_writes_samples_and_summary(tmp_path: Path, suffix: str) -> None:
         (t, r) for t in range(4) for r in range(3)
     ]
     summary = json.loads((tmp_path / "results.summary.json").read_text())
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    assert "`results.summary.json` for `--out results.jsonl`" in readme  # as the docs say
     assert summary["env_id"] == "agentsgym/GuessTheNumber-v0" and summary["split"] == "eval"
+    assert summary["cons_at_k"] is None
     assert summary["num_tasks"] == 4 and summary["num_rollouts"] == 3
     # bisection always finds the number within GuessTheNumber's 10 guesses
     assert summary["accuracy"] == 1.0 and summary["pass_at_k"]["3"] == 1.0

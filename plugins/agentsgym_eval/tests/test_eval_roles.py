@@ -62,6 +62,11 @@ def test_eval_reports_each_role_and_resumes(tmp_path: Path) -> None:
     x, o = summary["roles"]["x"], summary["roles"]["o"]
     assert x["num_samples"] == o["num_samples"] == 6
     assert x["win_rate"] == o["loss_rate"] and x["loss_rate"] == o["win_rate"]  # zero-sum
+    # a move is no answer: nothing votes, so no cons@k; the pooled figures are not shown
+    assert x["cons_at_k"] is None and summary["cons_at_k"] is None
+    shown = [line.split("│")[1].strip() for line in result.output.splitlines() if "│" in line]
+    assert "x: accuracy" in shown and "mean turns" in shown
+    assert not [name for name in shown if "cons@" in name or name in ("accuracy", "mean reward")]
     out.write_text("".join(out.read_text().splitlines(keepends=True)[:7]))  # a torn trial
     resumed = runner.invoke(build_app(), ["eval", *GAME, "--out", str(out), "--resume"])
     assert resumed.exit_code == 0, resumed.output

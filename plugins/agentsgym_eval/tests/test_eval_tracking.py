@@ -56,7 +56,7 @@ def assert_summary_logged(entry: dict[str, Any], summary: dict[str, Any]) -> Non
         return flat
 
     expected = numbers(summary, "eval/")
-    assert {"eval/accuracy", "eval/pass_at_k/1", "eval/pass_at_k/2", "eval/cons_at_k"} <= set(
+    assert {"eval/accuracy", "eval/pass_at_k/1", "eval/pass_at_k/2", "eval/best_at_k"} <= set(
         expected
     )
     assert 0 < summary["accuracy"] < 1  # a summary with something to tell

@@ -104,6 +104,11 @@ def test_a_client_plays_x_over_v1_exactly_as_x_sees_the_local_game() -> None:
     assert all(v["ok"] and v["terms"][-1].get("outcome") is not None for v in local)
     episode = remote.groups[0].episodes[0]
     assert episode.env_id == TTT and "you play X" in episode.messages[0]["content"]
+    # the client's env plays one role: x's episodes, with the game's outcome as locally
+    assert env.role_names == ("x",) and {g.role for g in remote.groups} == {"x"}
+    local_x = agentsgym.make(TTT).run_trial(TASKS, {"x": HeuristicAgent(), "o": RandomMoveAgent()})
+    outcomes = [e.metrics["outcome"] for e in local_x.episodes if e.role == "x"]
+    assert [e.metrics["outcome"] for e in remote.episodes] == outcomes
     assert not any("you play O" in m["content"] for m in episode.messages)
     assert rows[0]["env_config"] == {"role": "x"}  # the row plays the same seat again
 
@@ -188,7 +193,10 @@ def test_an_openenv_client_plays_the_servers_default_role_token_for_token() -> N
     pytest.importorskip("openenv.core")
     with served(TTT, agents={"o": "classical/tictactoe-random"}) as server:
         url = "openenv+" + server.url.replace("http://", "ws://")
-        env = agentsgym.make(url, tokenizer=TINY)
+        # OpenEnvEnv's rollout seeds derive from its URL and its tasks' reset form: sent,
+        # o would play other games than the local run's. Unsent, the server seeds each
+        # task's first rollout as a local run does.
+        env = agentsgym.make(url, tokenizer=TINY, env_config={"rollout_seed_field": None})
         remote = env.run_trial([{"task_data": t} for t in TASKS], HeuristicAgent())
     local = local_views("x", {"x": HeuristicAgent(), "o": RandomMoveAgent()})
     for got, want in zip(remote_views(remote), local, strict=True):
@@ -240,6 +248,8 @@ def test_rollout_against_a_served_tictactoe_plays_one_seat(tmp_path: Path) -> No
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(rows) == 3 and all(r["env_id"] == TTT for r in rows)
     assert all(r["final_reward"] == 1.0 for r in rows)  # the heuristic beats random moves
+    # the rows say which role they are, as a local run's do
+    assert all((r["role"], r["trial_rows"], r["metrics"]["outcome"]) == ("x", 1, 1.0) for r in rows)
     seen = [json.dumps(r["messages"]) for r in rows]
     assert all("you play X" in text and "you play O" not in text for text in seen)
 

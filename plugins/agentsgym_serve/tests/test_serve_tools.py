@@ -16,7 +16,7 @@ from openenv.core import GenericEnvClient
 
 import agentsgym
 from agentsgym import AgentAction
-from serve_helpers import served
+from serve_helpers import fingerprint, served
 
 pytestmark = pytest.mark.timeout(180)
 CALCULATOR = "tools/Calculator-v0"
@@ -48,6 +48,32 @@ def test_the_solver_wins_through_a_remote_env_as_in_process() -> None:
         assert [s.info for s in there.steps] == [s.info for s in here.steps]
         assert [s.reward for s in there.steps] == [s.reward for s in here.steps]
     assert remote.episodes[0].steps[0].info == {"tool_calls": 1}  # a tool turn, served
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{}, {"tokenizer": TINY}],
+    ids=["structured tool_calls", "calls written in the message"],
+)
+def test_a_remote_env_records_the_in_process_episode_token_for_token(
+    options: dict[str, Any],
+) -> None:
+    """The served env's tools render RemoteEnv's prompts (their schemas asked of the
+    server), and its tool turns are recorded as in process: the reply as the toolbox
+    read its calls, the tool messages with their ids and names, one segment."""
+    local = agentsgym.make(CALCULATOR, tokenizer=TINY).run_trial(TASKS, solver(**options), 2)
+    with served(CALCULATOR) as server:
+        env = agentsgym.make(server.url, tokenizer=TINY)
+        try:
+            remote = env.run_trial(TASKS, solver(**options), 2)
+        finally:
+            env.close()
+    assert not remote.failed and len(remote.episodes) == len(local.episodes) == 12
+    assert fingerprint(remote) == fingerprint(local)  # every token, mask, reward and message
+    episode = remote.episodes[0]
+    assert len(episode.segments) == 1 and episode.num_agent_tokens > 100
+    tool = next(m for m in episode.messages if m["role"] == "tool")
+    assert tool["tool_call_id"] and tool["name"] in ("add", "multiply")
 
 
 async def play_openenv(url: str, task: dict[str, Any], player: Any) -> dict[str, Any]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ pytest.importorskip("torch")
 pytest.importorskip("trl")
 
 from agentsgym.testing import run_cli
+from haggle_package import haggle_installed
 
 GAME = ["train", "classical/TicTacToe-v0", "--model", "tiny", "--max-steps", "1"]
 SMALL = ["--num-tasks", "2", "--num-rollouts", "2", "--tasks-per-step", "2"]
@@ -42,14 +44,49 @@ def test_per_token_grpo_trains_every_role_in_self_play(tmp_path: Path) -> None:
     x_rewards = {r["session_id"]: r["final_reward"] for r in rows if r["role"] == "x"}
     assert step["reward/x"] == pytest.approx(sum(x_rewards.values()) / len(x_rewards))
     assert "reward/o" in step
+    # and each role's win, draw and loss rates, from its games' outcomes
+    x_wins = [r["metrics"]["outcome"] > 0 for r in rows if r["role"] == "x"]
+    assert step["win_rate/x"] == pytest.approx(sum(x_wins) / len(x_wins))
+    rates = [step[f"{name}_rate/x"] for name in ("win", "draw", "loss")]
+    assert sum(rates) == pytest.approx(1.0)
 
 
 def test_trl_grpo_trains_one_role_and_says_so_when_given_two(tmp_path: Path) -> None:
     args = [*GAME, *SMALL, *SHORT, "--trainer", "trl-grpo"]
     both = run_cli(*args, "--output-dir", str(tmp_path / "both"))
-    assert both.code != 0 and "several trainable roles (x, o)" in both.output
+    assert both.code != 0 and "trains several roles (x, o)" in both.output
+    assert not (tmp_path / "both" / "played.jsonl").read_text()  # refused before playing
     one = run_cli(
         *args, "--env-config", 'trainable_roles=["x"]', "--output-dir", str(tmp_path / "x")
     )
     assert one.code == 0, one.output
     assert played_roles(tmp_path / "x") == {"x"} and groups_trained(one.output) == 2
+
+
+@pytest.fixture
+def haggle(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    yield from haggle_installed(tmp_path, monkeypatch)
+
+
+def test_trl_grpo_refusal_advice_works_for_a_third_party_env(haggle: str, tmp_path: Path) -> None:
+    """A package's env (tests/haggle_package.py, whose config class does not declare
+    trainable_roles): both roles trained is refused before anything plays, and the
+    refusal's advice, pasted, trains one."""
+    args = ["train", haggle, "--model", "tiny", "--max-steps", "1", *SMALL, *SHORT]
+    both = ["--env-config", 'trainable_roles=["seller","buyer"]']
+    refused = run_cli(*args, "--trainer", "trl-grpo", *both, "--output-dir", str(tmp_path / "a"))
+    assert refused.code != 0
+    assert "haggle/Haggle-v0 trains several roles (seller, buyer)" in refused.output
+    advice = "--env-config trainable_roles='[\"seller\"]'"
+    assert advice in refused.output
+    assert not (tmp_path / "a" / "played.jsonl").read_text()
+    one = ["--env-config", 'trainable_roles=["seller"]']  # the advice, as a shell passes it
+    trained = run_cli(*args, "--trainer", "trl-grpo", *one, "--output-dir", str(tmp_path / "b"))
+    assert trained.code == 0, trained.output
+    assert groups_trained(trained.output) == 2
+    # per-token-grpo trains both roles, a group each
+    every = run_cli(
+        *args, "--trainer", "per-token-grpo", *both, "--output-dir", str(tmp_path / "c")
+    )
+    assert every.code == 0, every.output
+    assert groups_trained(every.output) == 4

@@ -137,3 +137,24 @@ def test_paging_from_an_episode_the_filters_leave_out_shows_its_game(games: Path
     result = runner.invoke(build_app(), args, input="q\n", env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.output
     assert "game 1 of 1 (#0 x, #1 o)" in result.output
+
+
+def test_at_80_columns_each_panel_title_keeps_its_role(games: Path) -> None:
+    result = runner.invoke(
+        build_app(),
+        ["view", str(games), "--episode", "1", "--no-interactive"],
+        env={"COLUMNS": "80"},
+    )
+    assert result.exit_code == 0, result.output
+    titles = next(line for line in result.output.splitlines() if "#0" in line and "#1" in line)
+    assert "role x" in titles and "role o" in titles
+
+
+def test_an_eval_of_a_game_shows_no_answer_a_move_never_gives(tmp_path: Path) -> None:
+    out = tmp_path / "eval.jsonl"
+    args = ["eval", "classical/TicTacToe-v0", "--num-tasks", "1", "-k", "1", "--out", str(out)]
+    played = runner.invoke(build_app(), [*args, "--agent", "x=classical/tictactoe-heuristic"])
+    assert played.exit_code == 0, played.output
+    shown = view(str(out), "--episode", "0")
+    assert "role x" in shown and "final reward" in shown
+    assert "answer" not in shown

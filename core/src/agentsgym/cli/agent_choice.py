@@ -108,11 +108,17 @@ class AgentChoices:
         return {**chosen, **{role: agent for role, (agent, _) in defaults.items()}}
 
     def resolve(
-        self, env_ids: Iterable[str], envs: Mapping[str, MultistepEnv] | None = None
+        self,
+        env_ids: Iterable[str],
+        envs: Mapping[str, MultistepEnv] | None = None,
+        role_agents: Mapping[str, str] | None = None,
     ) -> dict[str, str]:
         """The agent name of each env: its own, else the run's, else the env's default
-        (its registration's, else what the built env in ``envs`` reports: a server's)."""
+        (its registration's, else what the built env in ``envs`` reports: a server's).
+        An env of ``envs`` whose every role has its own agent in ``role_agents`` (from
+        :meth:`role_agents`) needs none, and is left out when it has none."""
         env_ids = list(dict.fromkeys(env_ids))
+        role_agents = role_agents or {}
         unknown = sorted(set(self.per_env) - set(env_ids))
         if unknown:
             raise AgentError(
@@ -126,6 +132,9 @@ class AgentChoices:
             name = self.per_env.get(env_id) or self.default or spec.default_agent
             if name is None and envs is not None and env_id in envs:
                 name = envs[env_id].default_agent
+                roles = envs[env_id].role_names
+                if name is None and roles and all(role in role_agents for role in roles):
+                    continue  # each role plays with its own agent
             if name is None:
                 raise AgentError(
                     f"{env_id} registers no default agent; choose one with --agent AGENT, or "
@@ -174,7 +183,9 @@ def options_per_agent(names: Iterable[str], options: dict[str, Any]) -> dict[str
         if not takers:
             listed = "; ".join(f"{n}: {', '.join(accepted[n] or []) or 'none'}" for n in names)
             raise AgentError(
-                f"no agent of this run takes the option {key!r}. They accept: {listed}"
+                f"no agent of this run takes the option {key!r}. They accept: "
+                f"{listed or 'none (every role has its own agent)'}; the agent of a role "
+                "takes ROLE.key=value"
             )
         for name in takers:
             shares[name][key] = value
@@ -186,6 +197,8 @@ class RunAgents:
     """The agents of a run, by env id, as recipes (and built, for a local run)."""
 
     by_env: dict[str, str]
+    """The agent of each env that needs one (an env whose every role has its own has
+    none)."""
     options: dict[str, dict[str, Any]]
     built: dict[str, Any] = field(default_factory=dict)
     by_role: dict[str, str] = field(default_factory=dict)
@@ -204,8 +217,8 @@ class RunAgents:
         build: bool,
         envs: Mapping[str, MultistepEnv] | None = None,
     ) -> RunAgents:
-        by_env = choices.resolve(env_ids, envs)
         by_role = choices.role_agents(envs or {})
+        by_env = choices.resolve(env_ids, envs, by_role)
         options, per_role_options = split_role_options(options, by_role)
         shares = options_per_agent(by_env.values(), options)
         agents = cls(by_env, shares, by_role=by_role, role_options=per_role_options)
@@ -235,8 +248,11 @@ class RunAgents:
         """Env id -> the built agent, or its recipe for an executor that plays elsewhere;
         for an env with roles of their own agents, a dict of them by role."""
         players: dict[str, Any] = {}
-        for env_id, name in self.by_env.items():
-            player = AgentSpec(name, self.options[name]) if remote else self.built[name]
+        for env_id in dict.fromkeys([*self.by_env, *self.env_roles]):
+            name = self.by_env.get(env_id)
+            player = None
+            if name is not None:
+                player = AgentSpec(name, self.options[name]) if remote else self.built[name]
             roles = self.env_roles.get(env_id, ())
             if roles and any(role in self.by_role for role in roles):
                 player = {role: self._role_player(role, player, remote) for role in roles}

@@ -20,7 +20,7 @@ from rich.text import Text
 from agentsgym.cli.docstrings import plain_docstring
 from agentsgym.cli.options import complete_env_id
 from agentsgym.cli.terminal import console, err_console
-from agentsgym.engine import EPISODE_HOOK_NAMES
+from agentsgym.engine import EPISODE_HOOK_NAMES, toolbox_now
 from agentsgym.factory import make
 from agentsgym.redaction import redact, redact_text
 from agentsgym.registry import EnvSpec, env_class, get_registry
@@ -129,17 +129,23 @@ def env_description(spec: EnvSpec) -> dict[str, Any]:
         "registered_env_config": _jsonable(spec.default_env_config),
         "config": config_keys(spec),
         "hooks": [h for h in EPISODE_HOOK_NAMES if hasattr(cls, h)],
-        "roles": [
-            {
-                "name": role.name,
-                "trainable": role.trainable,
-                "description": role.description,
-                "default_agent": role.default_agent,
-            }
-            for role in cls.roles
-        ],
+        "roles": role_listing(spec),
         **datasets_and_tools(spec),
     }
+
+
+def role_listing(spec: EnvSpec) -> list[dict[str, Any]]:
+    """The env's declared roles as ``describe --json`` and ``list-envs --json --verbose``
+    print them (empty for a single-agent env)."""
+    return [
+        {
+            "name": role.name,
+            "trainable": role.trainable,
+            "description": role.description,
+            "default_agent": role.default_agent,
+        }
+        for role in env_class(spec).roles
+    ]
 
 
 def datasets_and_tools(spec: EnvSpec) -> dict[str, Any]:
@@ -166,7 +172,7 @@ def datasets_and_tools(spec: EnvSpec) -> dict[str, Any]:
         found[split] = {"size": len(dataset), "sample_task": sample}
     sample = next((v["sample_task"] for v in found.values() if v and v.get("sample_task")), {})
     try:
-        toolbox = env.episode_tools(sample)
+        toolbox = toolbox_now(env, sample)
         functions = [s.get("function", s) for s in (toolbox.schemas if toolbox else [])]
         tools = [
             {
@@ -224,12 +230,28 @@ def describe(
         console.print(f"registered for this id: {escape(registered)}", highlight=False)
     console.print(datasets_table(item["datasets"]))
     console.print(tools_text(item["tools"]), highlight=False)
-    agent = item["default_agent"] or "none (give --agent)"
-    about = f": {item['default_agent_description']}" if item["default_agent_description"] else ""
-    console.print(f"default agent: [bold]{escape(agent)}[/]{escape(about)}", highlight=False)
+    console.print(default_agent_text(item), highlight=False)
     if item["roles"]:
         console.print(roles_text(item["roles"]), highlight=False)
     console.print(f"episode hooks: {', '.join(item['hooks'])}", highlight=False)
+
+
+def default_agent_text(item: dict[str, Any]) -> str:
+    """``default agent: NAME: its description``, else what plays the env when no agent
+    is named: each role's own default agent, or what to give."""
+    if item["default_agent"]:
+        about = item["default_agent_description"]
+        about = f": {about}" if about else ""
+        return f"default agent: [bold]{escape(item['default_agent'])}[/]{escape(about)}"
+    without = [role["name"] for role in item["roles"] if not role["default_agent"]]
+    if item["roles"] and not without:
+        return "default agent: none needed, each role plays with its own (below)"
+    if item["roles"]:
+        return (
+            f"default agent: none (give --agent, or --agent ROLE=NAME for "
+            f"{escape(', '.join(without))})"
+        )
+    return "default agent: none (give --agent)"
 
 
 def roles_text(roles: list[dict[str, Any]]) -> str:

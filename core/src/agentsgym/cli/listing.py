@@ -21,7 +21,7 @@ def env_listing(verbose: bool = False) -> list[dict[str, Any]]:
     """What ``list-envs --json`` prints: one object per env, then broken plugins.
     ``verbose`` adds plugin hooks, config keys and tools, which builds the envs (an env
     whose class does not import gets ``config_error``)."""
-    from agentsgym.cli.describe import config_keys, datasets_and_tools
+    from agentsgym.cli.describe import config_keys, datasets_and_tools, role_listing
 
     registry = get_registry()
     plugins = {p.name: p for p in registry.host.plugins}
@@ -41,6 +41,7 @@ def env_listing(verbose: bool = False) -> list[dict[str, Any]]:
             item["hooks"] = plugins[spec.plugin].hooks if spec.plugin in plugins else []
             try:
                 item["config"] = config_keys(spec)
+                item["roles"] = role_listing(spec)
                 item["tools"] = datasets_and_tools(spec)["tools"]
             except Exception as exc:  # noqa: BLE001 - one broken env must not hide the others
                 item["config_error"] = f"{type(exc).__name__}: {exc}"

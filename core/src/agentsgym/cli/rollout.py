@@ -45,6 +45,7 @@ from agentsgym.cli.running import (
 from agentsgym.cli.terminal import console
 from agentsgym.errors import AgentsGymError, DatasetRowError
 from agentsgym.executors import build_envs
+from agentsgym.game_outcomes import win_draw_loss
 from agentsgym.output import FinishResult, RunOutput, choose_mode, failure_report
 from agentsgym.output.records import rollout_rows
 from agentsgym.redaction import redact_text
@@ -273,15 +274,18 @@ def read_rows(path: Path) -> list[DatasetRow]:
 
 
 def print_summary(result: FinishResult, output: RunOutput) -> None:
-    """Reward, turns and token figures over every trajectory in the output, and a table
+    """Reward, turns and token figures over every trajectory in the output, a table per
+    role of a game (its rewards are its own: an average over roles means nothing) and
     per env when the output holds several."""
     ok = [row for row in result.rows if row.get("error") is None]
+    roles = any(row.get("role") is not None for row in result.rows)
     if ok:
         failed = len(result.rows) - len(ok)
         title = f"{len(ok)} trajectories written to {result.path}"
         title += f" ({failed} failed)" if failed else ""
         table = _table(title, "per episode", "mean", "min", "max")
-        columns = {"reward": "final_reward", "turns": "num_turns"}
+        columns = {} if roles else {"reward": "final_reward"}  # a game's: per role, below
+        columns["turns"] = "num_turns"
         if all(r.get("num_tokens") is not None for r in ok):
             columns.update({"tokens": "num_tokens", "agent tokens": "num_agent_tokens"})
         for name, key in columns.items():
@@ -295,6 +299,8 @@ def print_summary(result: FinishResult, output: RunOutput) -> None:
             f"no trajectory succeeded; the {len(result.rows)} failed ones are in {result.path}",
             highlight=False,
         )
+    if roles:
+        print_role_summary(result.rows)
     print_env_summary(result.rows)
     if output.resumed_from is not None:
         console.print(
@@ -302,6 +308,39 @@ def print_summary(result: FinishResult, output: RunOutput) -> None:
             f"{result.trials - output.trials_written} by the run it resumed",
             highlight=False,
         )
+
+
+def print_role_summary(rows: list[dict[str, Any]]) -> None:
+    """Per role of a game (per env and role, when the run played several envs): its
+    trajectories, mean reward and, where the game gives outcomes, win, draw and loss
+    rates (a failed game is a loss, as in ``agentsgym eval``)."""
+    several = len({row.get("env_id") for row in rows}) > 1
+    by_role: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        if row.get("role") is not None and row.get("segment_index", 0) == 0:
+            name = (
+                f"{redact_text(str(row.get('env_id')))} {row['role']}" if several else row["role"]
+            )
+            by_role.setdefault(name, []).append(row)
+    table = _table(
+        "per role", "role", "trajectories", "failed", "mean reward", "win", "draw", "loss"
+    )
+    for name, role_rows in by_role.items():
+        ok = [r for r in role_rows if r.get("error") is None]
+        outcomes = [
+            None if r.get("error") else (r.get("metrics") or {}).get("outcome") for r in role_rows
+        ]
+        rates = ["-"] * 3
+        if any(outcome is not None for outcome in outcomes):
+            rates = [f"{rate:.2f}" for rate in win_draw_loss(outcomes)]
+        table.add_row(
+            name,
+            str(len(role_rows)),
+            str(len(role_rows) - len(ok)),
+            _mean(ok, "final_reward", ".3f"),
+            *rates,
+        )
+    console.print(table)
 
 
 def print_env_summary(rows: list[dict[str, Any]]) -> None:

@@ -17,7 +17,7 @@ from agentsgym.engine.play import Players, play_turn, play_until
 from agentsgym.engine.playable import PlayableEnv
 from agentsgym.engine.recorder import SERVER_PROMPT_MISMATCH_KEY, EpisodeRecorder, RoleView
 from agentsgym.engine.session import EpisodeSession
-from agentsgym.engine.tool_turns import TOOL_CALLS_KEY
+from agentsgym.engine.tool_turns import TOOL_CALLS_KEY, toolbox_now
 from agentsgym.engine.trials import (
     DEFAULT_MAX_CONCURRENCY,
     EpisodeCallback,
@@ -68,4 +68,5 @@ __all__ = [
     "play_until",
     "rollout_seed",
     "run_trial",
+    "toolbox_now",
 ]

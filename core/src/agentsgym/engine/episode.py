@@ -68,6 +68,7 @@ class EpisodeRun:
             env.sessions[session_id],
             runtime=runtime,
             token_in=self.players.token_in,
+            rollout_seed=context.seed,
         )
 
     @property

@@ -122,7 +122,8 @@ def check_turn_role(named: Any, roles: tuple[str, ...], env: PlayableEnv) -> str
 
 
 def role_reward_values(returned: Any, roles: tuple[str, ...], env: PlayableEnv) -> dict[str, float]:
-    """What ``role_rewards`` returned, as ``{role: finite float}`` (``None``: nothing)."""
+    """What ``role_rewards`` returned, as ``{role: finite float}`` for every role
+    (``None``: nothing); a role left out is an error, as is an unknown one."""
     if returned is None:
         return {}
     if not isinstance(returned, dict):
@@ -147,4 +148,11 @@ def role_reward_values(returned: Any, roles: tuple[str, ...], env: PlayableEnv) 
                 "each reward must be a finite number"
             )
         values[role] = float(value)
+    missing = [role for role in roles if role not in values]
+    if missing:
+        raise EpisodeError(
+            f"{type(env).__name__}.role_rewards gave no reward to {', '.join(missing)} (it "
+            f"gave {', '.join(values)}); give every role its outcome ({missing[0]!r}: 0.0 "
+            "for none), or return None for a game without outcome"
+        )
     return values

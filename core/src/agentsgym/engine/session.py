@@ -51,7 +51,13 @@ from agentsgym.engine.hook_results import (
 )
 from agentsgym.engine.outcomes import FinishedEpisode, TurnOutcome
 from agentsgym.engine.recorder import EpisodeRecorder, RoleView
-from agentsgym.engine.tool_turns import Answered, EpisodeTools, as_written, tool_turn_info
+from agentsgym.engine.tool_turns import (
+    Answered,
+    EpisodeTools,
+    as_written,
+    episode_toolbox,
+    tool_turn_info,
+)
 from agentsgym.errors import EpisodeError, EpisodeTimeoutError, RewardUnavailableError
 from agentsgym.types import TRUNCATED_KEY, AgentAction, Messages, StepResult
 
@@ -77,6 +83,9 @@ class EpisodeSession:
         ``sampled`` (``None`` names the only agent of an env without roles).
     :param tokenize: record token streams when the env has a tokenizer (``False``: its
         driver tokenizes, as TRL does; messages and rewards only).
+    :param rollout_seed: the seed of this rollout's agents (``EpisodeContext.seed``),
+        which ``initialize_episode`` is given for agents the env plays itself (a
+        server's opponents).
     """
 
     def __init__(
@@ -88,11 +97,13 @@ class EpisodeSession:
         runtime: HookRuntime,
         token_in: frozenset[str | None] = frozenset(),
         tokenize: bool = True,
+        rollout_seed: int = 0,
     ) -> None:
         self.env = env
         self.runtime = runtime
         self.token_in = token_in
         self.task_data = task_data
+        self.rollout_seed = rollout_seed
         self.recorder = EpisodeRecorder.for_env(env, session_id, task_data, tokenize=tokenize)
         self.roles = self.recorder.roles
         self.role: str | None = None
@@ -232,11 +243,14 @@ class EpisodeSession:
             raise _Abandoned
 
     async def _first_turn(self) -> None:
-        toolbox = self.env.episode_tools(self.task_data)
+        toolbox = await episode_toolbox(self.env, self.task_data)
         self.toolbox = EpisodeTools(toolbox) if toolbox is not None else None
         self.recorder.open_streams(self.tools)
         self.state = await self._hook(
-            "initialize_episode", session_id=self.session_id, task_data=self.task_data
+            "initialize_episode",
+            session_id=self.session_id,
+            task_data=self.task_data,
+            rollout_seed=self.rollout_seed,
         )
         self._live()
         if self.state is None:

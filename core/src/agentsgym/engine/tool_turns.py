@@ -8,6 +8,7 @@ import dataclasses
 import inspect
 from typing import Any
 
+from agentsgym.aio import run_sync
 from agentsgym.tokenization import reply_as_rendered
 from agentsgym.tokenization.incremental import base_messages
 from agentsgym.types import AgentAction, Message, Messages
@@ -18,6 +19,23 @@ call a tool, and the call could not be read; the model was told why)."""
 
 Answered = tuple[Message, Messages]
 """A toolbox's answer: the reply with its calls as parsed, and the tool results."""
+
+
+async def episode_toolbox(env: Any, task_data: dict[str, Any]) -> Any:
+    """``env.episode_tools(task_data)``, awaited when it is a coroutine (an env whose
+    tools live on a server asks it for their schemas)."""
+    toolbox = env.episode_tools(task_data)
+    return await toolbox if inspect.isawaitable(toolbox) else toolbox
+
+
+def toolbox_now(env: Any, task_data: dict[str, Any]) -> Any:
+    """:func:`episode_toolbox` for a caller outside any episode (``describe``, checks)."""
+    toolbox = env.episode_tools(task_data)
+    return run_sync(_awaited(toolbox)) if inspect.isawaitable(toolbox) else toolbox
+
+
+async def _awaited(awaitable: Any) -> Any:
+    return await awaitable
 
 
 class EpisodeTools:

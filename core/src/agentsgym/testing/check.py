@@ -76,9 +76,11 @@ def check_env(
 ) -> CheckReport:
     """Check that ``env_id`` follows the agentsgym env contract.
 
-    :param agent: an agent object, a registered agent name (built with ``agent_options``)
-        or ``None`` for the env's default agent (else a scripted one). It must reply
-        deterministically: the determinism check plays every task twice with it.
+    :param agent: an agent object (in an env with roles: one for every role, or a dict
+        of them by role), a registered agent name (built with ``agent_options``) or
+        ``None`` for the env's default agent: in an env with roles, each role's own
+        ``default_agent``, the env's for the roles without one (else a scripted one). It
+        must reply deterministically: the determinism check plays every task twice with it.
     :param env_config: layered over the id's registered defaults.
     :param num_tasks: tasks taken from the train split (else the eval split).
     :param agent_delay: seconds the determinism check's slow agent sleeps per reply.
@@ -118,7 +120,9 @@ class _Checker:
     spec: EnvSpec | None = None
     agent: Any = None
     tasks: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
-    batches: list[TrajectoryBatch] = field(default_factory=list)
+    episodes: list[Episode] = field(default_factory=list)
+    """Every episode the playing checks played, every role's (a batch holds only the
+    trainable roles' groups)."""
     built: list[MultistepEnv] = field(default_factory=list)
     own_checks: EnvChecks = field(default_factory=dict)
 
@@ -212,13 +216,51 @@ class _Checker:
     def builds(self) -> None:
         self.make(tokenizer=self.tokenizer)
         self.make(tokenizer=None)
-        spec = self._spec()
+        self.agent = self._agent()
+
+    def _agent(self) -> Any:
+        """The agent of the checks (see :func:`check_env`'s ``agent``)."""
         if self.agent_arg is not None and not isinstance(self.agent_arg, str):
-            self.agent = self.agent_arg
-        elif name := self.agent_arg or spec.default_agent:
-            self.agent = get_registry().agent(name).build(**(self.agent_options or {}))
-        else:
-            self.agent = ScriptedAgent(["I am not sure."])
+            return self.agent_arg
+        spec = self._spec()
+        registry = get_registry()
+        name = self.agent_arg or spec.default_agent
+        agent = registry.agent(name).build(**(self.agent_options or {})) if name else None
+        roles = env_class(spec).roles
+        if self.agent_arg is None and any(role.default_agent for role in roles):
+            placeholder = agent or ScriptedAgent(["I am not sure."])
+            return {
+                role.name: registry.agent(role.default_agent).build()
+                if role.default_agent
+                else placeholder
+                for role in roles
+            }
+        return agent or ScriptedAgent(["I am not sure."])
+
+    def run_trial(
+        self,
+        env: MultistepEnv,
+        tasks: list[dict[str, Any]],
+        agent: Any,
+        rollouts: int,
+        **options: Any,
+    ) -> tuple[TrajectoryBatch, list[Episode]]:
+        """Play ``tasks``; the batch, and every episode played: every role's, where the
+        batch holds only the trainable roles' groups (and the failed among them)."""
+        episodes: list[Episode] = []
+        batch = env.run_trial(tasks, agent, rollouts, on_episode=episodes.append, **options)
+        return batch, episodes
+
+    def slow(self, delay: float, rendezvous: int = 0) -> Any:
+        """The checks' agent slowed down (each role's, in an env with roles: the first
+        role's calls meet, where games begin)."""
+        if not isinstance(self.agent, dict):
+            return slow_agent(self.agent, delay, rendezvous=rendezvous)
+        first = next(iter(self.agent))
+        return {
+            role: slow_agent(agent, delay, rendezvous=rendezvous if role == first else 0)
+            for role, agent in self.agent.items()
+        }
 
     def load_own_checks(self) -> str:
         context = EnvCheckContext(
@@ -229,7 +271,7 @@ class _Checker:
             num_rollouts=self.num_rollouts,
             make=self.make,
             tasks=self.task_list,
-            record=self.batches.append,
+            record=lambda batch: self.episodes.extend(batch.all_episodes),
         )
         self.own_checks = dict(env_class(self._spec()).contract_checks(context))
         return f"{len(self.own_checks)} checks"
@@ -260,14 +302,14 @@ class _Checker:
     # ------------------------------------------------------------ playing
     def play(self, tokenizer: Any) -> tuple[MultistepEnv, TrajectoryBatch]:
         env = self.make(tokenizer=tokenizer, plugins=(self.finish_probe, self.hook_timer))
-        batch = env.run_trial(self.task_list(), self.agent, self.num_rollouts)
-        self.batches.append(batch)
-        failed = batch.failed
+        batch, episodes = self.run_trial(env, self.task_list(), self.agent, self.num_rollouts)
+        self.episodes.extend(episodes)
+        failed = [e for e in episodes if not e.ok]
         if failed:
             raise CheckFailed(f"{len(failed)} episodes failed, first: {failed[0].error}")
         require(len(batch) > 0, "no trajectories")
         max_steps = env.config.max_steps_per_episode
-        for game in games(batch.all_episodes).values():
+        for game in games(episodes).values():
             turns = sum(episode.num_turns for episode in game)  # with roles: every role's
             require(all(e.messages for e in game), "an episode has no messages")
             require(
@@ -292,10 +334,9 @@ class _Checker:
         return check_tools(self.make, self.task_list())
 
     def played(self) -> list[Episode]:
-        episodes = [e for batch in self.batches for e in batch.all_episodes]
-        if not episodes:
+        if not self.episodes:
             raise CheckFailed("no episode was played (see the checks above)")
-        return episodes
+        return self.episodes
 
     def infos_are_json(self) -> str:
         episodes = self.played()
@@ -352,20 +393,20 @@ class _Checker:
             env = self.make(plugins=(probe,), max_steps_per_episode=1)
         except EnvConfigError as exc:
             raise CheckSkipped(f"the env refuses max_steps_per_episode=1 ({exc})") from None
-        batch = env.run_trial(self.task_list(), self.agent, 1)
+        _, episodes = self.run_trial(env, self.task_list(), self.agent, 1)
         if probe.failures:
             raise CheckFailed(
                 f"finish_episode raised for an episode cut after one step: {probe.failures[0]}; "
                 "an env must handle being cut at max_steps_per_episode (truncated=True)"
             )
-        failed = batch.failed
+        failed = [e for e in episodes if not e.ok]
         if failed:
             raise CheckFailed(
                 f"an episode cut after one step failed: {failed[0].error}; an env must handle "
                 "being cut at max_steps_per_episode (finish_episode gets truncated=True)"
             )
         cut = 0
-        for game in games(batch.all_episodes).values():  # with roles: one episode per role
+        for game in games(episodes).values():  # with roles: one episode per role
             steps = [step for episode in game for step in episode.steps]
             done = len(steps) == 1 and steps[0].done
             require(len(steps) == 1, f"an episode took {len(steps)} turns, limit 1")
@@ -381,18 +422,18 @@ class _Checker:
             f"{cut} episodes were cut but finish_episode saw truncated=True "
             f"{truncated_calls} times",
         )
-        return f"{cut} of {len(games(batch.all_episodes))} episodes cut after one step"
+        return f"{cut} of {len(games(episodes))} episodes cut after one step"
 
     def deterministic(self) -> str:
         tasks = self.task_list(max(self.num_tasks, 2))
         rollouts = max(self.num_rollouts, 2)
         env = self.make()
-        sequential = env.run_trial(tasks, slow_agent(self.agent, 0.0), rollouts, max_concurrency=1)
+        _, sequential = self.run_trial(env, tasks, self.slow(0.0), rollouts, max_concurrency=1)
         jobs = len(tasks) * rollouts
-        slow = slow_agent(self.agent, self.agent_delay, rendezvous=min(jobs, 3))
-        concurrent = env.run_trial(tasks, slow, rollouts, max_concurrency=jobs)
-        first = {episode_key(e): e for e in sequential.all_episodes}
-        second = {episode_key(e): e for e in concurrent.all_episodes}
+        slow = self.slow(self.agent_delay, rendezvous=min(jobs, 3))
+        _, concurrent = self.run_trial(env, tasks, slow, rollouts, max_concurrency=jobs)
+        first = {episode_key(e): e for e in sequential}
+        second = {episode_key(e): e for e in concurrent}
         require(first, "no episode was played")
         for key in sorted(first.keys() | second.keys()):
             difference = episode_difference(first.get(key), second.get(key))

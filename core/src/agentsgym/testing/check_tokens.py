@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from agentsgym.engine import toolbox_now
 from agentsgym.testing.check_report import require
 from agentsgym.trajectory import TrajectoryBatch
 
@@ -50,7 +51,7 @@ def _check_against_the_template(episode: Any, env: Any) -> None:
         return
     if any(env.chat.has_special_text(m["content"]) for m in episode.messages):
         return  # such text stays plain text in the stream, as it should
-    toolbox = env.episode_tools(episode.task_data)  # the episode's tools render too
+    toolbox = toolbox_now(env, episode.task_data)  # the episode's tools render too
     rendered = env.tokenizer.apply_chat_template(
         episode.messages,
         tokenize=False,

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from agentsgym.agents import FunctionAgent
+from agentsgym.engine import toolbox_now
 from agentsgym.testing.check_report import require
 from agentsgym.types import AgentAction
 
@@ -21,7 +22,7 @@ def check_tools(make_env: Callable[..., Any], tasks: list[dict[str, Any]]) -> st
     env = make_env()
     declared = []
     for task in tasks:
-        schemas = getattr(env.episode_tools(task), "schemas", None)
+        schemas = getattr(toolbox_now(env, task), "schemas", None)
         if schemas:
             declared.append((task, list(schemas)))
     for task, schemas in declared:

@@ -21,7 +21,9 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from agentsgym.dataset_runner import run_dataset
 from agentsgym.engine import DEFAULT_MAX_CONCURRENCY
 from agentsgym.errors import TrainerOptionError, is_reward_unavailable
+from agentsgym.executors import build_envs
 from agentsgym.factory import load_tokenizer
+from agentsgym.game_outcomes import win_draw_loss
 from agentsgym.rows import DatasetRow, parse_rows
 
 if TYPE_CHECKING:
@@ -58,8 +60,10 @@ class StepMetrics:
 
     @classmethod
     def of_batch(cls, batch: TrajectoryBatch, step: int) -> StepMetrics:
-        """Rollout statistics of a batch: reward mean and std (and ``reward/<role>``, the
-        mean reward of each role's groups, in an env with roles), tokens, failures, the
+        """Rollout statistics of a batch: reward mean and std (and, in an env with roles,
+        ``reward/<role>``, the mean reward of each role's groups, and for a game whose
+        ``role_rewards`` give outcomes ``win_rate/<role>``, ``draw_rate/<role>`` and
+        ``loss_rate/<role>``: a failed game is a loss), tokens, failures, the
         fraction of ``truncated_replies``, ``split_episodes`` (scored episodes split into
         several views) and ``token_source/<source>`` (fraction of steps whose ids came
         from each source); docs/training.md explains them."""
@@ -76,15 +80,7 @@ class StepMetrics:
         )
         if rewards:
             metrics.extra["reward_std"] = statistics.pstdev(rewards)
-        role_rewards: dict[str, list[float]] = {}
-        for group in batch.groups:
-            if group.role is not None:
-                role_rewards.setdefault(group.role, []).extend(
-                    e.final_reward for e in group.episodes
-                )
-        for role, values in sorted(role_rewards.items()):
-            if values:
-                metrics.extra[f"reward/{role}"] = statistics.fmean(values)
+        metrics.extra.update(role_figures(batch))
         steps = [s for e in episodes for s in e.steps]
         if steps:
             metrics.extra["truncated_replies"] = sum(s.reply_truncated for s in steps) / len(steps)
@@ -101,6 +97,29 @@ class StepMetrics:
         numbers = {k: float(v) for k, v in data.items() if isinstance(v, (int, float))}
         extra = {k: v for k, v in numbers.items() if k not in known}
         return cls(**{k: v for k, v in data.items() if k in known}, extra=extra)
+
+
+def role_figures(batch: TrajectoryBatch) -> dict[str, float]:
+    """Each role's mean reward, and its win, draw and loss rates where its games give
+    outcomes (see :meth:`StepMetrics.of_batch`)."""
+    rewards: dict[str, list[float]] = {}
+    outcomes: dict[str, list[float | None]] = {}
+    for group in batch.groups:
+        if group.role is None:
+            continue
+        rewards.setdefault(group.role, []).extend(e.final_reward for e in group.episodes)
+        played = outcomes.setdefault(group.role, [])
+        played.extend(e.metrics.get("outcome") for e in group.episodes)
+        played.extend(None for _ in group.failed)
+    figures: dict[str, float] = {}
+    for role, values in sorted(rewards.items()):
+        if values:
+            figures[f"reward/{role}"] = statistics.fmean(values)
+        if any(outcome is not None for outcome in outcomes[role]):
+            rates = win_draw_loss(outcomes[role])
+            for name, rate in zip(("win_rate", "draw_rate", "loss_rate"), rates):
+                figures[f"{name}/{role}"] = rate
+    return figures
 
 
 @dataclass
@@ -165,7 +184,10 @@ class RolloutSource:
     executor object) and ``executor_options`` say where the trials play, as for
     :func:`~agentsgym.runtime.run_dataset`; a remote executor needs the agent as a recipe
     (:class:`~agentsgym.runtime.AgentSpec`) and the tokenizer as a name or path, which each
-    worker loads."""
+    worker loads. ``allow_class_paths`` and ``allow_remote`` say which ``module:Class``
+    paths and env server URLs the rows may name (as for ``run_dataset``; ``None``: the
+    environment's ``AGENTSGYM_ALLOW_*``): ``agentsgym train`` allows the env its command
+    line names, a URL included."""
 
     def __init__(
         self,
@@ -176,6 +198,7 @@ class RolloutSource:
         tasks_per_step: int = 2,
         max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
         allow_class_paths: bool | Sequence[str] | None = None,
+        allow_remote: bool | Sequence[str] | None = None,
         shuffle: bool = True,
         seed: int = 0,
         on_episode: EpisodeCallback | None = None,
@@ -196,6 +219,7 @@ class RolloutSource:
         self.tasks_per_step = tasks_per_step
         self.max_concurrency = max_concurrency
         self.allow_class_paths = allow_class_paths
+        self.allow_remote = allow_remote
         self.shuffle = shuffle
         self.on_episode = on_episode
         self.executor = executor
@@ -255,11 +279,27 @@ class RolloutSource:
             tokenizer=self._tokenizer_for_executor(),
             envs=self._envs,
             allow_class_paths=self.allow_class_paths,
+            allow_remote=self.allow_remote,
             max_concurrency=self.max_concurrency,
             on_episode=self.on_episode,
             executor=self.executor,
             executor_options=self.executor_options or None,
         )
+
+    def trained_roles_of(self, row: Mapping[str, Any] | DatasetRow) -> tuple[str, ...] | None:
+        """The roles whose groups :meth:`play` returns for ``row``: its env's trainable
+        roles (``None``: an env without roles, one group per task). A trainer checks them
+        before it plays; the env is built now, and kept for :meth:`play`."""
+        (parsed,) = parse_rows([row])
+        envs = build_envs(
+            [parsed],
+            tokenizer=self.tokenizer,
+            allow_class_paths=self.allow_class_paths,
+            envs=self._envs,
+            allow_remote=self.allow_remote,
+        )
+        env = envs[parsed.env_key()]
+        return env.trainable_roles if env.role_names else None
 
     def _tokenizer_for_executor(self) -> Any:
         """The loaded tokenizer, or for a remote executor its name (each worker loads it)."""

@@ -1,13 +1,5 @@
-"""TicTacToe for two agents (``classical/TicTacToe-v0``): the roles ``x`` (moves first)
-and ``o``, each with its own conversation. A move is a cell number in square brackets
-(``[5]``, or any first digit with ``strict_moves=false``); a reply without a legal move
-forfeits the game. The outcome is zero-sum:
-+1 for the winner, -1 for the loser, 0 each for a draw (``role_rewards``), in each
-role's ``metrics["outcome"]``.
-
-On the command line ``o`` defaults to ``classical/tictactoe-random`` (``Role.default_agent``):
-``--agent x=MODEL`` plays MODEL against random moves, ``--agent o=classical/tictactoe-heuristic``
-against the heuristic. Self-play: one agent in both roles (``--agent MODEL``)."""
+"""TicTacToe for two agents (``classical/TicTacToe-v0``): the env, its config and its
+state. How it plays is the env class's docstring, which ``agentsgym describe`` shows."""
 
 from __future__ import annotations
 
@@ -53,7 +45,17 @@ class TicTacToeState:
 
 
 class TicTacToeEnv(MultistepEnv):
-    """Two agents, one board (see the module docstring)."""
+    """Tic-tac-toe for two agents: ``x`` moves first, ``o`` second, each in its own
+    conversation (the rules, the board and the other's last move). A move is a free
+    cell's number in square brackets (``[5]``; with ``strict_moves=false``, the first
+    digit 1-9 of a reply); a reply without a legal move forfeits the game. The outcome
+    is zero-sum: +1 for the winner, -1 for the loser, 0 each for a draw, in each role's
+    ``metrics["outcome"]`` (``role_rewards``).
+
+    ``o`` plays ``classical/tictactoe-random`` unless an agent is named for it (its
+    ``Role.default_agent``): ``--agent x=MODEL`` plays MODEL against random moves,
+    ``--agent o=classical/tictactoe-heuristic`` against the heuristic, and ``--agent
+    MODEL`` plays MODEL in both roles (self-play)."""
 
     config_class = TicTacToeConfig
     config: TicTacToeConfig

@@ -1,7 +1,7 @@
 """``agentsgym eval ENV_ID``: accuracy, pass@k, cons@k and best@k over a split.
 
 Per-sample results stream to ``--out`` as trials finish (see :mod:`agentsgym.output`);
-the summary (``FILE.summary.json``) is computed when the run ends, over every sample
+the summary (``results.summary.json`` beside ``results.jsonl``) is computed when the run ends, over every sample
 in the output, those of a resumed run included.
 
 Secrets given in ``--env-config`` or ``--agent-option`` (an ``api_key`` at any depth, a
@@ -104,7 +104,8 @@ def eval_command(
 ) -> None:
     """Evaluate an agent on ENV_ID: k rollouts per task, per-sample results to --out.
 
-    A summary JSON is written next to the results (FILE.summary.json); with
+    A summary JSON is written next to the results (results.summary.json for
+    --out results.jsonl); with
     --report-to, the summary goes to that experiment tracker too.
     """
     if split not in ("train", "eval"):
@@ -177,7 +178,8 @@ def sample_rows(job: TrialJob, episodes: list[Episode]) -> list[dict[str, object
 
 
 def write_summary(result: FinishResult) -> EvalReport:
-    """Score every sample in a finished eval output and write ``FILE.summary.json``."""
+    """Score every sample in a finished eval output and write the summary beside it
+    (``results.summary.json`` for ``results.jsonl``)."""
     if not result.complete:
         raise OutputError(
             f"{result.path} holds {result.trials} of {result.planned} samples; the summary is "
@@ -202,12 +204,15 @@ def print_report(report: EvalReport, results: Path, summary: Path) -> None:
     )
     table.add_column("metric")
     table.add_column("value", justify="right")
-    table.add_row("accuracy", f"{report.accuracy:.4f}")
-    for k, value in report.pass_at_k.items():
-        table.add_row(f"pass@{k}", f"{value:.4f}")
-    table.add_row(f"cons@{report.num_rollouts}", f"{report.cons_at_k:.4f}")
-    table.add_row(f"best@{report.num_rollouts} (reward)", f"{report.best_at_k:.4f}")
-    table.add_row("mean reward", f"{report.mean_reward:.4f}")
+    k = report.num_rollouts
+    if not report.roles:  # a game's figures are its roles' own (below): pooled, they mean nothing
+        table.add_row("accuracy", f"{report.accuracy:.4f}")
+        for at, value in report.pass_at_k.items():
+            table.add_row(f"pass@{at}", f"{value:.4f}")
+        if report.cons_at_k is not None:  # only where samples gave answers to vote with
+            table.add_row(f"cons@{k}", f"{report.cons_at_k:.4f}")
+        table.add_row(f"best@{k} (reward)", f"{report.best_at_k:.4f}")
+        table.add_row("mean reward", f"{report.mean_reward:.4f}")
     table.add_row("mean turns", f"{report.mean_turns:.3g}")
     table.add_row("failed samples", str(report.num_failed))
     if report.num_reward_unavailable:
@@ -216,7 +221,8 @@ def print_report(report: EvalReport, results: Path, summary: Path) -> None:
         )
     for role, figures in report.roles.items():
         table.add_row(f"{role}: accuracy", f"{figures.accuracy:.4f}")
-        table.add_row(f"{role}: cons@{report.num_rollouts}", f"{figures.cons_at_k:.4f}")
+        if figures.cons_at_k is not None:
+            table.add_row(f"{role}: cons@{k}", f"{figures.cons_at_k:.4f}")
         if figures.win_rate is not None:
             rates = f"{figures.win_rate:.3f} / {figures.draw_rate:.3f} / {figures.loss_rate:.3f}"
             table.add_row(f"{role}: win / draw / loss", rates)

@@ -16,7 +16,8 @@ Definitions (n samples per task, c of them correct):
 * best@k: the highest reward among the first k samples (an oracle picking the best
   of k), averaged over tasks.
 * win, draw and loss rates (a role of a game): the fractions of outcomes above, at and
-  below 0; a sample without an outcome (it failed) is a loss.
+  below 0; a sample without an outcome (it failed) is a loss
+  (:func:`agentsgym.runtime.win_draw_loss`, which the training step log uses too).
 """
 
 from __future__ import annotations
@@ -109,11 +110,3 @@ def best_at_k(rewards: Sequence[float], k: int | None = None) -> float:
     if not 1 <= k <= len(rewards):
         raise ValueError(f"k={k} must be between 1 and the number of samples {len(rewards)}")
     return max(rewards[:k])
-
-
-def win_draw_loss(outcomes: Sequence[float | None]) -> tuple[float, float, float]:
-    """The win, draw and loss rates of a role's outcomes (``None``: a failed sample, a loss)."""
-    if not outcomes:
-        raise ValueError("win rates of no samples are undefined")
-    signs = [-1 if o is None else (o > 0) - (o < 0) for o in outcomes]
-    return tuple(signs.count(hit) / len(signs) for hit in (1, 0, -1))  # type: ignore[return-value]

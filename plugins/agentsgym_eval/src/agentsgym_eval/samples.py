@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, Field
 
 from agentsgym.errors import is_reward_unavailable
-from agentsgym.runtime import DEFAULT_MAX_CONCURRENCY, redact_text
+from agentsgym.runtime import DEFAULT_MAX_CONCURRENCY, redact_text, win_draw_loss
 from agentsgym_eval import metrics
 
 if TYPE_CHECKING:
@@ -85,7 +85,10 @@ class Scores(BaseModel):
 
     accuracy: float = Field(description="fraction of samples that are correct")
     pass_at_k: dict[int, float] = Field(description="unbiased pass@k per k, averaged over tasks")
-    cons_at_k: float = Field(description="majority-vote accuracy over all num_rollouts samples")
+    cons_at_k: float | None = Field(
+        description="majority-vote accuracy over all num_rollouts samples; None when no "
+        "sample gave an answer (nothing voted: a game, an env that reports no answer)"
+    )
     best_at_k: float = Field(description="mean over tasks of the best reward among the samples")
 
     @classmethod
@@ -94,12 +97,15 @@ class Scores(BaseModel):
         of ``ks`` up to n."""
         n = len(groups[0])
         counts = [(n, sum(s.correct for s in g)) for g in groups]
+        voted = any(s.answer is not None for g in groups for s in g)
         return cls(
             accuracy=metrics.accuracy([s.correct for g in groups for s in g]),
             pass_at_k={k: metrics.mean_pass_at_k(counts, k) for k in ks if k <= n},
             cons_at_k=statistics.fmean(
                 metrics.cons_at_k([s.answer for s in g], [s.correct for s in g]) for g in groups
-            ),
+            )
+            if voted
+            else None,
             best_at_k=statistics.fmean(
                 metrics.best_at_k([s.final_reward for s in g]) for g in groups
             ),
@@ -131,7 +137,7 @@ def role_reports(
     for role, group in by_role.items():
         rates: tuple[float | None, ...] = (None, None, None)
         if any(s.outcome is not None for s in group):
-            rates = metrics.win_draw_loss([None if s.error else s.outcome for s in group])
+            rates = win_draw_loss([None if s.error else s.outcome for s in group])
         tasks = task_groups(group)
         scores = Scores.of_groups(tasks, ks or default_ks(len(tasks[0])))
         reports[role] = RoleReport(

@@ -1,28 +1,6 @@
-"""OpenAnswer (``judge/OpenAnswer-v0``): a question answered in free text, scored by a
-judge model against a reference answer. The example env of agentsgym-judge.
-
-One step: the agent answers ``task_data["question"]``; the judge (``env_config
-judge``, a :class:`~agentsgym_judge.config.JudgeConfig`) is asked whether the answer
-matches ``task_data["reference"]`` (the default template and the yes/no parser), and
-its score is the reward. Step ``info`` keeps:
-
-* ``judge``: the judgement (prompt, reply, score, model), which ``agentsgym view``
-  shows under the step;
-* ``correct``: the judge said yes (score >= 0.5), the key ``agentsgym eval`` reads;
-* ``exact_match``: what an exact check says (the reply's last number equals a numeric
-  reference; else the texts agree once case, spaces and punctuation are set aside),
-  recorded beside the judge's verdict so their agreement can be measured
-  (``bench/bench_judge.py``).
-
-A judge that fails (its server keeps failing, no verdict within its deadline, a reply
-with no yes or no) fails the episode with
-:class:`~agentsgym.errors.RewardUnavailableError`: unscored, left out of training and
-counted in the run's summary.
-
-Its own datasets are small arithmetic questions ("What is 7 + 5?"), where the exact
-check is right, so a judge can be measured against it; a dataset of other questions
-(rows with ``question`` and ``reference``) plays the same way.
-"""
+"""OpenAnswer (``judge/OpenAnswer-v0``), the example env of agentsgym-judge: the env and
+its config. How it plays is the env class's docstring, which ``agentsgym describe``
+shows."""
 
 from __future__ import annotations
 
@@ -58,7 +36,31 @@ class OpenAnswerConfig(EnvConfig):
 
 
 class OpenAnswerEnv(MultistepEnv):
-    """Free-text answers scored by a judge model (see the module docstring)."""
+    """A question answered in free text, scored by a judge model against a reference
+    answer.
+
+    One step: the agent answers ``task_data["question"]``; the judge (``env_config
+    judge``, a :class:`~agentsgym_judge.config.JudgeConfig`) is asked whether the answer
+    matches ``task_data["reference"]`` (the default template and the yes/no parser), and
+    its score is the reward. Step ``info`` keeps:
+
+    * ``judge``: the judgement (prompt, reply, score, model), which ``agentsgym view``
+      shows under the step;
+    * ``correct``: the judge said yes (score >= 0.5), the key ``agentsgym eval`` reads;
+    * ``exact_match``: what an exact check says (the reply's last number equals a numeric
+      reference; else the texts agree once case, spaces and punctuation are set aside),
+      recorded beside the judge's verdict so their agreement can be measured
+      (``bench/bench_judge.py``).
+
+    A judge that fails (its server keeps failing, no verdict within its deadline, a reply
+    with no yes or no) fails the episode with
+    :class:`~agentsgym.errors.RewardUnavailableError`: unscored, left out of training and
+    counted in the run's summary.
+
+    Its own datasets are small arithmetic questions ("What is 7 + 5?"), where the exact
+    check is right, so a judge can be measured against it; a dataset of other questions
+    (rows with ``question`` and ``reference``) plays the same way.
+    """
 
     config_class: ClassVar[type[EnvConfig]] = OpenAnswerConfig
     config: OpenAnswerConfig

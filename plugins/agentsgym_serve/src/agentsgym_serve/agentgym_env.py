@@ -5,7 +5,10 @@ AgentGym's env servers (``agentenv-*``) speak five calls: ``/create`` -> an id,
 done}``, ``/observation``, ``/close``. Text in, text out: no chat messages, no system
 prompt, no info. This env turns that into an agentsgym episode:
 
-* the task is ``task_data["data_idx"]``, the index the server's dataset knows;
+* the task is ``task_data["data_idx"]``, the index the server's dataset knows; the
+  reset also carries the rollout's seed (``rollout_seed``: an ``agentsgym serve``
+  server seeds its agents of the other roles with it; servers that read no such field
+  ignore it; ``rollout_seed_field: null`` leaves it out);
 * the conversation starts with ``system_prompt`` (a system message, if given), then
   ``conversation_start`` (AgentGym's clients put the task instructions there as a
   user turn and a canned assistant "OK"), then the reset's observation as a user
@@ -159,7 +162,9 @@ class AgentGymEnv(RemoteClientEnv):
 
     # ------------------------------------------------------------------ hooks
     @hookimpl
-    async def initialize_episode(self, task_data: dict[str, Any]) -> AgentGymEpisode:
+    async def initialize_episode(
+        self, task_data: dict[str, Any], rollout_seed: int
+    ) -> AgentGymEpisode:
         index = task_data.get(TASK_KEY)
         if isinstance(index, bool) or not isinstance(index, int) or index < 0:
             raise RemoteEnvError(
@@ -171,7 +176,12 @@ class AgentGymEnv(RemoteClientEnv):
         if isinstance(session, bool) or not isinstance(session, int):
             raise RemoteEnvError(f"/create answered {str(created)[:200]!r}, not an id")
         try:
-            body = {"id": session, self.config.reset_index_field: index, **self.config.reset_fields}
+            body = {
+                "id": session,
+                self.config.reset_index_field: index,
+                **self.config.reset_seed(rollout_seed),
+                **self.config.reset_fields,
+            }
             reply = await self._post("/reset", body, Retry.IDEMPOTENT)
             observation = _observation(reply, "/reset")
             score = self._reward(reply, "/reset", required=False)

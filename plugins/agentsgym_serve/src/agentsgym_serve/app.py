@@ -184,6 +184,7 @@ def create_app(
             "max_sessions": table.max_sessions,
             "idle_timeout_seconds": table.idle_timeout,
             "server_instance": instance,
+            "has_tools": host.has_tools,
             **(role_agents.info() if role_agents is not None else {}),
         }
 
@@ -241,6 +242,7 @@ def create_app(
             "sessions": len(table),
             "max_sessions": table.max_sessions,
             "server_instance": instance,
+            "has_tools": host.has_tools,
         }
 
     app.state.load = load

@@ -13,6 +13,11 @@ worker thread, an ``async def`` env's on the server's event loop, within the env
 truncation and reward terms. So what a client receives is what a local episode would
 have recorded. The server builds its envs without a tokenizer: tokens are the
 client's business.
+
+A client of one role of an env with roles is never sent what the other roles keep
+private (``Role.private``, ``MultistepEnv.task_for_role``): the tasks of a dataset are
+sent as that role may see them, with a reference (:data:`TASK_REF_KEY`) by which the
+server plays the whole task when the client sends the task back.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -37,6 +43,11 @@ logger = logging.getLogger("agentsgym_serve")
 DEFAULT_MAX_ENV_CONFIGS = 16
 DEFAULT_THREADS = 32
 SPLITS = ("train", "eval")
+TOOLS_KEPT = 4096
+"""The tasks whose tool schemas a server keeps (the oldest asked are dropped past it)."""
+TASK_REF_KEY = "agentsgym_task"
+"""The key of a task shown to a client in part (an env with roles hides the other roles'
+private keys): ``"train:3"``, the split and row the server plays when it comes back."""
 
 
 @dataclass
@@ -102,6 +113,7 @@ class EnvHost:
         }
         self._building: dict[str, asyncio.Lock] = {}
         self._datasets: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        self._tools: OrderedDict[str, list[dict[str, Any]] | None] = OrderedDict()
 
     def close(self) -> None:
         self.pool.close()
@@ -187,6 +199,31 @@ class EnvHost:
                 del self.envs[key]
                 self._datasets = {k: v for k, v in self._datasets.items() if k[0] != key}
 
+    # ------------------------------------------------------------------ tools
+    @property
+    def has_tools(self) -> bool:
+        """Whether the env class gives its episodes tools (implements ``episode_tools``)."""
+        return self.env_class.episode_tools is not MultistepEnv.episode_tools
+
+    async def tool_schemas(
+        self, hosted: HostedEnv, task_data: dict[str, Any]
+    ) -> list[dict[str, Any]] | None:
+        """The schemas of a task's episode tools (``None``: it has none), which a client
+        renders its prompts with before its episode starts; kept for the next asks."""
+        key = json.dumps([hosted.key, task_data], sort_keys=True, default=str)
+        if key in self._tools:
+            self._tools.move_to_end(key)
+            return self._tools[key]
+        try:
+            toolbox = await self.pool.run(hosted.env.episode_tools, task_data)
+        except Exception as exc:  # noqa: BLE001 (the env's own failure, reported)
+            raise EnvFailure(f"episode_tools: {type(exc).__name__}: {exc}") from None
+        schemas = None if toolbox is None else [dict(s) for s in toolbox.schemas]
+        self._tools[key] = schemas
+        while len(self._tools) > TOOLS_KEPT:
+            self._tools.popitem(last=False)
+        return schemas
+
     # ------------------------------------------------------------------ datasets
     def splits(self) -> list[str]:
         """The dataset splits the env class implements."""
@@ -212,6 +249,37 @@ class EnvHost:
                 self._datasets[(hosted.key, split)] = cached
         return cached
 
+    async def shown_tasks(
+        self, hosted: HostedEnv, split: str, role: str | None
+    ) -> list[dict[str, Any]]:
+        """The tasks of a split as a client of ``role`` may see them (every task, for an
+        env without roles): a task some of whose keys are hidden from it
+        (``MultistepEnv.task_for_role``) is its shown part and :data:`TASK_REF_KEY`, which
+        brings the whole task back when the client plays it (:meth:`whole_task`)."""
+        tasks = await self.tasks(hosted, split)
+        if role is None:
+            return tasks
+        shown = []
+        for index, task in enumerate(tasks):
+            seen = hosted.env.task_for_role(task, role)
+            shown.append(seen if seen == task else {**seen, TASK_REF_KEY: f"{split}:{index}"})
+        return shown
+
+    async def whole_task(self, hosted: HostedEnv, task_data: dict[str, Any]) -> dict[str, Any]:
+        """The task a client's ``task_data`` stands for: itself, or, when it carries
+        :data:`TASK_REF_KEY` (a task shown in part), that row of the served split."""
+        ref = task_data.get(TASK_REF_KEY)
+        if ref is None:
+            return task_data
+        split, _, index = str(ref).partition(":")
+        tasks = await self.tasks(hosted, split) if split in SPLITS else []
+        if not index.isdigit() or int(index) >= len(tasks):
+            raise NoTask(
+                f"task_data {TASK_REF_KEY}={str(ref)[:80]!r} names no task of this server "
+                f"(a split and a row: 'train:3'); play a task its datasets gave"
+            )
+        return tasks[int(index)]
+
     async def _build_tasks(self, hosted: HostedEnv, split: str) -> list[dict[str, Any]]:
         def build() -> list[dict[str, Any]]:
             rows = getattr(hosted.env, f"get_{split}_dataset")()
@@ -231,10 +299,13 @@ class EnvHost:
 
     # ------------------------------------------------------------------ episodes
     def episode(
-        self, hosted: HostedEnv, session_id: str, task_data: dict[str, Any]
+        self, hosted: HostedEnv, session_id: str, task_data: dict[str, Any], rollout_seed: int
     ) -> EpisodeSession:
-        """A new episode of ``task_data`` on ``hosted`` (started by the caller)."""
-        return EpisodeSession(hosted.env, session_id, task_data, runtime=hosted.runtime)
+        """A new episode of ``task_data`` on ``hosted`` (started by the caller), whose
+        agents play the rollout of ``rollout_seed``."""
+        return EpisodeSession(
+            hosted.env, session_id, task_data, runtime=hosted.runtime, rollout_seed=rollout_seed
+        )
 
 
 def env_failure(play: EpisodeSession, exc: Exception) -> EnvFailure:

@@ -9,7 +9,9 @@ and done, mapped by env_config (:class:`OpenEnvConfig`):
 
 * **reset**: the task's ``task_data`` is the reset's kwargs (``{"seed": 3}``, or
   ``{"data_idx": 3}`` / ``{"task_data": {...}}`` for an ``agentsgym serve`` server),
-  over ``reset_fields``;
+  over ``reset_fields``, over the rollout's seed (``rollout_seed``, which an
+  ``agentsgym serve`` server seeds its agents with; openenv-core drops a reset kwarg
+  its env does not take; ``rollout_seed_field: null`` leaves it out);
 * **observation -> messages** and **reply -> action**: see
   :mod:`agentsgym_serve.openenv_mapping` (chat or TextArena-shaped ``messages``, a
   field or nested field, only the new part of a growing one; the reply as text or as
@@ -168,8 +170,11 @@ class OpenEnvEnv(RemoteClientEnv):
 
     # ------------------------------------------------------------------ hooks
     @hookimpl
-    async def initialize_episode(self, task_data: dict[str, Any]) -> OpenEnvEpisode:
-        kwargs = {**self.config.reset_fields, **task_data}
+    async def initialize_episode(
+        self, task_data: dict[str, Any], rollout_seed: int
+    ) -> OpenEnvEpisode:
+        seed = self.config.reset_seed(rollout_seed)
+        kwargs = {**seed, **self.config.reset_fields, **task_data}
         client, result = await self._open_and_reset(kwargs)
         observation = _as_dict(result.observation)
         score = _reward(result.reward)

@@ -16,8 +16,8 @@ hooks, checks and ``finish_episode`` bookkeeping.
 
 ``episode_id`` names the episode for the env's hooks (their ``session_id``); ``role``,
 in an env with roles, the role the session plays (the server's agents play the
-others; default: the server's, :mod:`agentsgym_serve.role_agents`). Other
-keys are dropped, as openenv-core drops the reset kwargs its env does not take (a key
+others; default: the server's, :mod:`agentsgym_serve.role_agents`) and
+``rollout_seed`` the seed its agents play the rollout with. Other keys are dropped, as openenv-core drops the reset kwargs its env does not take (a key
 this server knows, of the wrong type, is refused). The HTTP ``/reset`` and ``/step``
 are stateless, as in openenv-core: each plays a fresh episode (``/step`` applies one
 action to the first prompt of the task its extra fields select) and closes it;
@@ -59,7 +59,7 @@ from agentsgym_serve.sessions import Session
 
 logger = logging.getLogger("agentsgym_serve")
 
-RESET_KEYS = ("seed", "episode_id", "task_data", "data_idx", "role")
+RESET_KEYS = ("seed", "episode_id", "task_data", "data_idx", "role", "rollout_seed")
 GAME = -1
 """TextArena's sender id of the game (the env), in the ``textarena`` shape."""
 
@@ -86,6 +86,11 @@ class OpenEnvReset(BaseModel):
         max_length=255,
         description="an env with roles: the role this session plays (default: the one it "
         "played, else the server's --client-role or first trainable role)",
+    )
+    rollout_seed: NonNegativeInt | None = Field(
+        None,
+        description="an env with roles: the seed of the client's rollout, which seeds the "
+        "server's agents (default: the server counts the task's episodes)",
     )
 
     @classmethod
@@ -156,8 +161,8 @@ class OpenEnvService:
                 await self.service._close(session, reason)
 
     async def _task(self, session: Session, params: OpenEnvReset) -> dict[str, Any]:
-        if params.task_data is not None:
-            return params.task_data
+        if params.task_data is not None:  # itself, or a task shown in part (its reference)
+            return await self.service.host.whole_task(session.hosted, params.task_data)
         split = self.service.agentgym_split
         try:
             tasks = await self.service.host.tasks(session.hosted, split)
@@ -198,7 +203,9 @@ class OpenEnvService:
             )
         episode = session.episode + 1
         hook_session = params.episode_id or f"openenv-{session.id}-{episode}"
-        reply = await service._start_episode(session, episode, task, hook_session, params.role)
+        reply = await service._start_episode(
+            session, episode, task, hook_session, params.role, params.rollout_seed
+        )
         session.transcript = session.prompt
         return reply
 

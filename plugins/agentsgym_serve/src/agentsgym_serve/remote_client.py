@@ -170,6 +170,19 @@ class ConversationConfig(EnvConfig):
         description="how long a failed call that may be retried is retried (default: the "
         "retry policy's, 60 s, enough for a server restart); 0 never retries",
     )
+    rollout_seed_field: str | None = Field(
+        "rollout_seed",
+        min_length=1,
+        description="the reset field that carries the rollout's seed (its agents' "
+        "EpisodeContext.seed), for a server whose own agents play other roles (agentsgym "
+        "serve seeds them with it, so a task's rollouts differ); null: not sent",
+    )
+
+    def reset_seed(self, rollout_seed: int) -> dict[str, Any]:
+        """The reset's field that tells the server the rollout's seed (none when off)."""
+        if self.rollout_seed_field is None:
+            return {}
+        return {self.rollout_seed_field: rollout_seed}
 
     @field_validator("conversation_start", mode="before")
     @classmethod

@@ -26,10 +26,14 @@ a server of an env with roles (see below); dataset rows keep them.
 
 **Roles.** A server of an env with roles (a game) lets its client play one role while
 its own agents play the others (:mod:`agentsgym_serve.role_agents`). ``role`` names
-the one played here (default: the server's); the episode recorded here is that
-role's view, token for token what a local run records for the role, its rewards
-included (the game's outcome arrives as a ``finish_episode`` term, ``outcome``, on
-its last action, as locally). The server's step limit counts every role's actions.
+the one played here (default: the server's for this config), and this env declares
+that one role: its episodes, rows (the ``role`` column) and groups are the role's, and
+its agent is told the role (``EpisodeContext.role``). The episode recorded here is
+that role's view, token for token what a local run records for the role, its rewards
+included: the game's outcome arrives with the ``finish_episode`` reply and is this
+env's ``role_rewards``, on its last action and in ``metrics["outcome"]``, as locally.
+The server's step limit counts every role's actions. The served env's
+``trainable_roles`` are the server's business: the one role played here is trained.
 
 **Truncation is the server's.** A step the server answers ``truncated`` (its step
 limit ended the episode, on this client's step or on its agents' turns after it)
@@ -46,7 +50,15 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import ConfigDict
 
-from agentsgym import TRUNCATED_KEY, AgentAction, EnvConfig, RewardTerm, StepResult, hookimpl
+from agentsgym import (
+    TRUNCATED_KEY,
+    AgentAction,
+    EnvConfig,
+    RewardTerm,
+    Role,
+    StepResult,
+    hookimpl,
+)
 from agentsgym.errors import EnvConfigError
 from agentsgym.runtime import redact_text
 from agentsgym_serve.call_failures import RemoteCallError
@@ -64,6 +76,8 @@ SETUP_TIMEOUT_SECONDS = 60.0
 ROLE_KEY = "role"
 """The client's env_config key (and the create's field): the role played on a server
 of an env with roles."""
+OUTCOME_TERM = "outcome"
+"""The finish reply's term that is the game's outcome for the role played here."""
 
 
 class RemoteEnvConfig(EnvConfig):
@@ -82,6 +96,13 @@ class RemoteEpisode(RemoteEpisodeState):
     terms: dict[str, float] = field(default_factory=dict)
     observation: str = ""
     role: str | None = None
+    outcome: float | None = None
+    """The game's outcome for this role, once the finish reply brought it."""
+    turns: int = 0
+    """Actions sent (tool turns included): the next action's step index."""
+    answered: dict[str, Any] | None = None
+    """The server's answer to the action the toolbox sent, when it was the env's step:
+    ``step_episode`` takes it instead of sending the action again."""
 
     def describe(self) -> str:
         return f"session {self.id}"
@@ -134,7 +155,12 @@ class RemoteEnv(RemoteClientEnv):
         except BaseException:
             self.transport.close()  # now, not when the collector gets to it
             raise
-        super().__init__(tokenizer, reply["env_config"], plugins=plugins)
+        if self.role is None and reply.get(ROLE_KEY) is not None:
+            self.role = str(reply[ROLE_KEY])  # the server's default role for this config
+        # The one role played here (the served env's other roles are the server's).
+        self.roles = (Role(self.role),) if self.role is not None else ()
+        config = {k: v for k, v in reply["env_config"].items() if k != "trainable_roles"}
+        super().__init__(tokenizer, config, plugins=plugins)
 
     def _validate_config(self) -> dict[str, Any]:
         try:
@@ -206,17 +232,25 @@ class RemoteEnv(RemoteClientEnv):
         return reply
 
     @hookimpl
-    async def initialize_episode(self, session_id: str, task_data: dict[str, Any]) -> RemoteEpisode:
+    async def initialize_episode(
+        self, session_id: str, task_data: dict[str, Any], rollout_seed: int
+    ) -> RemoteEpisode:
         body = {
             "request_id": uuid.uuid4().hex,
             "env_config": self.requested_config,
             "task_data": task_data,
             "session_id": session_id,
+            "rollout_seed": rollout_seed,  # the server's agents play this rollout
         }
         if self.role is not None:  # only then: a server before roles refuses the field
             body[ROLE_KEY] = self.role
         reply = await self._call("/sessions", body)
         _expect(reply, "/sessions", episode=1)
+        if reply.get(ROLE_KEY) != self.role:
+            raise RemoteEnvError(
+                f"/sessions answered for role {reply.get(ROLE_KEY)!r}, but this env plays "
+                f"{self.role!r}; the episode is stopped"
+            )
         return RemoteEpisode(
             id=int(reply["id"]),
             token=str(reply["token"]),
@@ -226,23 +260,45 @@ class RemoteEnv(RemoteClientEnv):
             role=reply.get(ROLE_KEY),
         )
 
-    @hookimpl
-    async def step_episode(
-        self, state: RemoteEpisode, action: str, step: int, reply: AgentAction
-    ) -> StepResult:
+    async def episode_tools(self, task_data: dict[str, Any]) -> RemoteToolbox | None:  # type: ignore[override]
+        """The served episode's tools (``None`` when the served env has none): their
+        schemas, asked of the server, render this env's prompts as the served env's do."""
+        if not self.server_info.get("has_tools"):
+            return None
+        body = {"env_config": self.requested_config, "task_data": task_data}
+        schemas = (await self._call("/tools", body)).get("tools")
+        return None if schemas is None else RemoteToolbox(self, schemas)
+
+    async def send(self, state: RemoteEpisode, reply: AgentAction) -> dict[str, Any]:
+        """Send the next action (its text, its calls, its ids); the server's answer."""
         path = f"/sessions/{state.id}/step"
         body = {
             "token": state.token,
             "episode": state.episode,
-            "step": step,
-            "action": action,
+            "step": state.turns,
+            "action": reply.text,
             "truncated": reply.truncated,
             "token_ids": reply.token_ids,
         }
         if reply.tool_calls:  # a served tool env answers them (without, it reads the text)
             body["tool_calls"] = reply.tool_calls
         answer = await self._call(path, body)
-        _expect(answer, path, session=state.id, episode=state.episode, step=step)
+        _expect(answer, path, session=state.id, episode=state.episode, step=state.turns)
+        state.turns += 1
+        return answer
+
+    @hookimpl
+    async def step_episode(
+        self, state: RemoteEpisode, action: str, step: int, reply: AgentAction
+    ) -> StepResult:
+        answer, state.answered = state.answered, None
+        if answer is None:  # not sent by the toolbox (an env without tools)
+            answer = await self.send(state, reply)
+        if answer["step"] != step:
+            raise RemoteEnvError(
+                f"step {step} of {state.describe()} was answered as step {answer['step']}; "
+                "the episode is stopped"
+            )
         state.advance(list(answer["messages"]), step)
         state.terms = {str(k): float(v) for k, v in answer["reward_terms"].items()}
         state.observation = str(answer.get("observation", ""))
@@ -250,6 +306,11 @@ class RemoteEnv(RemoteClientEnv):
         if answer["truncated"] and not done:  # the server's verdict, not decided again here
             info = {**info, TRUNCATED_KEY: True}
         return StepResult(state, answer["reward"], done, info)
+
+    @hookimpl
+    def turn_role(self) -> str | None:
+        # Only asked when this env plays a role: the server's agents take the other turns.
+        return self.role
 
     @hookimpl
     def reward_shaping(self, state: RemoteEpisode) -> list[RewardTerm] | None:
@@ -274,17 +335,32 @@ class RemoteEnv(RemoteClientEnv):
             },
         )
         _expect(answer, path, session=state.id, episode=state.episode)
-        terms = answer["reward_terms"]
-        return [RewardTerm(str(k), float(v)) for k, v in terms.items()] or None
+        terms = {str(k): float(v) for k, v in answer["reward_terms"].items()}
+        if self.role is not None:  # the game's outcome: this env's role_rewards
+            state.outcome = terms.pop(OUTCOME_TERM, None)
+        return [RewardTerm(name, value) for name, value in terms.items()] or None
+
+    @hookimpl
+    def role_rewards(self, state: RemoteEpisode) -> dict[str, float] | None:
+        if self.role is None or state.outcome is None:
+            return None
+        return {self.role: state.outcome}
 
     # ------------------------------------------------------------------ datasets
     def _tasks(self, split: str) -> list[dict[str, Any]]:
         tasks: list[dict[str, Any]] = []
         while True:
+            body: dict[str, Any] = {
+                "env_config": self.requested_config,
+                "offset": len(tasks),
+                "limit": 10_000,
+            }
+            if self.role is not None:  # the tasks as this role may see them
+                body[ROLE_KEY] = self.role
             page = self.transport.call_sync(
                 "POST",
                 f"{V1_PREFIX}/datasets/{split}",
-                {"env_config": self.requested_config, "offset": len(tasks), "limit": 10_000},
+                body,
                 retry=Retry.IDEMPOTENT,
                 timeout=SETUP_TIMEOUT_SECONDS,
             )
@@ -312,6 +388,27 @@ class RemoteEnv(RemoteClientEnv):
         """What rows keep: the config asked of the server (it fills in the rest, as
         served then) and the client's own keys (``retry_window_seconds``, ``role``)."""
         return {**self.requested_config, **self.client_config}
+
+
+class RemoteToolbox:
+    """A served episode's tools (the toolbox of :meth:`RemoteEnv.episode_tools`): their
+    schemas, and every action sent to the server, whose toolbox answers the calls it
+    reads (a tool turn: the reply as it read it and the tool messages, as a local
+    toolbox answers) or whose env steps it (``None``: ``step_episode`` takes the answer
+    already given)."""
+
+    def __init__(self, env: RemoteEnv, schemas: list[dict[str, Any]]) -> None:
+        self.env = env
+        self.schemas = tuple(schemas)
+
+    async def respond(
+        self, action: AgentAction, state: RemoteEpisode
+    ) -> tuple[dict[str, Any], list[dict[str, Any]]] | None:
+        answer = await self.env.send(state, action)
+        if answer.get("tool_call_reply") is None:
+            state.answered = answer
+            return None
+        return dict(answer["tool_call_reply"]), [dict(m) for m in answer["tool_results"]]
 
 
 def _expect(reply: dict[str, Any], path: str, **wanted: int) -> None:

@@ -11,6 +11,13 @@ start of an episode, the engine plays the other roles' turns with the server's a
 client's turn again or the episode ends. The client sees only its role's view (its
 conversation) and its role's rewards.
 
+The server's agents play each rollout as a local run's agents do: seeded with the
+client's rollout seed (``EpisodeContext.seed``, sent with the reset: agentsgym/v1's and
+AgentGym's ``rollout_seed``, OpenEnv's reset ``rollout_seed``), so that the rollouts of a
+task are different games. A client that sends none gets the next rollout of the task on
+this server: its episodes of a task count 0, 1, 2..., each seeded as a local run (run
+seed 0) seeds that rollout (:meth:`RoleAgents.rollout`).
+
 A role the server can serve is one whose every other role has an agent here; a
 server that can serve none is refused at start-up, saying what to pass. On the
 command line a role given no agent plays with its ``Role.default_agent``, as in
@@ -20,6 +27,8 @@ it is given.
 
 from __future__ import annotations
 
+import json
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -31,6 +40,10 @@ from agentsgym_serve.errors import BadRole
 
 if TYPE_CHECKING:
     from agentsgym import MultistepEnv
+
+COUNTED_TASKS = 65_536
+"""The tasks whose rollouts a server counts for clients that send no seed (the oldest
+counted are forgotten past it)."""
 
 
 @dataclass(frozen=True)
@@ -78,6 +91,7 @@ class RoleAgents:
         if not self.client_roles:
             raise RunSettingsError(self._what_to_pass())
         self.fixed_role = client_role
+        self._rollouts: OrderedDict[str, int] = OrderedDict()
         if client_role is not None:
             try:
                 self.check(client_role)
@@ -154,25 +168,36 @@ class RoleAgents:
         }
 
     # ------------------------------------------------------------------ playing
+    def rollout(
+        self, config_key: str, task_data: dict[str, Any], seed: int | None
+    ) -> tuple[int, int]:
+        """The rollout index and seed the server's agents play an episode with: the seed
+        the client sent (its rollout's), else the next rollout of this task on this server
+        (its episodes of the task count 0, 1, 2...), seeded as a local run (run seed 0)
+        seeds that rollout."""
+        if seed is not None:
+            return 0, seed
+        key = json.dumps([config_key, task_data], sort_keys=True, default=str)
+        index = self._rollouts.pop(key, 0)
+        self._rollouts[key] = index + 1
+        while len(self._rollouts) > COUNTED_TASKS:
+            self._rollouts.popitem(last=False)
+        return index, rollout_seed(0, self.env_id, task_data, index)
+
     def players(
         self,
         session_id: str,
-        task_data: dict[str, Any],
         states: dict[str | None, Any],
         episode_index: int,
+        rollout: tuple[int, int],
     ) -> Players:
         """The server's agents of an episode, for the engine to play the roles its client
         does not. ``states``: each role's agent state (kept across a session's episodes).
-        Their context is a local run's first rollout of the task (run seed 0): a scripted
-        opponent moves here as it would in `agentsgym rollout` against the same task."""
-        context = EpisodeContext(
-            session_id,
-            self.env_id,
-            0,
-            0,
-            episode_index,
-            rollout_seed(0, self.env_id, task_data, 0),
-        )
+        ``rollout``: the rollout index and seed of their context (:meth:`rollout`): with
+        the client's seed, a seeded scripted opponent moves here as it would in
+        `agentsgym rollout` against the same task and rollout."""
+        index, seed = rollout
+        context = EpisodeContext(session_id, self.env_id, 0, index, episode_index, seed)
         callers = {role: agent.caller for role, agent in self.agents.items()}
         for role in callers:
             states.setdefault(role, None)

@@ -32,6 +32,8 @@ from agentsgym_serve.schemas import (
     StepReply,
     StepRequest,
     TokenRequest,
+    ToolsReply,
+    ToolsRequest,
     error_responses,
 )
 from agentsgym_serve.service import EnvService
@@ -125,6 +127,16 @@ async def health(request: Request) -> Response:
 )
 async def env_config(body: ConfigRequest, request: Request) -> Response:
     return SafeJSONResponse(await _service(request).env_config(body))
+
+
+@router.post(
+    "/tools",
+    response_model=ToolsReply,
+    responses=error_responses(400, 403, 404, 422, 503),
+    summary="The tool schemas of a task's episodes (null: none), before an episode starts",
+)
+async def tools(body: ToolsRequest, request: Request) -> Response:
+    return SafeJSONResponse(await _service(request).tools(body))
 
 
 @router.post(

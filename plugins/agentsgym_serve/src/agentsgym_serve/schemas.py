@@ -37,6 +37,19 @@ def integral_float_to_int(value: object) -> object:
 JsonInt = Annotated[int, BeforeValidator(integral_float_to_int)]
 """An integer as JSON Schema defines it: 3 and 3.0, never true or "3"."""
 
+RolloutSeed = Annotated[
+    JsonInt | None,
+    Field(
+        ge=0,
+        le=2**64 - 1,
+        description="an env with roles: the seed of the client's rollout (its agent's "
+        "EpisodeContext.seed), which seeds the server's agents; default: this server "
+        "counts the episodes of the task (rollouts 0, 1, 2...) and seeds them as a local "
+        "run (seed 0) seeds those rollouts",
+    ),
+]
+"""A reset's ``rollout_seed`` (agentsgym/v1's create and reset, AgentGym's reset)."""
+
 
 class _Body(BaseModel):
     # Unknown fields are refused: a misspelt `data_idx` must not silently become task 0.
@@ -134,6 +147,7 @@ class AgentGymReset(_AgentGymBody):
     idx: JsonInt | None = Field(None, ge=0, description="the task index")
     seed: JsonInt | None = Field(None, ge=0, description="the task index (Wordle)")
     world_type: str | None = Field(None, description="ALFWorld's; taken and ignored")
+    rollout_seed: RolloutSeed = None
 
     @property
     def task_index(self) -> int:
@@ -232,6 +246,9 @@ class EnvInfo(BaseModel):
     max_sessions: int
     idle_timeout_seconds: float
     server_instance: str = Field(description="random per server start: a restart changes it")
+    has_tools: bool = Field(
+        False, description="the env's episodes may have tools (POST /tools gives a task's)"
+    )
     roles: list[str] = Field(
         default_factory=list, description="the env's roles (empty: a single-agent env)"
     )
@@ -253,12 +270,25 @@ class ConfigRequest(_Body):
 
 class ConfigReply(BaseModel):
     env_config: dict[str, Any] = Field(description="the effective config: served + yours")
+    role: str | None = Field(
+        None,
+        description="an env with roles: the role a session of this config plays unless it "
+        "names one (else null)",
+    )
 
 
 class DatasetRequest(_Body):
     env_config: dict[str, Any] = Field(default_factory=dict)
     offset: JsonInt = Field(0, ge=0)
     limit: JsonInt = Field(1000, ge=1, le=10_000)
+    role: str | None = Field(
+        None,
+        min_length=1,
+        max_length=MAX_ID_TEXT,
+        description="an env with roles: the role the tasks are for (default: the server's "
+        "default role); a task is sent without the other roles' private keys, with "
+        "'agentsgym_task' naming it for the server",
+    )
 
 
 class DatasetReply(BaseModel):
@@ -294,6 +324,7 @@ class CreateRequest(_Body):
         "play the others); default: the server's --client-role, else the env's first "
         "trainable role it can serve",
     )
+    rollout_seed: RolloutSeed = None
 
 
 class Created(BaseModel):
@@ -322,6 +353,7 @@ class ResetRequest(_Body):
         description="an env with roles: the role played from this episode on (default: "
         "the session's)",
     )
+    rollout_seed: RolloutSeed = None
 
 
 class ResetReply(BaseModel):
@@ -367,6 +399,28 @@ class StepReply(BaseModel):
         "with roles, the new messages of this session's role only"
     )
     observation: str
+    tool_call_reply: ChatMessage | None = Field(
+        None,
+        description="a tool turn: the action as the env's toolbox read its calls (the "
+        "assistant message the episode records); null for the env's own steps",
+    )
+    tool_results: list[ChatMessage] | None = Field(
+        None,
+        description="a tool turn: the tool messages that answered its calls (also the "
+        "next prompt, unless the step limit ended the episode); null for the env's steps",
+    )
+
+
+class ToolsRequest(_Body):
+    env_config: dict[str, Any] = Field(default_factory=dict)
+    task_data: dict[str, Any] = Field(description="the task (as a dataset gave it)")
+
+
+class ToolsReply(BaseModel):
+    tools: list[dict[str, Any]] | None = Field(
+        description="the OpenAI function schemas of the task's episode tools (the chat "
+        "template's tools=), or null: its episodes have none"
+    )
 
 
 class FinishRequest(_Body):

@@ -70,7 +70,11 @@ class AgentGymOperations(SessionService):
                     session, truncated=False, error="reset before the episode ended", quiet=True
                 )
             reply = await self._start_episode(
-                session, session.episode + 1, tasks[body.task_index], f"agentgym-{session.id}"
+                session,
+                session.episode + 1,
+                tasks[body.task_index],
+                f"agentgym-{session.id}",
+                rollout_seed=body.rollout_seed,
             )
             return self._start_reply(session, reply["observation"])
 

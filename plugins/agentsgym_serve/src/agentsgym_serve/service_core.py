@@ -101,19 +101,32 @@ class SessionService:
         task_data: dict[str, Any],
         session_id: str | None,
         role: str | None = None,
+        rollout_seed: int | None = None,
     ) -> dict[str, Any]:
         """A new episode on the session; the reset reply (also kept for retries).
         ``role``: the role the client plays from now on (None: the one it played, else
-        the server's default; only for an env with roles)."""
+        the server's default; only for an env with roles). ``rollout_seed``: the seed of
+        the client's rollout, for the server's agents (None: the task's next rollout
+        here, :meth:`RoleAgents.rollout`)."""
         if self.role_agents is not None or role is not None:
             session.role = self._client_role(session.hosted, role or session.role)
         hook_session = session_id or f"serve-{session.id}"
-        play = self.host.episode(session.hosted, hook_session, task_data)
+        # The server's agents keep their states into the next episode as a local trial's
+        # agents do: after an episode of the same task that ended (not one cut short by a
+        # reset, as AgentGym's create starts one its client may replace).
+        ended = session.failed is None and (session.done or session.truncated)
+        if not (ended and session.agents_task == task_data):
+            session.agent_states.clear()
+        session.agents_task = task_data
+        rollout = (0, rollout_seed or 0)
+        if self.role_agents is not None:
+            rollout = self.role_agents.rollout(session.hosted.key, task_data, rollout_seed)
+        play = self.host.episode(session.hosted, hook_session, task_data, rollout[1])
         session.episode, session.session_id, session.play = episode, hook_session, play
         session.players = None
         if self.role_agents is not None:  # they play the roles the client does not
             session.players = self.role_agents.players(
-                hook_session, task_data, session.agent_states, episode - 1
+                hook_session, session.agent_states, episode - 1, rollout
             )
         session.failed = None
         session.observation = session.prompt = session.transcript = ""

@@ -30,6 +30,7 @@ from agentsgym_serve.schemas import (
     FinishRequest,
     ResetRequest,
     StepRequest,
+    ToolsRequest,
 )
 from agentsgym_serve.service_core import SessionService, log_event
 
@@ -39,13 +40,16 @@ class V1Operations(SessionService):
 
     # ------------------------------------------------------------------ agentsgym/v1
     async def env_config(self, body: ConfigRequest) -> dict[str, Any]:
-        """The effective config for a client's env_config (its instance is built now)."""
+        """The effective config for a client's env_config (its instance is built now),
+        and the role its sessions play by default (an env with roles)."""
         hosted = await self.host.hosted(body.env_config, self._in_use)
-        return {"env_config": hosted.public_config}
+        return {"env_config": hosted.public_config, "role": self._client_role(hosted, None)}
 
     async def dataset(self, split: str, body: DatasetRequest) -> dict[str, Any]:
+        """A page of a split's tasks, as a client of the role it names (else the default
+        role) may see them: without the other roles' private keys."""
         hosted = await self.host.hosted(body.env_config, self._in_use)
-        tasks = await self.host.tasks(hosted, split)
+        tasks = await self.host.shown_tasks(hosted, split, self._client_role(hosted, body.role))
         return {
             "split": split,
             "total": len(tasks),
@@ -54,9 +58,19 @@ class V1Operations(SessionService):
             "tasks": tasks[body.offset : body.offset + body.limit],
         }
 
+    async def tools(self, body: ToolsRequest) -> dict[str, Any]:
+        """The schemas of a task's episode tools (``None``: none), for a client to render
+        its prompts with before the episode starts."""
+        hosted = await self.host.hosted(body.env_config, self._in_use)
+        task = await self.host.whole_task(hosted, body.task_data)
+        return {"tools": await self.host.tool_schemas(hosted, task)}
+
     async def create(self, body: CreateRequest) -> dict[str, Any]:
         hosted = await self.host.hosted(body.env_config, self._in_use)
         role = self._client_role(hosted, body.role)
+        task = (
+            None if body.task_data is None else await self.host.whole_task(hosted, body.task_data)
+        )
         session, new = self.table.create("agentsgym", hosted.key, body.request_id)
         if not new:
             async with self._use(session):
@@ -69,9 +83,11 @@ class V1Operations(SessionService):
             messages: list[dict[str, str]] = []
             observation = ""
             episode = 0
-            if body.task_data is not None:
+            if task is not None:
                 try:
-                    reset = await self._start_episode(session, 1, body.task_data, body.session_id)
+                    reset = await self._start_episode(
+                        session, 1, task, body.session_id, rollout_seed=body.rollout_seed
+                    )
                 except EnvFailure as exc:
                     await self._close(session, f"its first episode failed: {exc.detail}")
                     raise
@@ -101,12 +117,13 @@ class V1Operations(SessionService):
                 )
             if body.role is not None:  # refused before the episode it would replace ends
                 self._client_role(session.hosted, body.role)
+            task = await self.host.whole_task(session.hosted, body.task_data)
             if not session.finished:
                 await self._end_episode(
                     session, truncated=False, error="reset before the episode ended", quiet=True
                 )
             return await self._start_episode(
-                session, body.episode, body.task_data, body.session_id, body.role
+                session, body.episode, task, body.session_id, body.role, body.rollout_seed
             )
 
     async def step(self, session_id: int, body: StepRequest) -> dict[str, Any]:
@@ -144,7 +161,12 @@ class V1Operations(SessionService):
                 truncated=body.truncated,
                 tool_calls=body.tool_calls,
             )
+            seen = len(session.messages)  # the action's message comes next
             outcome = await self._apply_step(session, action)
+            tool_turn: dict[str, Any] = {"tool_call_reply": None, "tool_results": None}
+            if outcome.tool_results is not None:  # the action as its toolbox read its calls
+                tool_turn["tool_call_reply"] = dict(session.messages[seen])
+                tool_turn["tool_results"] = [dict(m) for m in outcome.tool_results]
             reply = {
                 "id": session.id,
                 "episode": session.episode,
@@ -156,6 +178,7 @@ class V1Operations(SessionService):
                 "info": outcome.info,
                 "messages": [dict(m) for m in outcome.messages],
                 "observation": session.observation,
+                **tool_turn,
             }
             session.last_step = (body.episode, body.step, said, reply)
             return reply

@@ -105,10 +105,12 @@ class Session:
     transcript: str = ""  # the episode's env text so far (OpenEnv's textarena shape)
     score: float = 0.0  # the episode's rewards so far (AgentGym's `score`)
     # an env with roles: the role the client plays, the server's agents that play the
-    # others (the current episode's) and their states by role (kept across episodes)
+    # others (the current episode's) and their states by role, kept across the episodes
+    # of one task (a local trial's), started afresh for another task
     role: str | None = None
     players: Players | None = None
     agent_states: dict[str | None, Any] = field(default_factory=dict)
+    agents_task: dict[str, Any] | None = None  # the task the agents' states are of
     # the last reply of each kind, for retries: (episode, step, action, reply)
     last_reset: tuple[int, dict[str, Any]] | None = None
     last_step: tuple[int, int, Any, dict[str, Any]] | None = None

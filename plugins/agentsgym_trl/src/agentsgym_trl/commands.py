@@ -325,6 +325,9 @@ def train(
         executor=where.name,
         executor_options=where.options,
         opponents=agents.opponents(remote=remote),
+        # the rows are those of the env the command line names: the user's own choice,
+        # a server URL included (as `rollout ENV_ID` plays it)
+        allow_remote=True,
     )
     with contextlib.ExitStack() as serving:
         if own_policy is not None:  # served to the workers, which cannot be handed it

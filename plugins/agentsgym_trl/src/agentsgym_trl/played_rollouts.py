@@ -123,6 +123,13 @@ class RecordingSource(RolloutSource):
             self._append(batch, step)
         return trained
 
+    def trained_roles_of(self, row: Mapping[str, Any]) -> tuple[str, ...] | None:
+        """The env's trainable roles that this run trains (those in ``trained_roles``)."""
+        roles = super().trained_roles_of(row)
+        if roles is None or self.trained_roles is None:
+            return roles
+        return tuple(role for role in roles if role in self.trained_roles)
+
     def hold_records(self) -> None:
         """Record each played batch when :meth:`record_taken` says its step was taken
         (a rollout stream's admission), not when it is played."""

@@ -54,7 +54,7 @@ from agentsgym_trl.trl_rollouts import (
     rollouts_to_trl,
 )
 from agentsgym_trl.trl_step_log import StepLog, StepLogCallback, report_after_step_log
-from agentsgym_trl.trl_stream import check_one_group_per_prompt, step_rows
+from agentsgym_trl.trl_stream import check_one_group_per_prompt, check_one_trained_role, step_rows
 from agentsgym_trl.vllm_client import InferenceServerError
 
 if TYPE_CHECKING:
@@ -258,6 +258,7 @@ class TRLGRPOAdapter:
                 f"tasks_per_step ({source.tasks_per_step}) exceeds the number of tasks "
                 f"({len(source.rows)})"
             )
+        check_one_trained_role(source)
         args = self.grpo_args(
             source,
             max_steps,

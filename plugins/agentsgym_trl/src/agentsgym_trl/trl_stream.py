@@ -53,18 +53,36 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
+def check_one_trained_role(source: RolloutSource) -> None:
+    """TRL takes one completion per prompt entry: refuse, before anything plays, rows
+    whose env trains several roles (a group each), saying what to do."""
+    seen: set[tuple[str, str]] = set()
+    for row in source.rows:
+        if row.env_key() in seen:
+            continue
+        seen.add(row.env_key())
+        roles = source.trained_roles_of(row)
+        if roles is not None and len(roles) > 1:
+            raise TrainerOptionError(several_roles(row.env_class_path, roles))
+
+
 def check_one_group_per_prompt(batch: TrajectoryBatch, prompts: int) -> None:
-    """TRL takes one completion per prompt entry: refuse an env whose rows make more
-    groups (several trainable roles), with what to do."""
+    """What :func:`check_one_trained_role` checked, held by each played batch."""
     if len(batch.groups) == prompts:
         return
-    roles = ", ".join(dict.fromkeys(str(group.role) for group in batch.groups))
-    raise TrainerOptionError(
-        f"trl-grpo gives TRL one completion per prompt, but these rows made "
-        f"{len(batch.groups)} groups for {prompts} prompts: their env has "
-        f"several trainable roles ({roles}). "
-        "Train one role with trl-grpo (--env-config trainable_roles='[\"x\"]'; "
-        "the policy still plays every role), or all of them with per-token-grpo"
+    roles = tuple(dict.fromkeys(str(group.role) for group in batch.groups))
+    raise TrainerOptionError(several_roles(batch.groups[0].env_id, roles))
+
+
+def several_roles(env_id: str, roles: tuple[str, ...]) -> str:
+    """Why trl-grpo refuses an env that trains several roles, and what to do."""
+    first = json.dumps([roles[0]])
+    return (
+        f"trl-grpo gives TRL one completion per prompt, but {env_id} trains several roles "
+        f"({', '.join(roles)}), a group each. Train one role with trl-grpo: "
+        f"--env-config trainable_roles='{first}' (env_config {{\"trainable_roles\": "
+        f"{first}}} in rows; the policy still plays every role), or give the others an "
+        "agent of their own (--agent ROLE=NAME); or train every role with per-token-grpo"
     )
 
 

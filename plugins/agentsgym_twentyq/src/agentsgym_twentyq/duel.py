@@ -1,22 +1,6 @@
-"""Twenty Questions for two agents (``twentyq/TwentyQuestions-v0-duel``): the roles
-``questioner`` and ``gamemaster``, each with its own conversation.
-
-The questioner plays as in ``twentyq/TwentyQuestions-v0``; its questions go to the
-``gamemaster`` role instead of an offline gamemaster. The gamemaster sees TextArena's
-gamemaster prompt (the secret word, then each question) and answers Yes, No or I don't
-know. Rewards (``role_rewards``): the questioner earns 1 for guessing the word, the
-gamemaster the share of its answers that agree with the offline rules gamemaster (the
-oracle) on the questions the oracle can decide; an unclear answer counts as "I don't
-know". Step infos carry the ``oracle``'s answer and whether the model ``agrees``;
-each role's ``answer`` is its own (the gamemaster's reply, the questioner's guessed
-word), so eval's cons@k of a role votes on that role's answers only.
-
-The questioner trains against a model gamemaster here (``--env-config
-trainable_roles='["questioner"]'`` keeps the gamemaster frozen), or against the offline
-one in ``twentyq/TwentyQuestions-v0``; ``twentyq/oracle-gamemaster`` is a scripted
-gamemaster that answers as the oracle does, and the gamemaster role's default agent on
-the command line (``--agent questioner=MODEL`` needs no ``--agent gamemaster=...``).
-"""
+"""Twenty Questions for two agents (``twentyq/TwentyQuestions-v0-duel``): the env and
+its config. How it plays is the env class's docstring, which ``agentsgym describe``
+shows."""
 
 from __future__ import annotations
 
@@ -86,7 +70,24 @@ class _GivenAnswer:
 
 
 class TwentyQuestionsDuelEnv(WordListTasks, MultistepEnv):
-    """A questioner and a gamemaster, both agents (see the module docstring)."""
+    """A questioner and a gamemaster, both agents, each with its own conversation.
+
+    The questioner plays as in ``twentyq/TwentyQuestions-v0``; its questions go to the
+    ``gamemaster`` role instead of an offline gamemaster. The gamemaster sees TextArena's
+    gamemaster prompt (the secret word, then each question) and answers Yes, No or I don't
+    know. Rewards (``role_rewards``): the questioner earns 1 for guessing the word, the
+    gamemaster the share of its answers that agree with the offline rules gamemaster (the
+    oracle) on the questions the oracle can decide; an unclear answer counts as "I don't
+    know". Step infos carry the ``oracle``'s answer and whether the model ``agrees``;
+    each role's ``answer`` is its own (the gamemaster's reply, the questioner's guessed
+    word), so eval's cons@k of a role votes on that role's answers only.
+
+    The questioner trains against a model gamemaster here (``--env-config
+    trainable_roles='["questioner"]'`` keeps the gamemaster frozen), or against the offline
+    one in ``twentyq/TwentyQuestions-v0``; ``twentyq/oracle-gamemaster`` is a scripted
+    gamemaster that answers as the oracle does, and the gamemaster role's default agent on
+    the command line (``--agent questioner=MODEL`` needs no ``--agent gamemaster=...``).
+    """
 
     config_class = TwentyQuestionsDuelConfig
     config: TwentyQuestionsDuelConfig

@@ -71,8 +71,11 @@ def fmt_reward(value: float) -> str:
 
 
 def episode_title(episode: ViewedEpisode, mark: Highlight | None = None) -> Text:
-    """``#3  env-id  task 1 · rollout 0`` (plus episode and segment when they matter)."""
+    """``#3  env-id  task 1 · rollout 0`` (plus episode and segment when they matter);
+    in an env with roles ``#3  role x  env-id ...``: a narrow panel (a game's roles side
+    by side) cuts the end of its title, never the role."""
     mark = mark or Highlight()
+    role = [(f"role {episode.role}", "bold"), "  "] if episode.role is not None else []
     parts = []
     if episode.task_index is not None:
         parts.append(f"task {episode.task_index}")
@@ -82,10 +85,10 @@ def episode_title(episode: ViewedEpisode, mark: Highlight | None = None) -> Text
         parts.append(f"episode {episode.episode_index}")
     if (episode.num_segments or 1) > 1:
         parts.append(f"segment {(episode.segment_index or 0) + 1}/{episode.num_segments}")
-    if episode.role is not None:
-        parts.append(f"role {episode.role}")
     env = mark.text(episode.env_id, "bold cyan") if episode.env_id else "(env unknown)"
-    return Text.assemble((f"#{episode.index}", "bold"), "  ", env, "  ", " \u00b7 ".join(parts))
+    return Text.assemble(
+        (f"#{episode.index}", "bold"), "  ", *role, env, "  ", " \u00b7 ".join(parts)
+    )
 
 
 def status_text(episode: ViewedEpisode) -> Text:
@@ -130,7 +133,10 @@ def header(episode: ViewedEpisode, mark: Highlight | None = None) -> Panel:
     if terms:
         grid.add_row("reward by source", _terms_text(terms))
     if episode.kind == "eval":
-        grid.add_row("answer", Text(str(episode.answer)))
+        if episode.answer is not None:
+            grid.add_row("answer", Text(episode.answer))
+        elif episode.role is None:  # a game's role gives none: nothing to say
+            grid.add_row("answer", Text("none given", "dim"))
         if episode.graded is False:
             grid.add_row("graded", Text("no (a grader could not judge it)", "yellow"))
     if episode.session_id:

@@ -236,7 +236,10 @@
     if (e.err !== null) row("error", marked("span", null, e.err), "error");
     var terms = Object.keys(e.terms);
     if (terms.length) row("reward by source", termsNode(e.terms));
-    if (DATA.kind === "eval") row("answer", e.answer === null ? "none" : e.answer);
+    // a game's role gives no answer: the row is left out rather than say "none"
+    if (DATA.kind === "eval" && (e.answer !== null || e.role === null)) {
+      row("answer", e.answer === null ? "none given" : e.answer);
+    }
     if (e.graded === false) row("graded", "no (a grader could not judge it)");
     if (e.sid) row("session", marked("span", null, e.sid));
     row("task", marked("span", null, e.tj));
