@@ -152,6 +152,7 @@ def test_a_local_model_agent_serves_the_programs_with_its_own_sampled_ids() -> N
         assert {s.token_source for s in episode.steps} == {"server"}
         assert episode.metrics["sampled_token_share"] == 1.0
         assert episode.has_logprobs
+        assert {s.policy_version for s in episode.steps} == {agent.policy_version}
 
 
 def test_a_pydantic_ai_agent_is_an_env() -> None:

@@ -73,7 +73,8 @@ def completion_action(
 
 
 def policy_version_of(body: Any) -> int | None:
-    """The reply's ``policy_version`` (an integer), or ``None`` when it has none."""
+    """The reply's ``policy_version`` (an integer), or ``None`` when it has none (the
+    openai agent and the model gateway read a reply's version with it)."""
     version = body.get("policy_version") if isinstance(body, dict) else None
     return version if isinstance(version, int) and not isinstance(version, bool) else None
 

@@ -5,7 +5,7 @@ tools) into the exact prompt ids, and the agent is called with them (a token-in 
 such as agentsgym-trl's transformers agent is conditioned on those very ids, so a
 call that rewrote its history is answered on the rewritten history). The answer is a
 chat completion, as vLLM writes one with ``return_token_ids``: prompt ids, sampled ids
-and logprobs. The agent's own sampling settings apply; the request's are not read.
+and logprobs, and the agent's ``policy_version`` (the weights that answered). The agent's own sampling settings apply; the request's are not read.
 Text completions, and several choices per call (``n`` above 1), need a server backend
 (HTTP 400 says so). A streaming request gets the complete answer as events.
 """
@@ -102,6 +102,8 @@ class AgentBackend:
         }
         if ids is not None:
             response["prompt_token_ids"] = list(action.prompt_token_ids or prompt_ids)
+        if action.policy_version is not None:  # as agentsgym's loopback server sends it
+            response["policy_version"] = action.policy_version
         return _answer(200, response)
 
     async def aclose(self) -> None:

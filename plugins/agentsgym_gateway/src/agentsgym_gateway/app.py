@@ -67,7 +67,14 @@ def _streamed_records(
         failure = "the backend's stream held no choice"
     if failure is not None:
         return [_failed(kind, 502, failure.encode())]
-    return [record_of(kind, body, response, i) for i in range(len(response["choices"]))]
+    records = []
+    for index, choice in enumerate(response["choices"]):
+        record = record_of(kind, body, response, index)
+        record.policy_versions = relay.assembler.token_versions(choice["index"])
+        if record.policy_versions:
+            record.policy_version = min(record.policy_versions)
+        records.append(record)
+    return records
 
 
 def _bearer(request: Request) -> str | None:

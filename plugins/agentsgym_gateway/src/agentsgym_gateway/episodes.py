@@ -2,7 +2,9 @@
 episode recorder (:class:`agentsgym.runtime.EpisodeRecorder`), as every producer's are.
 
 Each successful call is a step: its completion's tokens are agent tokens, placed by the
-recorder (a call whose prompt does not extend a segment starts a new one). A call the
+recorder (a call whose prompt does not extend a segment starts a new one), with the
+version of the weights that answered it when the backend said (``policy_version``: a
+staleness bound then holds per call, not by the version at dispatch). A call the
 backend gave ids for is ``token_source="server"``; a text-only one is tokenized with the
 env's chat template (its messages with its tools, then the reply and the end-of-turn
 token) and marked ``"retokenized"``. The verifier's score is the last step's reward,
@@ -92,6 +94,7 @@ def episode_from_calls(
             logprobs=logprobs,
             prompt_token_ids=prompt,
             truncated=call.finish_reason == "length",
+            policy_version=call.policy_version,
         )
         placed.append((call, action))
     for index, (call, action) in enumerate(placed):

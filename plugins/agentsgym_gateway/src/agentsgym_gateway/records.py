@@ -31,6 +31,13 @@ class CallRecord:
     prompt_token_ids: list[int] | None = None
     completion_token_ids: list[int] | None = None
     logprobs: list[float] | None = None
+    policy_version: int | None = None
+    """The version of the weights that answered (the backend's top-level
+    ``policy_version``, as agentsgym's loopback server and an agent backend send it; the
+    oldest one when its tokens had several); ``None`` when the backend did not say."""
+    policy_versions: list[int] | None = None
+    """One version per completion id, for a streamed answer whose chunks came from
+    different weights (an engine updated in place mid-answer); ``None`` otherwise."""
     status: int = 200
     error: str | None = None
 
