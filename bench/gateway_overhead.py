@@ -163,7 +163,7 @@ def gateway(backend_url: str, sessions: int) -> None:
         def __init__(self, inner: Any) -> None:
             self.inner = inner
 
-        async def post(self, path: str, body: bytes) -> Any:
+        async def post(self, path: str, body: bytes, context: Any = None) -> Any:
             start = time.perf_counter()
             try:
                 return await self.inner.post(path, body)

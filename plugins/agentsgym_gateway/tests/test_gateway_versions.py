@@ -35,9 +35,7 @@ class TwoCallsAcrossAnUpdate(HarnessEnv):
                 {"role": "assistant", "content": first.choices[0].message.content},
                 {"role": "user", "content": "again"},
             ]
-            stream = client.chat.completions.create(
-                model=run.model, messages=messages, stream=True
-            )
+            stream = client.chat.completions.create(model=run.model, messages=messages, stream=True)
             return "".join(chunk.choices[0].delta.content or "" for chunk in stream)
 
         return run

@@ -96,7 +96,7 @@ class _Writer:
             "prompt_token_ids": PROMPT_IDS,
         }
 
-    async def post(self, path: str, body: bytes) -> BackendAnswer:
+    async def post(self, path: str, body: bytes, context: Any = None) -> BackendAnswer:
         self.sent.append(body)
         return BackendAnswer(200, self.write(self.answer(json.loads(body))), "application/json")
 

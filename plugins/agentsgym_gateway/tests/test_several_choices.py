@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import secrets
+from typing import Any
 
 import httpx
 import openai
@@ -30,7 +31,7 @@ class _SeveralChoices:
         self.texts = texts
         self.chat = agentsgym.runtime.ChatTokenizer(agentsgym.load_tokenizer(TOKENIZER))
 
-    async def post(self, path: str, body: bytes) -> BackendAnswer:
+    async def post(self, path: str, body: bytes, context: Any = None) -> BackendAnswer:
         request = json.loads(body)
         prompt = self.chat.encode_prompt(request["messages"])
         choices = []

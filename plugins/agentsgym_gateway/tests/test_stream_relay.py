@@ -118,7 +118,7 @@ class _HeldStream:
     def __init__(self) -> None:
         self.first_seen = threading.Event()
 
-    async def open_stream(self, path: str, body: bytes) -> BackendStream:
+    async def open_stream(self, path: str, body: bytes, context: Any = None) -> BackendStream:
         import asyncio
 
         def event(payload: dict[str, Any]) -> bytes:
@@ -136,7 +136,7 @@ class _HeldStream:
 
         return BackendStream("text/event-stream", chunks(), lambda: None)
 
-    async def post(self, path: str, body: bytes) -> BackendAnswer:
+    async def post(self, path: str, body: bytes, context: Any = None) -> BackendAnswer:
         raise AssertionError("a streaming request is streamed from the backend")
 
     async def get(self, path: str) -> BackendAnswer:

@@ -173,20 +173,21 @@ class GatewayApp:
         return "/chat/completions" if kind == "chat" else "/completions"
 
     async def _send(
-        self, kind: str, body: dict[str, Any], *, stream: bool = False
+        self, session: GatewaySession, kind: str, body: dict[str, Any], *, stream: bool = False
     ) -> tuple[BackendRequest, BackendAnswer | BackendStream]:
         """The backend's answer to ``body`` (``stream``: its stream, when it streams); a
         backend that refuses ``return_token_ids`` is asked again without it."""
         send = self.backend.open_stream if stream else self.backend.post
         prepared = prepare(kind, body, token_ids=self.backend_token_ids, stream_backend=stream)
+        path, context = self._endpoint_path(kind), session.call_context()
         try:
-            answer = await send(self._endpoint_path(kind), dumps(prepared.body))
+            answer = await send(path, dumps(prepared.body), context)
             refused = isinstance(answer, BackendAnswer) and answer.status == 400
             if refused and b"return_token_ids" in answer.content:
                 self.backend_token_ids = False
                 logger.warning("the backend refuses return_token_ids: calls are retokenized")
                 prepared = prepare(kind, body, token_ids=False, stream_backend=stream)
-                answer = await send(self._endpoint_path(kind), dumps(prepared.body))
+                answer = await send(path, dumps(prepared.body), context)
         except Exception as exc:  # noqa: BLE001 - answered as a 502 and recorded
             logger.warning("the backend could not be reached: %s", type(exc).__name__)
             message = f"the gateway could not reach its backend: {type(exc).__name__}"
@@ -223,7 +224,7 @@ class GatewayApp:
         self, session: GatewaySession, kind: str, body: dict[str, Any]
     ) -> tuple[BackendRequest, BackendAnswer, list[CallRecord]]:
         """One recorded backend call, answered whole (``kind``: chat or completions)."""
-        prepared, sent = await self._send(kind, body)
+        prepared, sent = await self._send(session, kind, body)
         assert isinstance(sent, BackendAnswer)
         answer, records = self._complete(kind, body, sent)
         for record in records:
@@ -241,7 +242,7 @@ class GatewayApp:
     async def relay(self, session: GatewaySession, kind: str, body: dict[str, Any]) -> Response:
         """A streaming request answered with the backend's stream, as it comes, recorded
         when it ends (:mod:`agentsgym_gateway.relay`)."""
-        prepared, sent = await self._send(kind, body, stream=True)
+        prepared, sent = await self._send(session, kind, body, stream=True)
         if isinstance(sent, BackendAnswer):  # an error, or a backend that did not stream
             answer, records = self._complete(kind, body, sent)
             for record in records:

@@ -8,11 +8,13 @@ nor a log line ever holds one, and a request reaches only the session its key op
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import secrets
 import threading
 from dataclasses import dataclass, field
 
+from agentsgym import EpisodeContext
 from agentsgym_gateway.records import CallRecord
 
 KEY_BYTES = 32
@@ -31,7 +33,17 @@ class GatewaySession:
     session_id: str
     calls: list[CallRecord] = field(default_factory=list)
     closed: bool = False
+    context: EpisodeContext | None = None
+    """The episode the program plays (a harness env's), which an agent backend hands its
+    agent with each call."""
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def call_context(self) -> EpisodeContext | None:
+        """The episode's context for the session's next call: its ``step`` is the number
+        of calls answered so far."""
+        if self.context is None:
+            return None
+        return dataclasses.replace(self.context, step=len(self.calls))
 
     def add(self, record: CallRecord) -> CallRecord:
         with self._lock:
@@ -47,10 +59,12 @@ class SessionStore:
         self._by_digest: dict[str, GatewaySession] = {}
         self._lock = threading.Lock()
 
-    def open(self, session_id: str | None = None) -> tuple[GatewaySession, str]:
+    def open(
+        self, session_id: str | None = None, context: EpisodeContext | None = None
+    ) -> tuple[GatewaySession, str]:
         """A new session and its key; the key is returned once and never stored."""
         key = KEY_PREFIX + secrets.token_urlsafe(KEY_BYTES)
-        session = GatewaySession(session_id or secrets.token_hex(8))
+        session = GatewaySession(session_id or secrets.token_hex(8), context=context)
         with self._lock:
             self._by_digest[_digest(key)] = session
         return session, key
