@@ -1,16 +1,18 @@
 """An in-process agent as the gateway's backend (a local model: ``--agent transformers``).
 
-A chat call is rendered with the env's chat template (the request's messages, with its
-tools) into the exact prompt ids, and the agent is called with them (a token-in agent
-such as agentsgym-trl's transformers agent is conditioned on those very ids, so a
-call that rewrote its history is answered on the rewritten history). The answer is a
-chat completion, as vLLM writes one with ``return_token_ids``: prompt ids, sampled ids
-and logprobs, and the agent's ``policy_version`` (the weights that answered). The
-agent's own sampling settings apply; the request's are not read. The agent gets the
-episode's :class:`~agentsgym.EpisodeContext` with each call (task, rollout and episode
-index, the per-rollout seed; ``step``: the calls answered before; ``tools``: the
-call's). Text completions, and several choices per call (``n`` above 1), need a server
-backend (HTTP 400 says so). A streaming request gets the complete answer as events.
+A chat call is rendered with the env's chat template as vLLM renders it (the request's
+messages, each tool call's JSON-text arguments parsed into an object,
+:func:`agentsgym.runtime.parse_tool_arguments`; with its tools) into the exact prompt
+ids, and the agent is called with them (a token-in agent such as agentsgym-trl's
+transformers agent is conditioned on those very ids, so a call that rewrote its history
+is answered on the rewritten history). The answer is a chat completion, as vLLM writes
+one with ``return_token_ids``: prompt ids, sampled ids and logprobs, and the agent's
+``policy_version`` (the weights that answered). The agent's own sampling settings
+apply; the request's are not read. The agent gets the episode's
+:class:`~agentsgym.EpisodeContext` with each call (task, rollout and episode index, the
+per-rollout seed; ``step``: the calls answered before; ``tools``: the call's). Text
+completions, and several choices per call (``n`` above 1), need a server backend (HTTP
+400 says so). A streaming request gets the complete answer as events.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from agentsgym import EpisodeContext, call_agent
+from agentsgym.runtime import parse_tool_arguments
 from agentsgym_gateway.backend import BackendAnswer
 from agentsgym_gateway.jsonio import dumps, loads
 from agentsgym_gateway.wire import requested_choices
@@ -74,7 +77,8 @@ class AgentBackend:
         messages = request.get("messages") or []
         tools = request.get("tools") or []
         rendering = self.chat.with_tools(tools) if tools else self.chat
-        prompt_ids = rendering.encode_prompt(messages)
+        # as vLLM renders it: a tool call's arguments written as the model sampled them
+        prompt_ids = rendering.encode_prompt(parse_tool_arguments(messages))
         if context is None:  # a gateway used on its own, outside an env's episodes
             context = EpisodeContext("gateway", self.env_id, 0, 0, 0, 0)
         context = dataclasses.replace(context, tools=tuple(tools))

@@ -6,9 +6,10 @@ recorder (a call whose prompt does not extend a segment starts a new one), with 
 version of the weights that answered it when the backend said (``policy_version``: a
 staleness bound then holds per call, not by the version at dispatch). A call the
 backend gave ids for is ``token_source="server"``; a text-only one is tokenized with the
-env's chat template (its messages with its tools, then the reply and the end-of-turn
-token) and marked ``"retokenized"``. The verifier's score is the last step's reward,
-spread over the tokens by the env's reward strategy, as for every env.
+env's chat template as vLLM renders it (its messages, tool-call arguments parsed, with
+its tools; then the reply and the end-of-turn token) and marked ``"retokenized"``. The
+verifier's score is the last step's reward, spread over the tokens by the env's reward
+strategy, as for every env.
 
 ``episode.metrics`` adds, per episode: ``segments``, ``calls``, ``new_segments``
 (calls that did not extend a segment) and ``sampled_token_share``, the share of loss
@@ -22,7 +23,7 @@ from typing import Any
 
 from agentsgym import AgentAction, Episode
 from agentsgym.errors import TokenizerRequiredError
-from agentsgym.runtime import EpisodeRecorder
+from agentsgym.runtime import EpisodeRecorder, parse_tool_arguments
 from agentsgym_gateway.records import CallRecord
 
 
@@ -44,7 +45,7 @@ def _ids_of(call: CallRecord, chat: Any) -> tuple[list[int], list[int], list[flo
         )
         return list(prompt), chat.encode_model_text(call.text), None
     rendering = chat.with_tools(call.tools) if call.tools else chat
-    prompt = rendering.encode_prompt(call.messages)
+    prompt = rendering.encode_prompt(parse_tool_arguments(call.messages))
     return prompt, chat.encode_model_text(call.text) + list(chat.eot_ids), None
 
 

@@ -16,7 +16,9 @@ tokenizer's template as vLLM does). A policy's replies need the fields of
 :class:`Reply`.
 
 Chat requests are rendered as vLLM renders them: with the request's ``tools``, and a
-tool call's JSON-text ``arguments`` parsed into an object.
+tool call's JSON-text ``arguments`` parsed into an object
+(:func:`agentsgym.runtime.parse_tool_arguments`, which the model gateway's agent
+backend renders with too).
 
 With ``vllm=True`` (default) it behaves like vLLM: ``return_token_ids: true`` adds
 ``prompt_token_ids`` (top level for chat, on the choice for completions) and
@@ -56,6 +58,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from agentsgym import Messages
+from agentsgym.runtime import parse_tool_arguments
 from agentsgym_serve.server import BackgroundServer
 
 VLLM_KEEP_ALIVE_SECONDS = 5
@@ -134,29 +137,6 @@ class ScriptedPolicy:
         ids = chat.encode_model_text(text) + chat.eot_ids
         prompt_ids = prompt if isinstance(prompt, list) else chat.encode_model_text(prompt)
         return Reply(text, ids, [0.0] * len(ids), list(prompt_ids))
-
-
-def _as_rendered(messages: Messages) -> Messages:
-    """The messages as vLLM hands them to the chat template: a tool call's ``arguments``,
-    JSON text on the wire, parsed into an object (templates render it with ``tojson``)."""
-    rendered = []
-    for message in messages:
-        calls = message.get("tool_calls") if isinstance(message, dict) else None
-        if calls:
-            message = {**message, "tool_calls": [_parsed(call) for call in calls]}
-        rendered.append(message)
-    return rendered
-
-
-def _parsed(call: dict[str, Any]) -> dict[str, Any]:
-    function = call.get("function")
-    if not isinstance(function, dict) or not isinstance(function.get("arguments"), str):
-        return call
-    try:
-        arguments = json.loads(function["arguments"])
-    except json.JSONDecodeError:
-        return call
-    return {**call, "function": {**function, "arguments": arguments}}
 
 
 CHAT_FIELDS = {
@@ -363,7 +343,9 @@ class OpenAICompatServer:
                 if self.delay:
                     await asyncio.sleep(self.delay)
                 answer = self.policy.chat if kind == "chat" else self.policy.complete
-                argument = _as_rendered(body["messages"]) if kind == "chat" else body["prompt"]
+                argument = (
+                    parse_tool_arguments(body["messages"]) if kind == "chat" else body["prompt"]
+                )
                 if getattr(self.policy, "run_inline", False):
                     reply = answer(argument, body)
                 else:
