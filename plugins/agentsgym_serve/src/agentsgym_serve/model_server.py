@@ -8,7 +8,8 @@
         ...
 
 It serves ``GET /v1/models``, ``POST /v1/chat/completions`` and ``POST
-/v1/completions`` (FastAPI + uvicorn in a background thread, port chosen by the OS)
+/v1/completions`` (plain Starlette routes on uvicorn in a background thread, port chosen
+by the OS: it needs no FastAPI)
 and answers with a *policy*: :class:`ScriptedPolicy` (fixed or computed replies), or
 any object with the :class:`Policy` methods, such as agentsgym-trl's ``ModelPolicy``
 (a local causal LM, e.g. the tiny random model, rendering chat messages with its
@@ -44,8 +45,8 @@ the request bodies and ``max_in_flight`` the largest number of requests served a
 once.
 """
 
-# No `from __future__ import annotations`: FastAPI reads the handlers' annotations
-# (``request: Request``) at runtime, and ``Request`` is imported inside _build_app.
+from __future__ import annotations
+
 import asyncio
 import collections
 import itertools
@@ -56,6 +57,12 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
+
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
 
 from agentsgym import Messages
 from agentsgym.runtime import parse_tool_arguments
@@ -248,7 +255,7 @@ class OpenAICompatServer:
             self.policy_version = new
         return new
 
-    def start(self) -> "OpenAICompatServer":
+    def start(self) -> OpenAICompatServer:
         # uvicorn's default keep-alive (5 s), as vLLM's server runs it: clients must
         # cope with the server closing idle connections.
         self._background = BackgroundServer(
@@ -266,20 +273,14 @@ class OpenAICompatServer:
             self._background.stop()
             self._background = None
 
-    def __enter__(self) -> "OpenAICompatServer":
+    def __enter__(self) -> OpenAICompatServer:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
     # ------------------------------------------------------------------ app
-    def _build_app(self) -> Any:
-        from fastapi import FastAPI, Request
-        from fastapi.responses import JSONResponse, StreamingResponse
-        from starlette.concurrency import run_in_threadpool
-
-        app = FastAPI(title="agentsgym OpenAI-compatible test server")
-
+    def _build_app(self) -> Starlette:
         def error(status: int, message: str, kind: str) -> JSONResponse:
             if self.vllm:
                 body: dict[str, Any] = {
@@ -300,20 +301,21 @@ class OpenAICompatServer:
                 return error(401, "Incorrect API key provided.", "invalid_request_error")
             return None
 
-        @app.get("/v1/models")
-        async def models(request: Request) -> Any:
+        async def models(request: Request) -> Response:
             denied = unauthorised(request)
             if denied is not None:
                 return denied
-            return {
-                "object": "list",
-                "data": [
-                    {"id": m, "object": "model", "created": 0, "owned_by": "agentsgym"}
-                    for m in self.models
-                ],
-            }
+            return JSONResponse(
+                {
+                    "object": "list",
+                    "data": [
+                        {"id": m, "object": "model", "created": 0, "owned_by": "agentsgym"}
+                        for m in self.models
+                    ],
+                }
+            )
 
-        async def serve(request: Request, kind: str) -> Any:
+        async def serve(request: Request, kind: str) -> Response:
             denied = unauthorised(request)
             if denied is not None:
                 return denied
@@ -356,11 +358,9 @@ class OpenAICompatServer:
             if body.get("stream"):
                 events = self._stream(kind, body, reply)
                 return StreamingResponse(events, media_type="text/event-stream")
-            # A JSONResponse of plain dicts skips FastAPI's jsonable_encoder walk.
             return JSONResponse(self._response(kind, body, reply))
 
-        @app.post("/v1/update_weights")
-        async def update_weights(request: Request) -> Any:
+        async def update_weights(request: Request) -> Response:
             denied = unauthorised(request)
             if denied is not None:
                 return denied
@@ -372,17 +372,22 @@ class OpenAICompatServer:
                 new = await run_in_threadpool(self.update_weights, checkpoint, version=version)
             except (ValueError, OSError) as exc:
                 return error(400, f"cannot load the weights: {exc}", "BadRequestError")
-            return {"policy_version": new}
+            return JSONResponse({"policy_version": new})
 
-        @app.post("/v1/chat/completions")
-        async def chat(request: Request) -> Any:
+        async def chat(request: Request) -> Response:
             return await serve(request, "chat")
 
-        @app.post("/v1/completions")
-        async def completions(request: Request) -> Any:
+        async def completions(request: Request) -> Response:
             return await serve(request, "completions")
 
-        return app
+        return Starlette(
+            routes=[
+                Route("/v1/models", models, methods=["GET"]),
+                Route("/v1/chat/completions", chat, methods=["POST"]),
+                Route("/v1/completions", completions, methods=["POST"]),
+                Route("/v1/update_weights", update_weights, methods=["POST"]),
+            ]
+        )
 
     def _response(self, kind: str, body: dict[str, Any], reply: Reply) -> dict[str, Any]:
         with_ids = self.vllm and bool(body.get("return_token_ids")) and reply.token_ids is not None
