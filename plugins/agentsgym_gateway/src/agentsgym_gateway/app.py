@@ -20,7 +20,7 @@ from starlette.routing import Route
 from agentsgym_gateway.backend import Backend, BackendAnswer, BackendStream
 from agentsgym_gateway.jsonio import dumps, loads_request
 from agentsgym_gateway.limits import BodyTooLarge, read_bounded
-from agentsgym_gateway.records import CallRecord
+from agentsgym_gateway.records import CallRecord, Endpoint
 from agentsgym_gateway.relay import StreamRelay
 from agentsgym_gateway.responses_api import UNSUPPORTED, to_chat_body, to_response
 from agentsgym_gateway.sessions import GatewaySession, SessionStore
@@ -38,6 +38,11 @@ logger = logging.getLogger(__name__)
 
 ERROR_TEXT_CHARS = 2000
 """How much of a backend's error body a failed call's record keeps."""
+SESSION_CLOSED = (
+    "the gateway session of this call was closed while the call was in flight (its "
+    "episode had ended): the answer was not recorded, so it is not given either"
+)
+"""What a program is told of a call answered after its session closed (HTTP 410)."""
 
 
 def _error_body(message: str, kind: str, code: str | None = None) -> dict[str, Any]:
@@ -47,6 +52,18 @@ def _error_body(message: str, kind: str, code: str | None = None) -> dict[str, A
 def _error(status: int, message: str, kind: str, code: str | None = None) -> Response:
     body = dumps(_error_body(message, kind, code))
     return Response(body, status, media_type="application/json")
+
+
+def _closed() -> BackendAnswer:
+    """The answer to a call whose session closed before its answer could be recorded."""
+    body = _error_body(SESSION_CLOSED, "invalid_request_error", "session_closed")
+    return BackendAnswer(410, dumps(body), "application/json")
+
+
+def _closed_event() -> bytes:
+    """The Server-Sent Event that ends a stream whose session closed before its end."""
+    body = _error_body(SESSION_CLOSED, "invalid_request_error", "session_closed")
+    return b"data: " + dumps(body) + b"\n\n"
 
 
 def _failed(kind: str, status: int, content: bytes) -> CallRecord:
@@ -221,14 +238,23 @@ class GatewayApp:
         return answer, records
 
     async def call_backend(
-        self, session: GatewaySession, kind: str, body: dict[str, Any]
+        self,
+        session: GatewaySession,
+        kind: str,
+        body: dict[str, Any],
+        endpoint: Endpoint | None = None,
     ) -> tuple[BackendRequest, BackendAnswer, list[CallRecord]]:
-        """One recorded backend call, answered whole (``kind``: chat or completions)."""
+        """One recorded backend call, answered whole (``kind``: chat or completions;
+        ``endpoint``: the program's, when it differs); a call whose session closed while
+        it was in flight is answered HTTP 410, unrecorded."""
         prepared, sent = await self._send(session, kind, body)
         assert isinstance(sent, BackendAnswer)
         answer, records = self._complete(kind, body, sent)
-        for record in records:
-            session.add(record)
+        if endpoint is not None:
+            for record in records:
+                record.endpoint = endpoint
+        if not session.add(*records):
+            return prepared, _closed(), []
         return prepared, answer, records
 
     def _relays(self, kind: str, body: dict[str, Any]) -> bool:
@@ -245,8 +271,8 @@ class GatewayApp:
         prepared, sent = await self._send(session, kind, body, stream=True)
         if isinstance(sent, BackendAnswer):  # an error, or a backend that did not stream
             answer, records = self._complete(kind, body, sent)
-            for record in records:
-                session.add(record)
+            if not session.add(*records):
+                answer = _closed()
             if answer.status != 200 or not prepared.added:
                 return self._passthrough(answer)
             view = program_view(kind, answer.json(), prepared.added)
@@ -256,12 +282,17 @@ class GatewayApp:
         async def events() -> Any:
             # Recorded when the stream's end ([DONE]) is read, before the program reads
             # it: a program that closes its session once its stream ended finds the call.
+            # A session closed before then takes no record: the program gets an error
+            # event in place of the stream's end, never a whole answer left unrecorded.
             recorded = False
             failure: str | None = "the program stopped reading the stream before its end"
             try:
                 async for piece in relay.forward(stream.chunks):
                     if relay.assembler.done and not recorded:
-                        recorded = self._record_stream(session, kind, body, relay, None)
+                        recorded = True
+                        if not self._record_stream(session, kind, body, relay, None):
+                            yield _closed_event()
+                            return
                     yield piece
                 failure = None
             except Exception as exc:  # noqa: BLE001 - the backend broke off: recorded
@@ -282,9 +313,8 @@ class GatewayApp:
         relay: StreamRelay,
         failure: str | None,
     ) -> bool:
-        for record in _streamed_records(kind, body, relay, failure):
-            session.add(record)
-        return True
+        """Record the stream's call; False when its session had closed."""
+        return session.add(*_streamed_records(kind, body, relay, failure))
 
     async def forward(self, request: Request, key: str | None, kind: str) -> Response:
         session = self.session_of(request, key)
@@ -319,9 +349,8 @@ class GatewayApp:
         for field, message in UNSUPPORTED.items():
             if body.get(field):
                 return _error(400, message, "invalid_request_error")
-        prepared, answer, records = await self.call_backend(session, "chat", to_chat_body(body))
-        for record in records:
-            record.endpoint = "responses"
+        chat_body = to_chat_body(body)
+        prepared, answer, _ = await self.call_backend(session, "chat", chat_body, "responses")
         if answer.status != 200:
             return self._passthrough(answer)
         chat = program_view("chat", answer.json(), prepared.added)

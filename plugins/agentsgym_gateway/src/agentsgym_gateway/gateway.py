@@ -120,6 +120,8 @@ class ModelGateway:
         return self.store.find(handle.api_key)
 
     def close_session(self, handle: SessionHandle) -> list[CallRecord]:
-        """Stop the session's calls (later ones get HTTP 401) and return its records."""
-        session = self.store.close(handle.api_key)
-        return [] if session is None else list(session.calls)
+        """Stop the session's calls and return its records: exactly the calls its program
+        was answered. Later calls get HTTP 401; a call in flight at the close gets HTTP
+        410 (or, streaming, an error event in place of its end) and is not recorded."""
+        calls = self.store.close(handle.api_key)
+        return [] if calls is None else calls

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+Endpoint = Literal["chat", "completions", "responses"]
+"""The route a program called (a Responses API call is served as a chat call)."""
 TokenSource = Literal["server", "retokenized"]
 """``server``: the backend reported the prompt ids it conditioned on and the ids it
 sampled; ``retokenized``: text only (a backend without ``return_token_ids``), so the
@@ -21,7 +23,7 @@ class CallRecord:
     """
 
     index: int
-    endpoint: Literal["chat", "completions", "responses"]
+    endpoint: Endpoint
     messages: list[dict[str, Any]] = field(default_factory=list)
     prompt: str | list[int] | None = None
     tools: list[dict[str, Any]] | None = None

@@ -28,7 +28,9 @@ def _digest(key: str) -> str:
 
 @dataclass
 class GatewaySession:
-    """The calls of one program, in the order their answers arrived."""
+    """The calls of one program, in the order their answers arrived. Once closed it
+    takes no more: a call still in flight then is not recorded, and its program is told
+    so (:meth:`add` says whether the records were taken)."""
 
     session_id: str
     calls: list[CallRecord] = field(default_factory=list)
@@ -45,11 +47,22 @@ class GatewaySession:
             return None
         return dataclasses.replace(self.context, step=len(self.calls))
 
-    def add(self, record: CallRecord) -> CallRecord:
+    def add(self, *records: CallRecord) -> bool:
+        """Record one call's records (one per choice) together, unless the session closed
+        first: then none is, and False says the program must not get the answer."""
         with self._lock:
-            record.index = len(self.calls)
-            self.calls.append(record)
-        return record
+            if self.closed:
+                return False
+            for record in records:
+                record.index = len(self.calls)
+                self.calls.append(record)
+        return True
+
+    def close(self) -> list[CallRecord]:
+        """Take no more calls; the calls recorded, every one the program was answered."""
+        with self._lock:
+            self.closed = True
+            return list(self.calls)
 
 
 class SessionStore:
@@ -76,13 +89,11 @@ class SessionStore:
         session = self._by_digest.get(_digest(key))
         return None if session is None or session.closed else session
 
-    def close(self, key: str) -> GatewaySession | None:
-        """Stop accepting calls for ``key``; its calls stay with the returned session."""
+    def close(self, key: str) -> list[CallRecord] | None:
+        """Stop accepting calls for ``key``; its calls (``None``: no such session)."""
         with self._lock:
             session = self._by_digest.pop(_digest(key), None)
-        if session is not None:
-            session.closed = True
-        return session
+        return None if session is None else session.close()
 
     def __len__(self) -> int:
         return len(self._by_digest)
