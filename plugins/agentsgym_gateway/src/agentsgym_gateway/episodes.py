@@ -9,7 +9,9 @@ backend gave ids for is ``token_source="server"``; a text-only one is tokenized 
 env's chat template as vLLM renders it (its messages, tool-call arguments parsed, with
 its tools; then the reply and the end-of-turn token) and marked ``"retokenized"``. The
 verifier's score is the last step's reward, spread over the tokens by the env's reward
-strategy, as for every env.
+strategy, as for every env. With the env's template, the episode ends as a chat stream
+does: what the template writes after the final reply (ChatML's newline) closes its row,
+as context.
 
 ``episode.metrics`` adds, per episode: ``segments``, ``calls``, ``new_segments``
 (calls that did not extend a segment) and ``sampled_token_share``, the share of loss
@@ -47,6 +49,32 @@ def _ids_of(call: CallRecord, chat: Any) -> tuple[list[int], list[int], list[flo
     rendering = chat.with_tools(call.tools) if call.tools else chat
     prompt = rendering.encode_prompt(parse_tool_arguments(call.messages))
     return prompt, chat.encode_model_text(call.text) + list(chat.eot_ids), None
+
+
+def _reply(call: CallRecord) -> dict[str, Any]:
+    """The call's answer as the conversation's next message."""
+    reply: dict[str, Any] = {"role": "assistant", "content": call.text}
+    if call.tool_calls:
+        reply["tool_calls"] = call.tool_calls
+    return reply
+
+
+def _closing_ids(call: CallRecord, completion: list[int], chat: Any) -> list[int]:
+    """What the chat template writes after the final call's reply, as the local engine's
+    stream ends: the end-of-turn token where the reply did not generate it, then the
+    text after it (ChatML's newline). None for a text completion or without a template."""
+    if chat is None or call.endpoint == "completions" or not chat.eot_text:
+        return []
+    rendering = chat.with_tools(call.tools) if call.tools else chat
+    conversation = parse_tool_arguments([*call.messages, _reply(call)])
+    whole = rendering.render(conversation, add_generation_prompt=False)
+    end = whole.rfind(chat.eot_text)
+    if end < 0:
+        return []
+    after = whole[end + len(chat.eot_text) :]
+    eot = list(chat.eot_ids)
+    ended = completion[-len(eot) :] == eot
+    return ([] if ended else eot) + (chat.encode_text(after) if after else [])
 
 
 def _info(call: CallRecord) -> dict[str, Any]:
@@ -103,12 +131,15 @@ def episode_from_calls(
         recorder.record_call(
             None,
             action,
-            messages=[*call.messages, {"role": "assistant", "content": call.text}],
+            messages=[*call.messages, _reply(call)],
             token_source=call.token_source,
             info=_info(call),
             reward=float(reward) if last else 0.0,
             done=last,
         )
+    if placed:
+        call, action = placed[-1]
+        recorder.finish_calls(None, _closing_ids(call, list(action.token_ids or []), chat))
     [episode] = recorder.close()
     episode.metrics.update(_metrics(episode))
     return episode
