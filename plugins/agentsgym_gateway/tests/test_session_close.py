@@ -17,7 +17,7 @@ import pytest
 
 from agentsgym_gateway import ModelGateway
 from agentsgym_gateway.backend import BackendAnswer, BackendStream
-from gateway_fixtures import MODEL
+from gateway_fixtures import MODEL, FakeBackend
 
 MESSAGES = [{"role": "user", "content": "Say hello."}]
 ANSWER = {
@@ -37,7 +37,7 @@ ANSWER = {
 }
 
 
-class HeldBackend:
+class HeldBackend(FakeBackend):
     """Holds each call until released, and says when one reached it."""
 
     base_url = "held://"
@@ -68,12 +68,6 @@ class HeldBackend:
             yield b"data: [DONE]\n\n"
 
         return BackendStream("text/event-stream", chunks(), lambda: None)
-
-    async def get(self, path: str) -> BackendAnswer:
-        return BackendAnswer(200, b'{"data": []}', "application/json")
-
-    async def aclose(self) -> None:
-        return None
 
 
 def test_a_call_in_flight_when_its_session_closes_is_refused_not_answered() -> None:
