@@ -6,6 +6,7 @@ deterministic, a process's RSS is not.)"""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 import tracemalloc
@@ -17,6 +18,7 @@ import pytest
 
 from agentsgym_gateway import app as gateway_app
 from agentsgym_gateway.jsonio import LARGE_BODY_BYTES, dumps, loads, loads_request
+from agentsgym_gateway.limits import BodyTooLarge, read_bounded
 from gateway_fixtures import MODEL, gateway_over
 
 CONTENT = "a long file, line after line: é ✓ \n" * (2 * LARGE_BODY_BYTES // 36)
@@ -69,3 +71,40 @@ def test_memory_is_given_back_after_a_large_call_only(monkeypatch: pytest.Monkey
         assert released.wait(60)  # once the answer is sent
         calls = gateway.close_session(session)
     assert calls[-1].messages == BODY["messages"]
+
+
+class _Pieces:
+    """A request whose body arrives in ``pieces``, declaring ``declared`` bytes."""
+
+    def __init__(self, pieces: list[bytes], declared: int | None) -> None:
+        self.pieces = pieces
+        self.headers = {} if declared is None else {"content-length": str(declared)}
+
+    async def stream(self) -> Any:
+        for piece in self.pieces:
+            yield piece
+
+
+@pytest.mark.parametrize(
+    ("pieces", "declared"),
+    [
+        ([b'{"a": 1}'], 8),  # one piece: the body as it came
+        ([b'{"a"', b": 1}"], 8),  # several: one buffer of the declared size
+        ([b'{"a"', b": 1}"], None),  # no declared size
+        ([b'{"a"', b": 12}"], 8),  # more than declared: the buffer grows
+        ([b"", b'{"a": 1}'], 8),
+        ([], 0),
+    ],
+)
+def test_a_body_in_pieces_is_read_whole(pieces: list[bytes], declared: int | None) -> None:
+    body = asyncio.run(read_bounded(_Pieces(pieces, declared), 1024))
+    assert bytes(body) == b"".join(pieces)
+    if len(pieces) == 1:
+        assert body is pieces[0]  # not copied
+
+
+def test_a_body_past_the_limit_is_refused_while_it_arrives() -> None:
+    with pytest.raises(BodyTooLarge):
+        asyncio.run(read_bounded(_Pieces([b"x" * 600, b"y" * 600], None), 1000))
+    with pytest.raises(BodyTooLarge):  # a declared size past the limit: nothing is read
+        asyncio.run(read_bounded(_Pieces([], 5000), 1000))

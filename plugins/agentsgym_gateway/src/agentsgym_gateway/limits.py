@@ -27,26 +27,36 @@ def declared_size(headers: Any) -> int | None:
     return int(declared) if declared is not None and declared.isdigit() else None
 
 
-async def read_bounded(request: Any, limit: int) -> bytearray:
+async def read_bounded(request: Any, limit: int) -> bytes | bytearray:
     """The request's body, or :class:`BodyTooLarge` as soon as it passes ``limit``. A
-    body of declared size is read into a buffer of that size: one copy of it, never a
-    list of its pieces and then their join."""
+    body that came in one piece is that piece; one of several is written into one
+    buffer of its declared size as they come (one copy of the body, never a list of its
+    pieces and then their join)."""
     declared = declared_size(request.headers)
     if declared is not None and declared > limit:
         raise BodyTooLarge(limit)
-    body = bytearray(declared or 0)
+    first = b""
+    buffer: bytearray | None = None
     size = 0
     async for chunk in request.stream():
         end = size + len(chunk)
         if end > limit:
             raise BodyTooLarge(limit)
-        if end <= len(body):
-            body[size:end] = chunk
+        if buffer is None and not size:
+            first = chunk
         else:
-            body[size:] = chunk  # a body longer than declared grows the buffer
+            if buffer is None:
+                buffer = bytearray(max(declared or 0, end))
+                buffer[:size] = first
+            if end <= len(buffer):
+                buffer[size:end] = chunk
+            else:
+                buffer[size:] = chunk  # a body longer than declared grows the buffer
         size = end
-    del body[size:]
-    return body
+    if buffer is None:
+        return first
+    del buffer[size:]
+    return buffer
 
 
 @functools.cache
