@@ -1,6 +1,6 @@
-"""The model gateway: token fidelity of recorded programs, and overhead per call.
+"""The model gateway: token fidelity of recorded programs, overhead per call, memory.
 
-Usage: python bench/bench_gateway.py [--part fidelity|overhead|all] [--records PATH]
+Usage: python bench/bench_gateway.py [--part fidelity|overhead|memory|all] [--records PATH]
        python bench/bench_gateway.py --plot PNG --runs RUN.json ...   (runs from --json)
 
 * fidelity: programs run through the gateway (agentsgym-gateway) in front of the
@@ -24,6 +24,15 @@ Usage: python bench/bench_gateway.py [--part fidelity|overhead|all] [--records P
   percentile minus the direct one; the gateway's own time per call (inside its app,
   less the backend's part) and the CPU per call of gateway, backend and client tell
   added work from queueing.
+* memory (``--body-mb 15 [--repeats 5] [--gateway-src DIR]``): one call whose body is
+  ``--body-mb`` MB (one long message, or 300 messages of 50 KB), sent to a fresh gateway in a
+  process of its own in front of the instant backend; against the process before the
+  call (after a warm-up call): the most Python memory held at once during it and what
+  stays held (tracemalloc, in one process), and the process's RSS with the session
+  open (it holds the call's record) and once it is closed (in another, untraced:
+  tracemalloc's bookkeeping weighs on the RSS); medians of ``--repeats`` runs.
+* ``--gateway-src DIR`` runs the gateway of the overhead and memory parts from another
+  checkout's ``plugins/agentsgym_gateway/src`` (a "before"), side by side.
 """
 
 from __future__ import annotations
@@ -257,12 +266,15 @@ ARM_SECONDS = 8.0
 calls per arm and round."""
 
 
-def _spawn(*args: str) -> tuple[subprocess.Popen, str]:
+def _spawn(*args: str, python_path: Path | None = None) -> tuple[subprocess.Popen, str]:
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    if python_path is not None:  # first on the path: before the installed distribution
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(python_path), env.get("PYTHONPATH")]))
     process = subprocess.Popen(
         [sys.executable, str(PROCESSES), *args],
         stdout=subprocess.PIPE,
         text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        env=env,
     )
     assert process.stdout is not None
     line = process.stdout.readline().strip()
@@ -301,9 +313,11 @@ def overhead(
     rounds: int,
     profile: Path | None,
     prompt_tokens: int = 40,
+    gateway_src: Path | None = None,
 ) -> list[dict[str, Any]]:
     """Per level, ``rounds`` rounds of the three arms in turn, so that a change in the
-    machine's load falls on all of them; about ``calls_total`` calls per arm."""
+    machine's load falls on all of them; about ``calls_total`` calls per arm
+    (``gateway_src``: the gateway of another checkout)."""
     backend, backend_url = _spawn("backend", str(delay), str(prompt_tokens))
     hop, hop_url = _spawn("hop", backend_url)
     backend_root = backend_url.removesuffix("/v1")
@@ -312,7 +326,7 @@ def overhead(
     profiles: dict[int, str] = {}
     try:
         for sessions in levels:
-            gateway, line = _spawn("gateway", backend_url, str(sessions))
+            gateway, line = _spawn("gateway", backend_url, str(sessions), python_path=gateway_src)
             try:
                 info = json.loads(line)
                 urls = {"direct": backend_url, "hop": hop_url, "gateway": info["url"] + "/v1"}
@@ -436,9 +450,76 @@ def plot(runs: list[Path], path: Path) -> None:
     figure.savefig(path, dpi=110)
 
 
+MEMORY_BODIES = {
+    "one message": lambda size: [{"role": "user", "content": "x" * size}],
+    "300 messages": lambda size: [
+        {"role": "user" if i % 2 == 0 else "assistant", "content": "y" * (size // 300)}
+        for i in range(300)
+    ],
+}
+"""The bodies of the memory part: one long message, or a long conversation."""
+
+
+def _one_large_call(
+    backend_url: str, body: bytes, traced: bool, gateway_src: Path | None
+) -> tuple[dict[str, float], dict[str, float]]:
+    """One call of ``body`` through a fresh gateway process: what ``/_bench/measure``
+    says with the session open, and once it is closed."""
+    import time
+
+    import httpx
+
+    process, line = _spawn("memory", backend_url, "1" if traced else "0", python_path=gateway_src)
+    try:
+        started = json.loads(line)
+        url = started["url"] + "/v1/chat/completions"
+        headers = {"Authorization": f"Bearer {started['key']}"}
+        warm_up = {"model": MODEL, "messages": [{"role": "user", "content": "hi"}]}
+        httpx.post(url, json=warm_up, headers=headers, timeout=60).raise_for_status()
+        _control(started["control"], "mark")
+        headers["Content-Type"] = "application/json"
+        httpx.post(url, content=body, headers=headers, timeout=600).raise_for_status()
+        time.sleep(1.0)  # what runs once the answer is sent (freed memory given back)
+        return _control(started["control"], "measure"), _control(started["control"], "close")
+    finally:
+        _stop(process)
+
+
+def memory(body_mb: float, gateway_src: Path | None, repeats: int) -> list[dict[str, Any]]:
+    """One large call through a gateway process per body and repeat (module docstring):
+    the Python figures from a traced process, the RSS from an untraced one; medians."""
+    size = int(body_mb * 2**20)
+    backend, backend_url = _spawn("backend", "0", "40")
+    rows = []
+    try:
+        for name, messages in MEMORY_BODIES.items():
+            body = json.dumps({"model": MODEL, "messages": messages(size)}).encode()
+            python = [_one_large_call(backend_url, body, True, gateway_src) for _ in range(repeats)]
+            rss = [_one_large_call(backend_url, body, False, gateway_src) for _ in range(repeats)]
+
+            def median(runs: list[Any], moment: int, key: str) -> float:
+                return round(statistics.median(run[moment][key] for run in runs), 1)
+
+            rows.append(
+                {
+                    "body": f"{name}, {len(body) / 2**20:.0f} MB",
+                    "peak Python memory MB": median(python, 0, "peak_mb"),
+                    "Python memory held, open / closed MB": (
+                        f"{median(python, 0, 'held_mb')} / {median(python, 1, 'held_mb')}"
+                    ),
+                    "RSS, session open MB": median(rss, 0, "rss_mb"),
+                    "RSS, session closed MB": median(rss, 1, "rss_mb"),
+                    "RSS closed, each run": " ".join(f"{run[1]['rss_mb']:.0f}" for run in rss),
+                }
+            )
+    finally:
+        _stop(backend)
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--part", choices=["fidelity", "overhead", "all"], default="all")
+    parser.add_argument("--part", choices=["fidelity", "overhead", "memory", "all"], default="all")
     parser.add_argument(
         "--records", type=Path, default=Path("/tmp/agentsgym-gateway-records.jsonl")
     )
@@ -462,6 +543,14 @@ def main() -> None:
         help="only draw the --runs files (written by --json) against sessions into this PNG",
     )
     parser.add_argument("--runs", type=Path, nargs="+", default=[], help="runs for --plot")
+    parser.add_argument("--body-mb", type=float, default=15.0, help="the memory part's body")
+    parser.add_argument("--repeats", type=int, default=5, help="the memory part's runs per body")
+    parser.add_argument(
+        "--gateway-src",
+        type=Path,
+        help="the gateway of the overhead and memory parts from this folder (another "
+        "checkout's plugins/agentsgym_gateway/src: a before)",
+    )
     args = parser.parse_args()
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     if args.plot is not None:
@@ -473,12 +562,20 @@ def main() -> None:
     if args.part in ("overhead", "all"):
         levels = [int(level) for level in args.levels.split(",")]
         rows = overhead(
-            levels, args.calls, args.delay, args.rounds, args.profile, args.prompt_tokens
+            levels,
+            args.calls,
+            args.delay,
+            args.rounds,
+            args.profile,
+            args.prompt_tokens,
+            args.gateway_src,
         )
         print(_table(rows))
         if args.json is not None:
             run = {"delay": args.delay, "prompt tokens": args.prompt_tokens, "rows": rows}
             args.json.write_text(json.dumps(run, indent=1))
+    if args.part in ("memory", "all"):
+        print(_table(memory(args.body_mb, args.gateway_src, args.repeats)))
 
 
 if __name__ == "__main__":

@@ -1,9 +1,10 @@
-"""The processes of bench_gateway.py's overhead part, one role per process.
+"""The processes of bench_gateway.py's overhead and memory parts, one role per process.
 
     python bench/gateway_overhead.py backend DELAY PROMPT_TOKENS   an instant model backend
     python bench/gateway_overhead.py hop BACKEND_URL      a bare proxy (the floor of a hop)
     python bench/gateway_overhead.py gateway BACKEND_URL SESSIONS   the instrumented gateway
     python bench/gateway_overhead.py load URL KEYS CALLS STAGGER SEED   one arm's calls
+    python bench/gateway_overhead.py memory BACKEND_URL TRACED   the gateway, memory watched
 
 Each server prints its URL (the gateway: its URL and session keys, as JSON) on its
 first line and serves until killed; ``/_bench/*`` answers the benchmark's questions.
@@ -21,6 +22,12 @@ The load generator prints its result as JSON and exits.
   backend's part of it; the gateway's own time is the difference. ``/_bench/stats`` returns both and the
   process's CPU seconds since ``/_bench/reset``; ``/_bench/profile-start`` and
   ``/_bench/profile-stop`` run cProfile (CPU time) in the server's thread.
+* memory: ``ModelGateway`` with one session (under tracemalloc when ``TRACED`` is 1:
+  it counts Python's allocations, and its own bookkeeping weighs on the RSS, so the
+  bench takes the RSS from an untraced process); ``/_bench/mark`` takes the baseline
+  (after a collection) and ``/_bench/measure`` answers, against it, the process's RSS,
+  the Python memory held and the most held at once since the mark (``/_bench/close``
+  closes the session first).
 * load: every session (one per key) makes its calls one after another, starting
   after a random offset in ``[0, STAGGER)`` (seeded), so that sessions of a slow
   backend arrive spread out rather than all at once; prints the latencies of the calls
@@ -163,7 +170,7 @@ def gateway(backend_url: str, sessions: int) -> None:
         def __init__(self, inner: Any) -> None:
             self.inner = inner
 
-        async def post(self, path: str, body: bytes) -> Any:
+        async def post(self, path: str, body: bytes, context: Any = None) -> Any:
             start = time.perf_counter()
             try:
                 return await self.inner.post(path, body)
@@ -237,6 +244,49 @@ def profile_text(profiler: cProfile.Profile) -> str:
     return out.getvalue()
 
 
+# ---------------------------------------------------------------- memory
+def memory(backend_url: str, traced: bool) -> None:
+    import gc
+    import os
+    import tracemalloc
+
+    from agentsgym_gateway import ModelGateway
+
+    def rss_mb() -> float:
+        with open("/proc/self/statm") as statm:
+            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+    if traced:
+        tracemalloc.start()
+    gateway = ModelGateway(backend_url).start()
+    session = gateway.open_session()
+    mark = {"rss": 0.0, "traced": 0}
+
+    def control(command: str) -> dict[str, Any]:
+        if command == "close":
+            gateway.close_session(session)
+        gc.collect()
+        traced, peak = tracemalloc.get_traced_memory()
+        if command == "mark":
+            tracemalloc.reset_peak()
+            mark.update(rss=rss_mb(), traced=traced)
+            return {}
+        return {
+            "rss_mb": rss_mb() - mark["rss"],
+            "held_mb": (traced - mark["traced"]) / 2**20,
+            "peak_mb": (peak - mark["traced"]) / 2**20,
+        }
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            return await lifespan(receive, send)
+        command = scope["path"].rsplit("/", 1)[1]
+        await answer(send, json.dumps(await asyncio.to_thread(control, command)).encode())
+
+    first = json.dumps({"url": gateway.url, "key": session.api_key, "control": "{url}"})
+    serve_forever(app, first)
+
+
 # ---------------------------------------------------------------- load
 def load(url: str, keys: list[str], calls_each: int, stagger: float, seed: int) -> None:
     import aiohttp
@@ -284,10 +334,12 @@ def main() -> None:
         hop(args[0])
     elif role == "gateway":
         gateway(args[0], int(args[1]))
+    elif role == "memory":
+        memory(args[0], args[1] == "1")
     elif role == "load":
         load(args[0], json.loads(args[1]), int(args[2]), float(args[3]), int(args[4]))
     else:
-        raise SystemExit(f"unknown role {role!r}: backend, hop, gateway or load")
+        raise SystemExit(f"unknown role {role!r}: backend, hop, gateway, memory or load")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """Check that the declared version floors are true: install them, run a smoke subset.
 
-Every ``name>=X`` in the ``[project] dependencies`` of the distributions below is a
-promise that the project works with ``name==X``. This script
+Every ``name>=X`` in the ``[project] dependencies`` of the distributions below (and in
+the extras named with them, ``folder[extra]``) is a promise that the project works with
+``name==X``. This script
 
 1. reads those floors and fails when two distributions declare different floors for
    one package (only one of them could be the tested one);
@@ -40,7 +41,8 @@ DISTRIBUTIONS = [
     "plugins/agentsgym_tools",
     "plugins/agentsgym_scaffold",
     "plugins/agentsgym_trl",
-    "plugins/agentsgym_serve",
+    # the env server's FastAPI is serve's extra (the gateway needs none of it)
+    "plugins/agentsgym_serve[server]",
     "plugins/agentsgym_gateway",
     "plugins/agentsgym_judge",
 ]
@@ -79,9 +81,13 @@ SMOKE_TESTS = [
 def declared_floors(distributions: list[str]) -> dict[str, Version]:
     """Each floored package and its floor; exits when distributions disagree."""
     floors: dict[str, dict[Version, list[str]]] = {}
-    for folder in distributions:
+    for entry in distributions:
+        folder, _, extras = entry.partition("[")
         project = tomllib.loads((ROOT / folder / "pyproject.toml").read_text())["project"]
-        for line in project.get("dependencies", []):
+        lines = list(project.get("dependencies", []))
+        for extra in filter(None, extras.rstrip("]").split(",")):
+            lines += project["optional-dependencies"][extra]
+        for line in lines:
             requirement = Requirement(line)
             name = canonicalize_name(requirement.name)
             if name.startswith("agentsgym"):

@@ -118,6 +118,31 @@ def test_installing_the_core_brings_no_heavy_dependency() -> None:
     assert not HEAVY & needed, f"pip install agentsgym brings {sorted(HEAVY & needed)}"
 
 
+def _declared_closure(name: str, seen: set[str]) -> None:
+    """As :func:`_requirement_closure`, reading this repository's distributions from their
+    pyproject (as a fresh install would), the others from what is installed."""
+    key = name.lower().replace("_", "-")
+    folder = REPO / "core" if key == "agentsgym" else REPO / "plugins" / key.replace("-", "_")
+    if not key.startswith("agentsgym") or not (folder / "pyproject.toml").exists():
+        _requirement_closure(name, seen)
+        return
+    if key in seen:
+        return
+    seen.add(key)
+    project = tomllib.loads((folder / "pyproject.toml").read_text())["project"]
+    for line in project["dependencies"]:
+        _declared_closure(Requirement(line).name, seen)
+
+
+def test_installing_the_gateway_brings_no_fastapi() -> None:
+    """The gateway serves on agentsgym-serve's background server, which needs uvicorn
+    alone; FastAPI is serve's extra [server] (the env server)."""
+    needed: set[str] = set()
+    _declared_closure("agentsgym-gateway", needed)
+    assert {"agentsgym-serve", "uvicorn", "starlette"} <= needed  # the walk finds them
+    assert "fastapi" not in needed, "pip install agentsgym-gateway would bring FastAPI"
+
+
 @pytest.mark.parametrize("plugin", PLUGINS, ids=lambda p: p.name)
 def test_plugins_import_only_names_the_core_exports(plugin: Path) -> None:
     """import-linter checks the modules; this checks the names: a plugin imports from a

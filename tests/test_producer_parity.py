@@ -1,9 +1,11 @@
 """One episode, every producer: for the same env, tasks and scripted agent, the rows of
 a local run equal those of ``agentsgym serve`` over agentsgym/v1, OpenEnv and AgentGym's
-protocol, and of TRL's ``environment_factory`` bridge: each records through the core's
-episode protocol and recorder, so nothing of the episode may differ but what a protocol
-cannot carry (said per producer below). Three envs: a single-agent game, a game with
-roles (the client plays x, the server's agent o) and a tool env."""
+protocol, of TRL's ``environment_factory`` bridge, and of a harness program through the
+model gateway: each records through the core's episode recorder, so nothing of the
+episode may differ but what a protocol cannot carry (said per producer below). Three
+envs: a single-agent game, a game with roles (the client plays x, the server's agent o)
+and a tool env (the harness program plays the single-agent game: see its test for why
+not the other two)."""
 
 from __future__ import annotations
 
@@ -18,9 +20,11 @@ from agentsgym import AgentAction, Episode
 pytest.importorskip("agentsgym_serve", reason="the servers come with agentsgym-serve")
 pytest.importorskip("agentsgym_classical", reason="the games come with agentsgym-classical")
 pytest.importorskip("agentsgym_tools", reason="the tool env comes with agentsgym-tools")
+pytest.importorskip("agentsgym_gateway", reason="the harness program needs agentsgym-gateway")
 
 from agentsgym_classical import BisectAgent
 from agentsgym_classical.tictactoe_agents import HeuristicAgent, RandomMoveAgent
+from agentsgym_gateway import HarnessEnv, ProgramOutcome, ProgramRun
 from agentsgym_serve import BackgroundServer, create_app
 
 pytestmark = pytest.mark.timeout(300)
@@ -83,6 +87,57 @@ def test_a_single_agent_game_is_the_same_episode_from_every_producer() -> None:
     # OpenEnv's observation and AgentGym's reply carry no step info of the env's own
     assert rows(over_openenv, drop=("step_infos",)) == rows(want, drop=("step_infos",))
     assert rows(over_agentgym, drop=("step_infos",)) == rows(want, drop=("step_infos",))
+
+
+# ---------------------------------------------------------------------- a harness program
+class GuessingProgram(HarnessEnv):
+    """An agent program that plays GuessTheNumber: agentsgym's own openai client loop (the
+    ``openai`` agent) against a local copy of the env, its model the gateway's session.
+    The model behind the gateway is the run's agent; the verifier is the game's reward."""
+
+    def program(self, task_data: dict[str, Any]) -> Any:
+        def run(run: ProgramRun) -> float:
+            game = agentsgym.make(GUESS, env_config=GUESS_CONFIG)
+            model = agentsgym.make_agent(
+                "openai", base_url=run.base_url, api_key=run.api_key, model=run.model
+            )
+            try:
+                batch = game.run_trial([run.task_data], model)
+            finally:
+                game.close()
+            (episode,) = played(batch)
+            assert episode.ok, episode.error
+            return episode.final_reward
+
+        return run
+
+    def verify(self, task_data: dict[str, Any], workdir: Any, outcome: ProgramOutcome) -> float:
+        return float(outcome.result)
+
+
+def test_a_harness_program_replaying_the_agents_replies_gives_the_same_rows() -> None:
+    """The scripted agent answers the program's calls through the gateway (the run's own
+    agent): the rows' tokens, masks, rewards and messages are the local run's. A harness
+    episode cannot carry what stays inside the program (the env's step infos, reward
+    terms and truncation: the gateway sees calls, not steps) and has metrics of its own
+    (calls, segments, sampled share); those are left out. A game with roles is not
+    compared (one program session is one view: the gateway records the calls of one
+    model), nor a tool env (an agent backend answers with the agent's text, which the
+    gateway's tool parser reads as a model's; a scripted agent's structured calls have no
+    text to carry them)."""
+    tasks = [{"seed": s} for s in SEEDS]
+    local = agentsgym.make(GUESS, tokenizer=TINY, env_config=GUESS_CONFIG)
+    want = played(local.run_trial(tasks, BisectAgent()))
+    assert any(e.truncated for e in want)  # some games end at the step limit
+    harness = GuessingProgram(agentsgym.load_tokenizer(TINY))
+    try:
+        got = played(harness.run_trial(tasks, BisectAgent()))
+    finally:
+        harness.close()
+    assert all(e.ok for e in got), [e.error for e in got]
+    assert [len(e.segments) for e in got] == [1] * len(SEEDS)  # one row per rollout
+    kept_in_the_program = ("step_infos", "step_reward_terms", "metrics", "truncated")
+    assert rows(got, drop=kept_in_the_program) == rows(want, drop=kept_in_the_program)
 
 
 # ---------------------------------------------------------------------- a game with roles

@@ -161,7 +161,7 @@ class MultistepEnv:
     async def arun_trial(
         self,
         task_data_list: list[dict[str, Any]],
-        agent: Agent | dict[str, Agent],
+        agent: Agent | dict[str, Agent] | None = None,
         num_rollouts: int = 1,
         *,
         max_concurrency: int | None = None,
@@ -172,7 +172,9 @@ class MultistepEnv:
         each task's group. Agents' per-rollout seeds derive from ``seed``; ``on_episode``
         is called after every finished episode (progress bars). In an env with ``roles``,
         ``agent`` is a dict of agents by role, or one agent for every role (self-play);
-        the batch holds one group per task and trainable role."""
+        the batch holds one group per task and trainable role. Only an env that plays its
+        own episodes with a model it names (a harness env with ``backend_url``) is played
+        without an ``agent``."""
         max_concurrency = max_concurrency or DEFAULT_MAX_CONCURRENCY
         return await arun_trial(
             self,

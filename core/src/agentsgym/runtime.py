@@ -27,6 +27,7 @@ __getattr__, __dir__, __all__ = public_names(
 # graph's tools read them, and public_names reads them to hand each name out.
 if TYPE_CHECKING:
     from agentsgym.agents import AgentCaller
+    from agentsgym.agents.openai_wire import parse_tool_arguments, policy_version_of
     from agentsgym.aio import run_sync
     from agentsgym.config import describe_validation_error
     from agentsgym.dataset_runner import arun_dataset, run_dataset

@@ -7,6 +7,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from agentsgym_gateway import ModelGateway
+from agentsgym_gateway.backend import BackendAnswer
 from agentsgym_serve.model_server import OpenAICompatServer, ScriptedPolicy
 
 TOKENIZER = "agentsgym/tiny-chatml"
@@ -31,3 +32,16 @@ def gateway_over(
         ) as gateway,
     ):
         yield gateway, server
+
+
+class FakeBackend:
+    """The part every in-process test backend shares: a model list, nothing to close.
+    A subclass answers ``post`` (and ``open_stream``) as its test needs."""
+
+    base_url = "fake://"
+
+    async def get(self, path: str) -> BackendAnswer:
+        return BackendAnswer(200, b'{"data": []}', "application/json")
+
+    async def aclose(self) -> None:
+        return None

@@ -102,10 +102,15 @@ def test_text_only_calls_are_retokenized_with_the_env_template() -> None:
     assert [s.token_source for s in episode.steps] == ["retokenized"] * 3
     assert episode.metrics["sampled_token_share"] == 0.0
     assert not episode.has_logprobs
-    # the retokenized stream is the template's rendering of the conversation
+    # the retokenized stream is the template's rendering of the whole conversation, to
+    # the text after the final reply (ChatML's newline: context, as a chat stream ends)
     last = calls[-1]
-    expected = chat.encode_prompt(last.messages) + chat.encode_model_text(last.text) + chat.eot_ids
-    assert episode.segments[-1].token_ids.tolist() == expected
+    conversation = [*last.messages, {"role": "assistant", "content": last.text}]
+    expected = chat.encode_prompt(conversation, add_generation_prompt=False)
+    segment = episode.segments[-1]
+    assert segment.token_ids.tolist() == expected
+    assert segment.agent_mask.tolist()[-1] == 0
+    assert chat.tokenizer.decode([expected[-1]]) == "\n"
 
 
 def test_retokenized_calls_without_a_tokenizer_fail_the_episode_with_what_to_do() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +38,8 @@ def test_a_plain_openai_tool_loop_is_an_env() -> None:
         env = agentsgym.make(
             "gateway/OpenAIToolLoop-v0", tokenizer=TOKENIZER, env_config=_config(server)
         )
-        batch = env.run_trial(TASKS, num_rollouts=2, max_concurrency=2)
+        with closing(env):
+            batch = env.run_trial(TASKS, num_rollouts=2, max_concurrency=2)
     episodes = [e for group in batch.groups for trial in group.trials for e in trial]
     assert len(episodes) == 2
     for episode in episodes:
@@ -54,7 +56,8 @@ def test_an_openai_agents_sdk_app_is_an_env() -> None:
         env = agentsgym.make(
             "gateway/AgentsSDK-v0", tokenizer=TOKENIZER, env_config=_config(server)
         )
-        batch = env.run_trial(TASKS)
+        with closing(env):
+            batch = env.run_trial(TASKS)
     (episode,) = batch.groups[0].trials[0]
     assert episode.ok, episode.error
     assert episode.final_reward == 1.0 and episode.num_turns == 2
@@ -96,8 +99,9 @@ def test_a_crash_or_a_hang_fails_its_episode_with_status_and_stderr_never_the_ru
         tokenizer = agentsgym.load_tokenizer(TOKENIZER)
         crashing = CrashingEnv(tokenizer, _config(server))
         hanging = HangingEnv(tokenizer, _config(server, episode_timeout_seconds=3))
-        (crashed,) = crashing.run_trial(TASKS).groups[0].trials[0]
-        (hung,) = hanging.run_trial(TASKS).groups[0].trials[0]
+        with closing(crashing), closing(hanging):
+            (crashed,) = crashing.run_trial(TASKS).groups[0].trials[0]
+            (hung,) = hanging.run_trial(TASKS).groups[0].trials[0]
     assert "exited with status 3" in crashed.error and "boom" in crashed.error
     assert "agw-" not in crashed.error  # the session key is never recorded
     assert crashed.num_turns == 1  # what it did before it crashed is kept
@@ -134,7 +138,8 @@ def test_a_callable_program_gets_its_session_and_input() -> None:
 
     with _server(["42"]) as server:
         env = FileEnv(agentsgym.load_tokenizer(TOKENIZER), _config(server))
-        batch = env.run_trial(TASKS)
+        with closing(env):
+            batch = env.run_trial(TASKS)
     (episode,) = batch.groups[0].trials[0]
     assert episode.ok and episode.final_reward == 1.0
     assert seen[0].input == "say 42" and seen[0].base_url.endswith("/v1")
@@ -144,14 +149,15 @@ def test_a_local_model_agent_serves_the_programs_with_its_own_sampled_ids() -> N
     """The tiny random model (agentsgym-trl) answers the program's calls in process: the
     prompt ids are the env template's rendering of the call, the completion its sample."""
     agent = agentsgym.make_agent("transformers", model="tiny", max_new_tokens=8, seed=0)
-    env = agentsgym.make("gateway/OpenAIToolLoop-v0", tokenizer=agent.tokenizer)
-    batch = env.run_trial(TASKS, agent, num_rollouts=2)
+    with closing(agentsgym.make("gateway/OpenAIToolLoop-v0", tokenizer=agent.tokenizer)) as env:
+        batch = env.run_trial(TASKS, agent, num_rollouts=2)
     for (episode,) in batch.groups[0].trials:
         assert episode.ok, episode.error
         assert episode.num_turns >= 1
         assert {s.token_source for s in episode.steps} == {"server"}
         assert episode.metrics["sampled_token_share"] == 1.0
         assert episode.has_logprobs
+        assert {s.policy_version for s in episode.steps} == {agent.policy_version}
 
 
 def test_a_pydantic_ai_agent_is_an_env() -> None:
@@ -165,7 +171,8 @@ def test_a_pydantic_ai_agent_is_an_env() -> None:
     policy = ScriptedPolicy(_calculator("42"), tokenizer=qwen)
     with OpenAICompatServer(policy, models=[MODEL]) as server:
         env = agentsgym.make("gateway/PydanticAI-v0", tokenizer=qwen, env_config=_config(server))
-        batch = env.run_trial(TASKS)
+        with closing(env):
+            batch = env.run_trial(TASKS)
     (episode,) = batch.groups[0].trials[0]
     assert episode.ok, episode.error
     assert episode.final_reward == 1.0 and episode.num_turns == 2

@@ -19,6 +19,7 @@ from agentsgym_gateway import ModelGateway
 from agentsgym_gateway.backend import BackendAnswer
 from agentsgym_gateway.jsonio import dumps, loads, loads_request, parse_answer
 from agentsgym_gateway.wire import token_ids
+from gateway_fixtures import FakeBackend
 
 PROMPT_IDS = [101, 102, 103]
 COMPLETION_IDS = [7, 8]
@@ -70,7 +71,7 @@ def test_token_ids_are_kept_as_parsed_and_only_odd_lists_are_converted() -> None
         token_ids([1, "a"])
 
 
-class _Writer:
+class _Writer(FakeBackend):
     """A backend answering one chat completion written by ``write``, with the ids and
     logprobs the gateway asks for, and fields an orjson re-write would change."""
 
@@ -96,15 +97,9 @@ class _Writer:
             "prompt_token_ids": PROMPT_IDS,
         }
 
-    async def post(self, path: str, body: bytes) -> BackendAnswer:
+    async def post(self, path: str, body: bytes, context: Any = None) -> BackendAnswer:
         self.sent.append(body)
         return BackendAnswer(200, self.write(self.answer(json.loads(body))), "application/json")
-
-    async def get(self, path: str) -> BackendAnswer:
-        return BackendAnswer(200, b'{"data":[]}', "application/json")
-
-    async def aclose(self) -> None:
-        return None
 
 
 def _orjson_writer(body: dict[str, Any]) -> bytes:

@@ -4,6 +4,7 @@ Llama-3.2 session with tool calls stays one segment."""
 from __future__ import annotations
 
 import json
+from contextlib import closing
 from typing import Any
 
 import openai
@@ -132,7 +133,8 @@ def test_the_tool_loop_env_on_the_llama_pack_reads_calls_with_its_templates_pars
     with OpenAICompatServer(policy, models=[MODEL]) as server:
         config = {"backend_url": server.base_url, "model": MODEL, "tool_parser": "auto"}
         env = agentsgym.make("gateway/OpenAIToolLoop-v0", tokenizer=tokenizer, env_config=config)
-        batch = env.run_trial([{"a": 17, "b": 25}])
+        with closing(env):
+            batch = env.run_trial([{"a": 17, "b": 25}])
     (episode,) = batch.groups[0].trials[0]
     assert episode.ok, episode.error
     assert episode.final_reward == 1.0 and episode.num_turns == 2

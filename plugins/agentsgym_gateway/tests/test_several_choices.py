@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import secrets
+from typing import Any
 
 import httpx
 import openai
@@ -15,12 +16,12 @@ from agentsgym_gateway import ModelGateway
 from agentsgym_gateway.agent_backend import AgentBackend
 from agentsgym_gateway.backend import BackendAnswer
 from agentsgym_gateway.episodes import episode_from_calls
-from gateway_fixtures import MODEL, TOKENIZER, gateway_over
+from gateway_fixtures import MODEL, TOKENIZER, FakeBackend, gateway_over
 
 MESSAGES = [{"role": "user", "content": "Name a colour."}]
 
 
-class _SeveralChoices:
+class _SeveralChoices(FakeBackend):
     """A backend that samples ``n`` choices as vLLM does (scripted texts; ids and
     logprobs from the tiny template), with the prompt ids once for all of them."""
 
@@ -30,7 +31,7 @@ class _SeveralChoices:
         self.texts = texts
         self.chat = agentsgym.runtime.ChatTokenizer(agentsgym.load_tokenizer(TOKENIZER))
 
-    async def post(self, path: str, body: bytes) -> BackendAnswer:
+    async def post(self, path: str, body: bytes, context: Any = None) -> BackendAnswer:
         request = json.loads(body)
         prompt = self.chat.encode_prompt(request["messages"])
         choices = []
@@ -51,12 +52,6 @@ class _SeveralChoices:
             "prompt_token_ids": prompt,
         }
         return BackendAnswer(200, json.dumps(answer).encode(), "application/json")
-
-    async def get(self, path: str) -> BackendAnswer:
-        return BackendAnswer(200, b'{"data": []}', "application/json")
-
-    async def aclose(self) -> None:
-        return None
 
 
 def test_each_choice_is_its_own_record_and_the_continued_one_continues_its_row() -> None:

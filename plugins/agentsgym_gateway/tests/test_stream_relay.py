@@ -14,7 +14,7 @@ import openai
 
 from agentsgym_gateway import ModelGateway
 from agentsgym_gateway.backend import BackendAnswer, BackendStream
-from gateway_fixtures import MODEL, gateway_over
+from gateway_fixtures import MODEL, FakeBackend, gateway_over
 
 MESSAGES = [{"role": "user", "content": "Say hello."}]
 _VOLATILE = re.compile(rb'"(id|created)":("[^"]*"|\d+)')
@@ -109,7 +109,7 @@ def test_a_stream_without_ids_gives_a_retokenized_record() -> None:
     assert calls[0].text == "plain streamed text" and calls[0].completion_token_ids is None
 
 
-class _HeldStream:
+class _HeldStream(FakeBackend):
     """A streaming backend that sends its second event only once the first reached the
     program: a gateway that waited for the whole answer would never forward it."""
 
@@ -118,7 +118,7 @@ class _HeldStream:
     def __init__(self) -> None:
         self.first_seen = threading.Event()
 
-    async def open_stream(self, path: str, body: bytes) -> BackendStream:
+    async def open_stream(self, path: str, body: bytes, context: Any = None) -> BackendStream:
         import asyncio
 
         def event(payload: dict[str, Any]) -> bytes:
@@ -136,14 +136,8 @@ class _HeldStream:
 
         return BackendStream("text/event-stream", chunks(), lambda: None)
 
-    async def post(self, path: str, body: bytes) -> BackendAnswer:
+    async def post(self, path: str, body: bytes, context: Any = None) -> BackendAnswer:
         raise AssertionError("a streaming request is streamed from the backend")
-
-    async def get(self, path: str) -> BackendAnswer:
-        return BackendAnswer(200, b'{"data": []}', "application/json")
-
-    async def aclose(self) -> None:
-        return None
 
 
 def test_events_reach_the_program_as_the_backend_sends_them() -> None:

@@ -41,8 +41,9 @@ def _episodes(batch: Any) -> list[Any]:
 
 def _audit(episode: Any, env: Any, conversation: list[dict[str, Any]]) -> None:
     """One exchange: the episode's tokens are the prompt the model was conditioned on
-    (the template's rendering of what verifiers sent) and then exactly the tokens it
-    sampled (the reply and its end-of-turn token), the mask on those alone."""
+    (the template's rendering of what verifiers sent), then exactly the tokens it
+    sampled (the reply and its end-of-turn token), the mask on those alone, then what
+    the template writes after the final reply (ChatML's newline), as context."""
     assert episode.ok, episode.error
     episode.check()
     assert [(m["role"], m["content"]) for m in episode.messages] == [
@@ -55,8 +56,10 @@ def _audit(episode: Any, env: Any, conversation: list[dict[str, Any]]) -> None:
     prompt_ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
     reply_ids = tokenizer(conversation[-1]["content"], add_special_tokens=False)["input_ids"]
     sampled = [*reply_ids, tokenizer.convert_tokens_to_ids("<|im_end|>")]
-    assert episode.full_token_ids == [*prompt_ids, *sampled]
-    assert episode.agent_token_mask == [0] * len(prompt_ids) + [1] * len(sampled)
+    closing = tokenizer("\n", add_special_tokens=False)["input_ids"]
+    assert episode.full_token_ids == [*prompt_ids, *sampled, *closing]
+    mask = [0] * len(prompt_ids) + [1] * len(sampled) + [0] * len(closing)
+    assert episode.agent_token_mask == mask
     assert {step.token_source for step in episode.steps} == {"server"}
 
 

@@ -119,7 +119,8 @@ def span_versions(spans: Any, count: int) -> list[int] | None:
 
 
 def policy_version_of(body: Any) -> int | None:
-    """The reply's ``policy_version`` (an integer), or ``None`` when it has none."""
+    """The reply's ``policy_version`` (an integer), or ``None`` when it has none (the
+    openai agent and the model gateway read a reply's version with it)."""
     version = body.get("policy_version") if isinstance(body, dict) else None
     return version if isinstance(version, int) and not isinstance(version, bool) else None
 
@@ -151,6 +152,40 @@ def as_openai(message: Message) -> Message:
 def _json_text(function: dict[str, Any]) -> str:
     arguments = function.get("arguments", {})
     return arguments if isinstance(arguments, str) else json.dumps(arguments)
+
+
+def parse_tool_arguments(messages: Messages) -> Messages:
+    """The messages as vLLM hands them to the chat template: each tool call's
+    ``arguments``, JSON text on OpenAI's wire, parsed into an object (templates write it
+    with ``tojson``, so the rendering is what the model sampled, ``{"a": 1}``, never the
+    escaped text ``"{\\"a\\": 1}"``); empty or missing arguments become ``{}``, as vLLM
+    makes them. Text that is not JSON stays as it is (vLLM refuses the request); the
+    messages given are not changed."""
+    rendered: Messages = []
+    for message in messages:
+        calls = message.get("tool_calls") if isinstance(message, dict) else None
+        if calls:
+            parsed = [_parsed_call(call) for call in calls]
+            message = Message(**{**message, "tool_calls": parsed})  # type: ignore[typeddict-item]
+        rendered.append(message)
+    return rendered
+
+
+def _parsed_call(call: Any) -> Any:
+    function = call.get("function") if isinstance(call, dict) else None
+    if not isinstance(function, dict):
+        return call
+    arguments = function.get("arguments")
+    if isinstance(arguments, (dict, list)):
+        return call
+    if not arguments:
+        parsed: Any = {}
+    else:
+        try:
+            parsed = json.loads(arguments)
+        except (TypeError, json.JSONDecodeError):
+            return call
+    return {**call, "function": {**function, "arguments": parsed}}
 
 
 def is_ids(value: Any) -> bool:

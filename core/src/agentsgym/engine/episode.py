@@ -27,7 +27,14 @@ from agentsgym.worker_pool import WorkerPool
 if TYPE_CHECKING:
     from agentsgym.engine.playable import PlayableEnv
 
-__all__ = ["EpisodeRun", "aplay_episode", "aplay_role_episodes"]
+__all__ = ["EpisodeRun", "aplay_episode", "aplay_role_episodes", "own_episodes"]
+
+
+def own_episodes(env: Any) -> Any:
+    """The env's ``aplay_own_episode(task_data, agent, context)`` coroutine function when
+    it plays its episodes itself (a harness env runs an agent program whose model calls a
+    gateway records), else ``None``."""
+    return getattr(env, "aplay_own_episode", None)
 
 
 class EpisodeRun:

@@ -296,6 +296,14 @@ class EpisodeRecorder:
         view.episode.messages = messages
         return self.record_step(role, action, span, reward=reward, done=done, info=info)
 
+    def finish_calls(self, role: str | None, closing_ids: list[int]) -> None:
+        """End ``role``'s calls with what the chat template writes after the final reply
+        (context, mask 0), as a chat stream's view ends: the same rows as the local
+        engine's for the same conversation."""
+        stream = self.views[role].tokens
+        if isinstance(stream, CallStream):
+            stream.finish(closing_ids)
+
     # ------------------------------------------------------------------ the end
     def settle(self, role: str | None, terms: dict[str, float]) -> None:
         """Add closing reward terms to ``role``'s last step (none if it never acted), and

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentsgym.agents import AgentCaller, follow_concurrency
 from agentsgym.aio import sync_twin
-from agentsgym.engine.episode import aplay_role_episodes
+from agentsgym.engine.episode import aplay_role_episodes, own_episodes
 from agentsgym.engine.hook_runtime import HookRuntime
 from agentsgym.engine.play import callers_by_role
 from agentsgym.errors import RunSettingsError
@@ -73,7 +73,7 @@ def check_run_settings(num_rollouts: int, max_concurrency: int) -> None:
 
 async def aplay_trial(
     job: TrialJob,
-    caller: AgentCaller | dict[str, AgentCaller],
+    caller: AgentCaller | dict[str, AgentCaller] | None,
     runtime: HookRuntime,
     *,
     seed: int = 0,
@@ -127,8 +127,10 @@ async def arun_jobs(
 ) -> dict[tuple[int, int], list[Episode]]:
     """Play every trial, up to ``max_concurrency`` at once; episodes by job key.
 
-    A job plays with its own ``agent`` if it has one. The callbacks run on the loop's
-    thread after every episode / trial; an exception from one stops the run.
+    A job plays with its own ``agent`` if it has one. Only an env that plays its own
+    episodes (``aplay_own_episode``) may have no agent: it names its model itself (a
+    harness env's ``backend_url``). The callbacks run on the loop's thread after every
+    episode / trial; an exception from one stops the run.
     """
     check_run_settings(1, max_concurrency)
     results: dict[tuple[int, int], list[Episode]] = {}
@@ -137,6 +139,8 @@ async def arun_jobs(
     callers: dict[int, AgentCaller] = {}
     for job in jobs:
         player = job.agent if job.agent is not None else agent
+        if player is None and own_episodes(job.env) is not None:
+            continue
         if player is None:
             raise RunSettingsError(
                 f"trial {job.key} of {job.env.env_id} has no agent: give one for the run or "
@@ -148,7 +152,9 @@ async def arun_jobs(
                 callers[id(one)] = AgentCaller(one)
                 follow_concurrency(one, max_concurrency)
 
-    def caller_of(player: Any) -> AgentCaller | dict[str, AgentCaller]:
+    def caller_of(player: Any) -> AgentCaller | dict[str, AgentCaller] | None:
+        if player is None:
+            return None
         if isinstance(player, dict):
             return {role: callers[id(one)] for role, one in player.items()}
         return callers[id(player)]
@@ -225,7 +231,7 @@ def make_groups(
 async def arun_trial(
     env: PlayableEnv,
     task_data_list: list[dict[str, Any]],
-    agent: Agent | dict[str, Agent],
+    agent: Agent | dict[str, Agent] | None,
     num_rollouts: int = 1,
     *,
     max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
@@ -235,7 +241,8 @@ async def arun_trial(
 ) -> TrajectoryBatch:
     """Play ``num_rollouts`` trials of every task, concurrently; one group per task (per
     task and trainable role in an env with roles). ``agent``: one agent (in an env with
-    roles, it plays every role: self-play) or a dict of agents by role."""
+    roles, it plays every role: self-play) or a dict of agents by role; ``None`` only for
+    an env that plays its own episodes with a model of its own."""
     check_run_settings(num_rollouts, max_concurrency)
     jobs = [
         TrialJob(env, task_data, task_index, rollout_index)

@@ -25,6 +25,8 @@ class CallStream:
         self.segments: list[SegmentBuilder] = []
         self.has_logprobs = True
         """Every call placed so far came with its sampled logprobs."""
+        self._last: int | None = None
+        """The segment of the call placed last."""
 
     def _continued(self, prompt_ids: Sequence[int]) -> int | None:
         """The longest segment that is a prefix of ``prompt_ids`` (the latest on a tie)."""
@@ -58,4 +60,12 @@ class CallStream:
         if logprobs is None:
             self.has_logprobs = False
         positions = list(range(start, len(segment)))
+        self._last = index
         return AgentSpan(index, positions, token_source), new_segment
+
+    def finish(self, closing_ids: Sequence[int]) -> None:
+        """End the segment of the last call with ``closing_ids``, as context: what the
+        template writes after the final reply (ChatML's newline after its end of turn),
+        so a stream of calls ends as a chat stream does (``EpisodeTokenizer.finish``)."""
+        if self._last is not None and closing_ids:
+            self.segments[self._last].extend([int(i) for i in closing_ids], agent=False)

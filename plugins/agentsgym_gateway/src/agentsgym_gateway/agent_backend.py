@@ -1,24 +1,31 @@
 """An in-process agent as the gateway's backend (a local model: ``--agent transformers``).
 
-A chat call is rendered with the env's chat template (the request's messages, with its
-tools) into the exact prompt ids, and the agent is called with them (a token-in agent
-such as agentsgym-trl's transformers agent is conditioned on those very ids, so a
-call that rewrote its history is answered on the rewritten history). The answer is a
-chat completion, as vLLM writes one with ``return_token_ids``: prompt ids, sampled ids
-and logprobs. The agent's own sampling settings apply; the request's are not read.
-Text completions, and several choices per call (``n`` above 1), need a server backend
-(HTTP 400 says so). A streaming request gets the complete answer as events.
+A chat call is rendered with the env's chat template as vLLM renders it (the request's
+messages, each tool call's JSON-text arguments parsed into an object,
+:func:`agentsgym.runtime.parse_tool_arguments`; with its tools) into the exact prompt
+ids, and the agent is called with them (a token-in agent such as agentsgym-trl's
+transformers agent is conditioned on those very ids, so a call that rewrote its history
+is answered on the rewritten history). The answer is a chat completion, as vLLM writes
+one with ``return_token_ids``: prompt ids, sampled ids and logprobs, and the agent's
+``policy_version`` (the weights that answered). The agent's own sampling settings
+apply; the request's are not read. The agent gets the episode's
+:class:`~agentsgym.EpisodeContext` with each call (task, rollout and episode index, the
+per-rollout seed; ``step``: the calls answered before; ``tools``: the call's). Text
+completions, and several choices per call (``n`` above 1), need a server backend (HTTP
+400 says so). A streaming request gets the complete answer as events.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import secrets
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from agentsgym import EpisodeContext, call_agent
+from agentsgym.runtime import parse_tool_arguments
 from agentsgym_gateway.backend import BackendAnswer
 from agentsgym_gateway.jsonio import dumps, loads
 from agentsgym_gateway.wire import requested_choices
@@ -48,7 +55,11 @@ class AgentBackend:
         model = {"id": AGENT_MODEL, "object": "model", "created": 0, "owned_by": "agentsgym"}
         return _answer(200, {"object": "list", "data": [model]})
 
-    async def post(self, path: str, body: bytes) -> BackendAnswer:
+    async def post(
+        self, path: str, body: bytes, context: EpisodeContext | None = None
+    ) -> BackendAnswer:
+        """Answer a call; ``context``: the episode of the program that made it (the engine's,
+        through the gateway session), handed to the agent with the call's tools."""
         if path != "/chat/completions":
             message = "an agent backend answers chat completions only; use a model server"
             return _answer(400, {"error": {"message": message, "type": "invalid_request_error"}})
@@ -59,14 +70,18 @@ class AgentBackend:
                 "per sample, or put a model server (vLLM) behind the gateway"
             )
             return _answer(400, {"error": {"message": message, "type": "invalid_request_error"}})
-        return await asyncio.get_running_loop().run_in_executor(self._threads, self._chat, request)
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._threads, self._chat, request, context)
 
-    def _chat(self, request: dict[str, Any]) -> BackendAnswer:
+    def _chat(self, request: dict[str, Any], context: EpisodeContext | None) -> BackendAnswer:
         messages = request.get("messages") or []
         tools = request.get("tools") or []
         rendering = self.chat.with_tools(tools) if tools else self.chat
-        prompt_ids = rendering.encode_prompt(messages)
-        context = EpisodeContext("gateway", self.env_id, 0, 0, 0, 0, tools=tuple(tools))
+        # as vLLM renders it: a tool call's arguments written as the model sampled them
+        prompt_ids = rendering.encode_prompt(parse_tool_arguments(messages))
+        if context is None:  # a gateway used on its own, outside an env's episodes
+            context = EpisodeContext("gateway", self.env_id, 0, 0, 0, 0)
+        context = dataclasses.replace(context, tools=tuple(tools))
         action, _ = call_agent(self.agent, messages, None, prompt_ids, context=context)
         ids = action.token_ids
         if ids is None:  # a text-only agent: recorded as retokenized
@@ -102,6 +117,8 @@ class AgentBackend:
         }
         if ids is not None:
             response["prompt_token_ids"] = list(action.prompt_token_ids or prompt_ids)
+        if action.policy_version is not None:  # as agentsgym's loopback server sends it
+            response["policy_version"] = action.policy_version
         return _answer(200, response)
 
     async def aclose(self) -> None:

@@ -8,19 +8,21 @@ session's key; the answer is the backend's (see :mod:`agentsgym_gateway.wire`).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from contextlib import asynccontextmanager
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.background import BackgroundTask
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from agentsgym_gateway.backend import Backend, BackendAnswer, BackendStream
-from agentsgym_gateway.jsonio import dumps, loads_request
-from agentsgym_gateway.limits import BodyTooLarge, read_bounded
-from agentsgym_gateway.records import CallRecord
+from agentsgym_gateway.jsonio import LARGE_BODY_BYTES, dumps, loads_request
+from agentsgym_gateway.limits import BodyTooLarge, read_bounded, release_freed_memory
+from agentsgym_gateway.records import CallRecord, Endpoint
 from agentsgym_gateway.relay import StreamRelay
 from agentsgym_gateway.responses_api import UNSUPPORTED, to_chat_body, to_response
 from agentsgym_gateway.sessions import GatewaySession, SessionStore
@@ -38,6 +40,11 @@ logger = logging.getLogger(__name__)
 
 ERROR_TEXT_CHARS = 2000
 """How much of a backend's error body a failed call's record keeps."""
+SESSION_CLOSED = (
+    "the gateway session of this call was closed while the call was in flight (its "
+    "episode had ended): the answer was not recorded, so it is not given either"
+)
+"""What a program is told of a call answered after its session closed (HTTP 410)."""
 
 
 def _error_body(message: str, kind: str, code: str | None = None) -> dict[str, Any]:
@@ -47,6 +54,28 @@ def _error_body(message: str, kind: str, code: str | None = None) -> dict[str, A
 def _error(status: int, message: str, kind: str, code: str | None = None) -> Response:
     body = dumps(_error_body(message, kind, code))
     return Response(body, status, media_type="application/json")
+
+
+def _closed() -> BackendAnswer:
+    """The answer to a call whose session closed before its answer could be recorded."""
+    body = _error_body(SESSION_CLOSED, "invalid_request_error", "session_closed")
+    return BackendAnswer(410, dumps(body), "application/json")
+
+
+def _closed_event() -> bytes:
+    """The Server-Sent Event that ends a stream whose session closed before its end."""
+    body = _error_body(SESSION_CLOSED, "invalid_request_error", "session_closed")
+    return b"data: " + dumps(body) + b"\n\n"
+
+
+def _releasing(response: Response, large: bool) -> Response:
+    """``response``, and for a call with a large body (at least
+    :data:`~agentsgym_gateway.jsonio.LARGE_BODY_BYTES`) the memory it freed given back to
+    the system once it is sent (:func:`~agentsgym_gateway.limits.release_freed_memory`,
+    in a thread)."""
+    if large:
+        response.background = BackgroundTask(asyncio.to_thread, release_freed_memory)
+    return response
 
 
 def _failed(kind: str, status: int, content: bytes) -> CallRecord:
@@ -67,7 +96,14 @@ def _streamed_records(
         failure = "the backend's stream held no choice"
     if failure is not None:
         return [_failed(kind, 502, failure.encode())]
-    return [record_of(kind, body, response, i) for i in range(len(response["choices"]))]
+    records = []
+    for index, choice in enumerate(response["choices"]):
+        record = record_of(kind, body, response, index)
+        record.policy_versions = relay.assembler.token_versions(choice["index"])
+        if record.policy_versions:
+            record.policy_version = min(record.policy_versions)
+        records.append(record)
+    return records
 
 
 def _bearer(request: Request) -> str | None:
@@ -148,38 +184,49 @@ class GatewayApp:
     def _passthrough(answer: BackendAnswer) -> Response:
         return Response(answer.content, answer.status, media_type=answer.media_type)
 
-    async def read_json(self, request: Request) -> dict[str, Any] | Response:
-        """The request body as a JSON object, or the error response to send instead."""
+    async def read_json(self, request: Request) -> tuple[dict[str, Any], bool] | Response:
+        """The request body as a JSON object, and whether it is a large one (at least
+        :data:`~agentsgym_gateway.jsonio.LARGE_BODY_BYTES`); or the error response to
+        send instead."""
         try:
             raw = await read_bounded(request, self.max_body_bytes)
         except BodyTooLarge as exc:
             return _error(413, str(exc), "invalid_request_error")
+        large = len(raw) >= LARGE_BODY_BYTES
         try:
             body = loads_request(raw)
         except ValueError as exc:
             return _error(400, f"the request body is not JSON ({exc})", "invalid_request_error")
         if not isinstance(body, dict):
             return _error(400, "the request body must be a JSON object", "invalid_request_error")
-        return body
+        return body, large
 
     def _endpoint_path(self, kind: str) -> str:
         return "/chat/completions" if kind == "chat" else "/completions"
 
     async def _send(
-        self, kind: str, body: dict[str, Any], *, stream: bool = False
+        self,
+        session: GatewaySession,
+        kind: str,
+        body: dict[str, Any],
+        *,
+        stream: bool = False,
+        large: bool = False,
     ) -> tuple[BackendRequest, BackendAnswer | BackendStream]:
-        """The backend's answer to ``body`` (``stream``: its stream, when it streams); a
-        backend that refuses ``return_token_ids`` is asked again without it."""
+        """The backend's answer to ``body`` (``stream``: its stream, when it streams;
+        ``large``: a large body, written by ``json``); a backend that refuses
+        ``return_token_ids`` is asked again without it."""
         send = self.backend.open_stream if stream else self.backend.post
         prepared = prepare(kind, body, token_ids=self.backend_token_ids, stream_backend=stream)
+        path, context = self._endpoint_path(kind), session.call_context()
         try:
-            answer = await send(self._endpoint_path(kind), dumps(prepared.body))
+            answer = await send(path, dumps(prepared.body, large=large), context)
             refused = isinstance(answer, BackendAnswer) and answer.status == 400
             if refused and b"return_token_ids" in answer.content:
                 self.backend_token_ids = False
                 logger.warning("the backend refuses return_token_ids: calls are retokenized")
                 prepared = prepare(kind, body, token_ids=False, stream_backend=stream)
-                answer = await send(self._endpoint_path(kind), dumps(prepared.body))
+                answer = await send(path, dumps(prepared.body, large=large), context)
         except Exception as exc:  # noqa: BLE001 - answered as a 502 and recorded
             logger.warning("the backend could not be reached: %s", type(exc).__name__)
             message = f"the gateway could not reach its backend: {type(exc).__name__}"
@@ -213,14 +260,25 @@ class GatewayApp:
         return answer, records
 
     async def call_backend(
-        self, session: GatewaySession, kind: str, body: dict[str, Any]
+        self,
+        session: GatewaySession,
+        kind: str,
+        body: dict[str, Any],
+        endpoint: Endpoint | None = None,
+        *,
+        large: bool = False,
     ) -> tuple[BackendRequest, BackendAnswer, list[CallRecord]]:
-        """One recorded backend call, answered whole (``kind``: chat or completions)."""
-        prepared, sent = await self._send(kind, body)
+        """One recorded backend call, answered whole (``kind``: chat or completions;
+        ``endpoint``: the program's, when it differs); a call whose session closed while
+        it was in flight is answered HTTP 410, unrecorded."""
+        prepared, sent = await self._send(session, kind, body, large=large)
         assert isinstance(sent, BackendAnswer)
         answer, records = self._complete(kind, body, sent)
-        for record in records:
-            session.add(record)
+        if endpoint is not None:
+            for record in records:
+                record.endpoint = endpoint
+        if not session.add(*records):
+            return prepared, _closed(), []
         return prepared, answer, records
 
     def _relays(self, kind: str, body: dict[str, Any]) -> bool:
@@ -231,14 +289,16 @@ class GatewayApp:
         can_stream = callable(getattr(self.backend, "open_stream", None))
         return can_stream and not parsing and requested_choices(body) == 1
 
-    async def relay(self, session: GatewaySession, kind: str, body: dict[str, Any]) -> Response:
+    async def relay(
+        self, session: GatewaySession, kind: str, body: dict[str, Any], *, large: bool = False
+    ) -> Response:
         """A streaming request answered with the backend's stream, as it comes, recorded
         when it ends (:mod:`agentsgym_gateway.relay`)."""
-        prepared, sent = await self._send(kind, body, stream=True)
+        prepared, sent = await self._send(session, kind, body, stream=True, large=large)
         if isinstance(sent, BackendAnswer):  # an error, or a backend that did not stream
             answer, records = self._complete(kind, body, sent)
-            for record in records:
-                session.add(record)
+            if not session.add(*records):
+                answer = _closed()
             if answer.status != 200 or not prepared.added:
                 return self._passthrough(answer)
             view = program_view(kind, answer.json(), prepared.added)
@@ -248,12 +308,17 @@ class GatewayApp:
         async def events() -> Any:
             # Recorded when the stream's end ([DONE]) is read, before the program reads
             # it: a program that closes its session once its stream ended finds the call.
+            # A session closed before then takes no record: the program gets an error
+            # event in place of the stream's end, never a whole answer left unrecorded.
             recorded = False
             failure: str | None = "the program stopped reading the stream before its end"
             try:
                 async for piece in relay.forward(stream.chunks):
                     if relay.assembler.done and not recorded:
-                        recorded = self._record_stream(session, kind, body, relay, None)
+                        recorded = True
+                        if not self._record_stream(session, kind, body, relay, None):
+                            yield _closed_event()
+                            return
                     yield piece
                 failure = None
             except Exception as exc:  # noqa: BLE001 - the backend broke off: recorded
@@ -274,20 +339,26 @@ class GatewayApp:
         relay: StreamRelay,
         failure: str | None,
     ) -> bool:
-        for record in _streamed_records(kind, body, relay, failure):
-            session.add(record)
-        return True
+        """Record the stream's call; False when its session had closed."""
+        return session.add(*_streamed_records(kind, body, relay, failure))
 
     async def forward(self, request: Request, key: str | None, kind: str) -> Response:
+        """A chat or completions call: read, sent on, recorded, answered."""
         session = self.session_of(request, key)
         if session is None:
             return self._unauthorised()
-        body = await self.read_json(request)
-        if not isinstance(body, dict):
-            return body
+        read = await self.read_json(request)
+        if isinstance(read, Response):
+            return read
+        body, large = read
+        return _releasing(await self._answer(session, kind, body, large), large)
+
+    async def _answer(
+        self, session: GatewaySession, kind: str, body: dict[str, Any], large: bool
+    ) -> Response:
         if body.get("stream") and self._relays(kind, body):
-            return await self.relay(session, kind, body)
-        prepared, answer, _ = await self.call_backend(session, kind, body)
+            return await self.relay(session, kind, body, large=large)
+        prepared, answer, _ = await self.call_backend(session, kind, body, large=large)
         if answer.status != 200:
             return self._passthrough(answer)
         if not prepared.added and not prepared.stream:
@@ -305,15 +376,22 @@ class GatewayApp:
         session = self.session_of(request, key)
         if session is None:
             return self._unauthorised()
-        body = await self.read_json(request)
-        if not isinstance(body, dict):
-            return body
+        read = await self.read_json(request)
+        if isinstance(read, Response):
+            return read
+        body, large = read
+        return _releasing(await self._respond(session, body, large), large)
+
+    async def _respond(
+        self, session: GatewaySession, body: dict[str, Any], large: bool
+    ) -> Response:
         for field, message in UNSUPPORTED.items():
             if body.get(field):
                 return _error(400, message, "invalid_request_error")
-        prepared, answer, records = await self.call_backend(session, "chat", to_chat_body(body))
-        for record in records:
-            record.endpoint = "responses"
+        chat_body = to_chat_body(body)
+        prepared, answer, _ = await self.call_backend(
+            session, "chat", chat_body, "responses", large=large
+        )
         if answer.status != 200:
             return self._passthrough(answer)
         chat = program_view("chat", answer.json(), prepared.added)

@@ -55,7 +55,9 @@ class BackendStream:
 
 class Backend:
     """Forwards bodies to ``base_url`` (``http://host:port/v1``) on one connection pool
-    (aiohttp's: its pool stays fast with a thousand connections open)."""
+    (aiohttp's: its pool stays fast with a thousand connections open). A call's
+    ``context`` (the episode of the program that made it) is not sent: a server answers
+    every program alike."""
 
     def __init__(self, base_url: str, api_key: str | None = None) -> None:
         self.base_url = base_url.rstrip("/")
@@ -75,7 +77,7 @@ class Backend:
             self._session = aiohttp.ClientSession(connector=connector, timeout=timeout)
         return self._session
 
-    async def post(self, path: str, body: bytes) -> BackendAnswer:
+    async def post(self, path: str, body: bytes, context: Any = None) -> BackendAnswer:
         headers = {**self._headers(), "Content-Type": "application/json"}
         url = self.base_url + path
         async with self.session.post(url, data=body, headers=headers) as answer:
@@ -83,7 +85,9 @@ class Backend:
             kind = answer.headers.get("content-type", "application/json")
             return BackendAnswer(answer.status, content, kind)
 
-    async def open_stream(self, path: str, body: bytes) -> BackendAnswer | BackendStream:
+    async def open_stream(
+        self, path: str, body: bytes, context: Any = None
+    ) -> BackendAnswer | BackendStream:
         """A streaming request: its stream once the backend answered 200, else the
         complete (error) answer."""
         headers = {**self._headers(), "Content-Type": "application/json"}

@@ -2,11 +2,17 @@
 episode recorder (:class:`agentsgym.runtime.EpisodeRecorder`), as every producer's are.
 
 Each successful call is a step: its completion's tokens are agent tokens, placed by the
-recorder (a call whose prompt does not extend a segment starts a new one). A call the
+recorder (a call whose prompt does not extend a segment starts a new one), with the
+version of the weights that answered it when the backend said (``policy_version``, and
+per token when a streamed reply's chunks came from different weights: a staleness bound
+then holds per token, not by the version at dispatch). A call the
 backend gave ids for is ``token_source="server"``; a text-only one is tokenized with the
-env's chat template (its messages with its tools, then the reply and the end-of-turn
-token) and marked ``"retokenized"``. The verifier's score is the last step's reward,
-spread over the tokens by the env's reward strategy, as for every env.
+env's chat template as vLLM renders it (its messages, tool-call arguments parsed, with
+its tools; then the reply and the end-of-turn token) and marked ``"retokenized"``. The
+verifier's score is the last step's reward, spread over the tokens by the env's reward
+strategy, as for every env. With the env's template, the episode ends as a chat stream
+does: what the template writes after the final reply (ChatML's newline) closes its row,
+as context.
 
 ``episode.metrics`` adds, per episode: ``segments``, ``calls``, ``new_segments``
 (calls that did not extend a segment) and ``sampled_token_share``, the share of loss
@@ -20,7 +26,7 @@ from typing import Any
 
 from agentsgym import AgentAction, Episode
 from agentsgym.errors import TokenizerRequiredError
-from agentsgym.runtime import EpisodeRecorder
+from agentsgym.runtime import EpisodeRecorder, parse_tool_arguments
 from agentsgym_gateway.records import CallRecord
 
 
@@ -42,8 +48,34 @@ def _ids_of(call: CallRecord, chat: Any) -> tuple[list[int], list[int], list[flo
         )
         return list(prompt), chat.encode_model_text(call.text), None
     rendering = chat.with_tools(call.tools) if call.tools else chat
-    prompt = rendering.encode_prompt(call.messages)
+    prompt = rendering.encode_prompt(parse_tool_arguments(call.messages))
     return prompt, chat.encode_model_text(call.text) + list(chat.eot_ids), None
+
+
+def _reply(call: CallRecord) -> dict[str, Any]:
+    """The call's answer as the conversation's next message."""
+    reply: dict[str, Any] = {"role": "assistant", "content": call.text}
+    if call.tool_calls:
+        reply["tool_calls"] = call.tool_calls
+    return reply
+
+
+def _closing_ids(call: CallRecord, completion: list[int], chat: Any) -> list[int]:
+    """What the chat template writes after the final call's reply, as the local engine's
+    stream ends: the end-of-turn token where the reply did not generate it, then the
+    text after it (ChatML's newline). None for a text completion or without a template."""
+    if chat is None or call.endpoint == "completions" or not chat.eot_text:
+        return []
+    rendering = chat.with_tools(call.tools) if call.tools else chat
+    conversation = parse_tool_arguments([*call.messages, _reply(call)])
+    whole = rendering.render(conversation, add_generation_prompt=False)
+    end = whole.rfind(chat.eot_text)
+    if end < 0:
+        return []
+    after = whole[end + len(chat.eot_text) :]
+    eot = list(chat.eot_ids)
+    ended = completion[-len(eot) :] == eot
+    return ([] if ended else eot) + (chat.encode_text(after) if after else [])
 
 
 def _info(call: CallRecord) -> dict[str, Any]:
@@ -92,6 +124,8 @@ def episode_from_calls(
             logprobs=logprobs,
             prompt_token_ids=prompt,
             truncated=call.finish_reason == "length",
+            policy_version=call.policy_version,
+            policy_versions=call.policy_versions,
         )
         placed.append((call, action))
     for index, (call, action) in enumerate(placed):
@@ -99,12 +133,15 @@ def episode_from_calls(
         recorder.record_call(
             None,
             action,
-            messages=[*call.messages, {"role": "assistant", "content": call.text}],
+            messages=[*call.messages, _reply(call)],
             token_source=call.token_source,
             info=_info(call),
             reward=float(reward) if last else 0.0,
             done=last,
         )
+    if placed:
+        call, action = placed[-1]
+        recorder.finish_calls(None, _closing_ids(call, list(action.token_ids or []), chat))
     [episode] = recorder.close()
     episode.metrics.update(_metrics(episode))
     return episode

@@ -19,6 +19,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentsgym import EpisodeContext
 from agentsgym_gateway.app import GatewayApp
 from agentsgym_gateway.backend import Backend
 from agentsgym_gateway.limits import DEFAULT_MAX_BODY_BYTES
@@ -50,7 +51,10 @@ class ModelGateway:
 
     :param backend_url: the backend's OpenAI base URL (``http://host:port/v1``).
     :param backend: instead of a URL, a backend object (an
-        :class:`~agentsgym_gateway.agent_backend.AgentBackend`: a run's in-process agent).
+        :class:`~agentsgym_gateway.agent_backend.AgentBackend`: a run's in-process agent):
+        ``await get(path)``, ``await post(path, body, context)`` (``context``: the
+        calling session's episode, or ``None``) and ``await aclose()``; the first two
+        answer with a :class:`~agentsgym_gateway.backend.BackendAnswer`.
     :param backend_api_key: the backend's key, if it needs one (never recorded or logged).
     :param tool_parser: ``"hermes"`` or ``"llama3_json"`` to read tool calls out of a
         text-only backend's replies, as vLLM's parser of that name does; ``"auto"`` for
@@ -104,14 +108,20 @@ class ModelGateway:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def open_session(self, session_id: str | None = None) -> SessionHandle:
-        session, key = self.store.open(session_id)
+    def open_session(
+        self, session_id: str | None = None, context: EpisodeContext | None = None
+    ) -> SessionHandle:
+        """A session for one program (``context``: the episode it plays, which an agent
+        backend hands its agent with each call)."""
+        session, key = self.store.open(session_id, context)
         return SessionHandle(session.session_id, f"{self.url}/v1", key, f"{self.url}/s/{key}/v1")
 
     def session(self, handle: SessionHandle) -> GatewaySession | None:
         return self.store.find(handle.api_key)
 
     def close_session(self, handle: SessionHandle) -> list[CallRecord]:
-        """Stop the session's calls (later ones get HTTP 401) and return its records."""
-        session = self.store.close(handle.api_key)
-        return [] if session is None else list(session.calls)
+        """Stop the session's calls and return its records: exactly the calls its program
+        was answered. Later calls get HTTP 401; a call in flight at the close gets HTTP
+        410 (or, streaming, an error event in place of its end) and is not recorded."""
+        calls = self.store.close(handle.api_key)
+        return [] if calls is None else calls

@@ -8,13 +8,15 @@ An env package subclasses it and says three things per task:
   program's input;
 * :meth:`HarnessEnv.verify`: the score of the final state (an answer, files, tests).
 
-``env.run_trial(tasks, agent, num_rollouts)`` (and ``agentsgym eval``, which calls it)
-runs the programs concurrently, each with its own gateway session in front of the
-model: a model server (``backend_url`` in the env_config, or an ``openai`` agent's
-``base_url``), or the agent itself (a local model, such as ``transformers``; see
-:mod:`~agentsgym_gateway.agent_backend`), within ``episode_timeout_seconds``; each session's calls become one
-episode (:func:`~agentsgym_gateway.episodes.episode_from_calls`) in the same padded
-groups as any env's.
+The engine plays it like any env (``env.run_trial``, ``agentsgym rollout``, ``eval``,
+``train``: the core's trial runner, with ``episodes_per_trial``, free shots, the
+per-rollout seeds and its callbacks), and asks it for each episode whole
+(:meth:`HarnessEnv.aplay_own_episode`): one program run, with a gateway session of its
+own in front of the model, within ``episode_timeout_seconds``. The model is a server
+(``backend_url`` in the env_config, or an ``openai`` agent's ``base_url``), or the agent
+itself (a local model, such as ``transformers``; see
+:mod:`~agentsgym_gateway.agent_backend`). The session's calls become the episode
+(:func:`~agentsgym_gateway.episodes.episode_from_calls`).
 """
 
 from __future__ import annotations
@@ -22,23 +24,14 @@ from __future__ import annotations
 import asyncio
 import tempfile
 import threading
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
-from agentsgym import (
-    EnvConfig,
-    Episode,
-    EpisodeContext,
-    MultistepEnv,
-    TrajectoryBatch,
-    TrajectoryGroup,
-    hookimpl,
-)
+from agentsgym import EnvConfig, Episode, EpisodeContext, MultistepEnv, hookimpl
 from agentsgym.errors import EpisodeError, RunSettingsError
-from agentsgym.runtime import redact_text, run_sync
+from agentsgym.runtime import redact_text
 from agentsgym_gateway.agent_backend import AGENT_MODEL, AgentBackend
 from agentsgym_gateway.episodes import episode_from_calls
 from agentsgym_gateway.gateway import ModelGateway, SessionHandle
@@ -46,8 +39,6 @@ from agentsgym_gateway.programs import ProgramOutcome, ProgramRun, as_program
 
 if TYPE_CHECKING:
     from agentsgym.testing import EnvCheckContext, EnvChecks
-
-DEFAULT_CONCURRENCY = 64
 
 
 class HarnessConfig(EnvConfig):
@@ -146,65 +137,24 @@ class HarnessEnv(MultistepEnv):
         backend = AgentBackend(agent, self.chat, self.env_id)
         return ModelGateway(backend=backend, tool_parser=parser), self.config.model or AGENT_MODEL
 
-    async def arun_trial(  # type: ignore[override]
-        self,
-        task_data_list: list[dict[str, Any]],
-        agent: Any = None,
-        num_rollouts: int = 1,
-        *,
-        max_concurrency: int | None = None,
-        seed: int = 0,
-        on_episode: Callable[[Episode], None] | None = None,
-    ) -> TrajectoryBatch:
-        """Run ``num_rollouts`` programs per task through one gateway; one group per task."""
+    # ------------------------------------------------ the engine (rollout, train, eval)
+    async def aplay_own_episode(
+        self, task_data: dict[str, Any], agent: Any, context: EpisodeContext
+    ) -> Episode:
+        """One episode for the engine: a program run through this env's gateway for
+        ``agent`` (``None``: the ``backend_url`` of the env_config), started on first use
+        and kept until :meth:`close`. The run's ``max_concurrency`` bounds the programs
+        at once; ``context`` (task, rollout, seed) reaches an agent backend's agent with
+        every call, and the program as its seed."""
+        gateway, model = await asyncio.to_thread(self._shared_gateway, agent)
+        return await self.aplay_program(gateway, task_data, model, context)
+
+    def _shared_gateway(self, agent: Any) -> tuple[ModelGateway, str]:
         if self.chat is None:
             raise RunSettingsError(
                 f"{self.env_id} needs the model's tokenizer to pad its episodes: "
                 "agentsgym.make(id, tokenizer=...)"
             )
-        gateway, model = self._gateway(agent)
-        limit = asyncio.Semaphore(max_concurrency or DEFAULT_CONCURRENCY)
-        await asyncio.to_thread(gateway.start)
-        try:
-
-            async def play(task_index: int, rollout_index: int) -> Episode:
-                async with limit:
-                    task = task_data_list[task_index]
-                    episode = await self.aplay_program(gateway, task, model)
-                episode.task_index, episode.rollout_index = task_index, rollout_index
-                if on_episode is not None:
-                    on_episode(episode)
-                return episode
-
-            keys = [(t, r) for t in range(len(task_data_list)) for r in range(num_rollouts)]
-            episodes = await asyncio.gather(*(play(t, r) for t, r in keys))
-        finally:
-            await asyncio.to_thread(gateway.stop)
-        played = dict(zip(keys, episodes))
-        groups = [
-            TrajectoryGroup(
-                task_index=t,
-                task_data=dict(task),
-                env_id=self.env_id,
-                trials=[[played[(t, r)]] for r in range(num_rollouts)],
-                pad_token_id=self.chat.pad_token_id,
-                tokenized=True,
-            )
-            for t, task in enumerate(task_data_list)
-        ]
-        return TrajectoryBatch(groups)
-
-    # ------------------------------------------------ the engine (rollout, train, eval)
-    async def aplay_own_episode(
-        self, task_data: dict[str, Any], agent: Any, context: EpisodeContext
-    ) -> Episode:
-        """One episode for the engine (``agentsgym rollout``, ``train``): a program run
-        through this env's gateway for ``agent``, started on first use, kept until
-        :meth:`close`. The run's ``--max-concurrency`` bounds the programs at once."""
-        gateway, model = await asyncio.to_thread(self._shared_gateway, agent)
-        return await self.aplay_program(gateway, task_data, model)
-
-    def _shared_gateway(self, agent: Any) -> tuple[ModelGateway, str]:
         with self._gateways_lock:
             made = self._gateways.get(id(agent))
             if made is None:
@@ -220,16 +170,18 @@ class HarnessEnv(MultistepEnv):
             gateway.stop()
         super().close()
 
-    def run_trial(self, *args: Any, **kwargs: Any) -> TrajectoryBatch:  # type: ignore[override]
-        """:meth:`arun_trial` from plain code."""
-        return run_sync(self.arun_trial(*args, **kwargs))
-
     async def aplay_program(
-        self, gateway: ModelGateway, task_data: dict[str, Any], model: str
+        self,
+        gateway: ModelGateway,
+        task_data: dict[str, Any],
+        model: str,
+        context: EpisodeContext | None = None,
     ) -> Episode:
         """One program run for ``task_data`` through ``gateway``: its episode (a failure,
-        the program's or the verifier's, is recorded on it, never raised)."""
-        handle = gateway.open_session()
+        the program's or the verifier's, is recorded on it, never raised). ``context``:
+        the engine's episode, for the agent backend and the program's seed."""
+        handle = gateway.open_session(context=context)
+        seed = context.seed if context is not None else 0
         timeout = self.config.episode_timeout_seconds
         reward, error, outcome = 0.0, None, None
         calls: list[Any] | None = None
@@ -237,7 +189,9 @@ class HarnessEnv(MultistepEnv):
             workdir = Path(folder)
             try:
                 text = await asyncio.to_thread(self.prepare, task_data, workdir)
-                run = ProgramRun(handle.base_url, handle.api_key, model, workdir, text, task_data)
+                run = ProgramRun(
+                    handle.base_url, handle.api_key, model, workdir, text, task_data, seed
+                )
                 outcome = await as_program(self.program(task_data)).run(run, timeout)
                 calls = gateway.close_session(handle)  # a program's stray calls end here
                 error = outcome.failure(timeout)

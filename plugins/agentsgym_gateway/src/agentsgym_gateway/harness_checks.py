@@ -4,8 +4,9 @@
 hands these to check_env (:mod:`agentsgym.testing.check_context`). The env's own program
 plays the tasks with check_env's agent, through the gateway, once; the checks read
 that play: the programs end within ``episode_timeout_seconds`` and exit 0, their calls
-reach the gateway and become one episode per program, the token streams keep the
-fidelity invariants, the verifier returns a finite reward, task_data stays as it was.
+reach the gateway and become one episode per program with at most
+:data:`ROWS_PER_ROLLOUT_GOAL` rows (segments) each on average, the token streams keep
+the fidelity invariants, the verifier returns a finite reward, task_data stays as it was.
 Two more runs replace the program: one that crashes after a call (its episode fails
 with the exit status and the stderr tail, the run goes on) and one that hangs (it is
 stopped at the timeout). check_env's checks that drive the turn hooks or script the
@@ -36,6 +37,10 @@ __all__ = ["CRASH_MARKER", "harness_checks"]
 CRASH_MARKER = "agentsgym check-env: this program crashes on purpose"
 """What the crashing program writes to stderr before it exits with status 3."""
 
+ROWS_PER_ROLLOUT_GOAL = 1.25
+"""docs/harness.md's goal for the rows (segments) per rollout: 1.0 when every call
+extends the one before; above it, calls that start a new segment are trained as rows
+of their own, on a format that a model server never showed the model."""
 CRASH_STATUS = 3
 HANG_TIMEOUT_SECONDS = 1.0
 """The episode_timeout_seconds of the hanging program's run."""
@@ -110,6 +115,7 @@ class _HarnessChecks:
             "an env with run_hooks_inline never waits in its hooks": _skipped(_NO_HOOKS),
             "programs end within episode_timeout_seconds and exit 0": self.programs_end,
             "each program's calls reach the gateway and become one episode": self.calls,
+            f"rows per rollout are at most {ROWS_PER_ROLLOUT_GOAL:g}": self.rows_per_rollout,
             "the verifier returns a finite reward": self.verifier,
             "a crashing program fails its episode with its exit status and stderr, "
             "not the run": self.crash,
@@ -166,6 +172,30 @@ class _HarnessChecks:
             f"{sum(sources.values())} calls in {len(episodes)} episodes, {segments} segments "
             f"({listed})"
         )
+
+    def rows_per_rollout(self) -> str:
+        """Segments per episode against docs/harness.md's goal; the calls that started a
+        new segment are named when it is missed."""
+        episodes = self.episodes()
+        require(episodes, "no program ran")
+        rows = sum(len(e.segments) for e in episodes) / len(episodes)
+        if rows > ROWS_PER_ROLLOUT_GOAL:
+            restarts = [
+                (index, step.info.get("call"))
+                for index, episode in enumerate(episodes)
+                for step in episode.steps
+                if step.info.get("new_segment")
+            ]
+            named = ", ".join(f"episode {e} call {c}" for e, c in restarts[:5])
+            raise CheckFailed(
+                f"{rows:.2f} rows per rollout, above the goal of {ROWS_PER_ROLLOUT_GOAL:g}: "
+                f"{len(restarts)} calls did not extend the conversation before them and "
+                f"started a new segment ({named}). Each is a row of its own: the program "
+                "rewrote or dropped its history, ran calls in parallel, or the model writes "
+                "its replies (a tool call) otherwise than the chat template writes them back "
+                "(docs/harness.md, 'From calls to an episode')"
+            )
+        return f"{rows:.2f} rows per rollout ({len(episodes)} episodes)"
 
     def token_streams(self) -> str:
         env, batch = self.play()

@@ -1,9 +1,10 @@
 """Agent programs: a command line (a process) or a Python callable, run for one task.
 
 Every program gets its session's ``OPENAI_BASE_URL`` and ``OPENAI_API_KEY`` (and
-``OPENAI_MODEL``, the model to ask for), a working directory of its own, and the
-task's input (a command on stdin and in ``AGENTSGYM_TASK_INPUT``; a callable as
-:attr:`ProgramRun.input`). A program that exits non-zero, raises or outlives its
+``OPENAI_MODEL``, the model to ask for), a working directory of its own, the task's
+input (a command on stdin and in ``AGENTSGYM_TASK_INPUT``; a callable as
+:attr:`ProgramRun.input`) and the rollout's seed (``AGENTSGYM_SEED``;
+:attr:`ProgramRun.seed`). A program that exits non-zero, raises or outlives its
 timeout gives an outcome that says so, with the tail of its stderr: it fails its
 episode, never the run.
 """
@@ -35,6 +36,10 @@ class ProgramRun:
     workdir: Path
     input: str
     task_data: dict[str, Any]
+    seed: int = 0
+    """The rollout's seed (``EpisodeContext.seed``: the same for the episodes of one
+    trial and across runs, different across a task's rollouts), for a program that
+    samples or shuffles."""
 
     def environment(self) -> dict[str, str]:
         return {
@@ -42,6 +47,7 @@ class ProgramRun:
             "OPENAI_API_KEY": self.api_key,
             "OPENAI_MODEL": self.model,
             "AGENTSGYM_TASK_INPUT": self.input,
+            "AGENTSGYM_SEED": str(self.seed),
         }
 
 

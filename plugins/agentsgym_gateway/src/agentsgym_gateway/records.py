@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+Endpoint = Literal["chat", "completions", "responses"]
+"""The route a program called (a Responses API call is served as a chat call)."""
 TokenSource = Literal["server", "retokenized"]
 """``server``: the backend reported the prompt ids it conditioned on and the ids it
 sampled; ``retokenized``: text only (a backend without ``return_token_ids``), so the
@@ -21,7 +23,7 @@ class CallRecord:
     """
 
     index: int
-    endpoint: Literal["chat", "completions", "responses"]
+    endpoint: Endpoint
     messages: list[dict[str, Any]] = field(default_factory=list)
     prompt: str | list[int] | None = None
     tools: list[dict[str, Any]] | None = None
@@ -31,6 +33,13 @@ class CallRecord:
     prompt_token_ids: list[int] | None = None
     completion_token_ids: list[int] | None = None
     logprobs: list[float] | None = None
+    policy_version: int | None = None
+    """The version of the weights that answered (the backend's top-level
+    ``policy_version``, as agentsgym's loopback server and an agent backend send it; the
+    oldest one when its tokens had several); ``None`` when the backend did not say."""
+    policy_versions: list[int] | None = None
+    """One version per completion id, for a streamed answer whose chunks came from
+    different weights (an engine updated in place mid-answer); ``None`` otherwise."""
     status: int = 200
     error: str | None = None
 

@@ -7,7 +7,10 @@ taken out (:func:`agentsgym_gateway.wire.program_view`), written as the backend 
 JSON. Meanwhile :class:`StreamAssembler` puts the chunks back together into the
 complete answer, from which the call's records are made as for any call: vLLM's
 ``prompt_token_ids`` (in the first chunk) and each chunk's ``token_ids`` and logprobs
-become the record's ids; a stream without ids gives a ``retokenized`` record.
+become the record's ids; a stream without ids gives a ``retokenized`` record. Each
+chunk's ``policy_version`` (agentsgym's loopback server writes it on every chunk) is the
+version of the ids it carries: a stream whose chunks came from different weights gives
+its record a version per token.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentsgym.runtime import policy_version_of
 from agentsgym_gateway.jsonio import loads, rewrite, written_by_orjson
 from agentsgym_gateway.wire import program_view, token_ids
 
@@ -49,6 +53,7 @@ def split_events(buffer: bytearray) -> Iterator[bytes]:
 class _Choice:
     text: list[str] = field(default_factory=list)
     token_ids: list[int] | None = None
+    token_versions: list[int | None] = field(default_factory=list)
     prompt_token_ids: list[int] | None = None
     logprobs: list[float] = field(default_factory=list)
     tool_calls: dict[int, dict[str, Any]] = field(default_factory=dict)
@@ -65,6 +70,8 @@ class StreamAssembler:
         self.prompt_token_ids: list[int] | None = None
         self.usage: Any = None
         self.choices: dict[int, _Choice] = {}
+        self.versions: set[int] = set()
+        """The ``policy_version`` of every chunk that had one."""
         self.done = False
         self.error: str | None = None
         """An error event the backend sent in its stream (vLLM's ``{"error": ...}``)."""
@@ -79,13 +86,18 @@ class StreamAssembler:
             self.prompt_token_ids = token_ids(chunk["prompt_token_ids"])
         if chunk.get("usage"):
             self.usage = chunk["usage"]
+        version = policy_version_of(chunk)
+        if version is not None:
+            self.versions.add(version)
         for part in chunk.get("choices") or []:
             choice = self.choices.setdefault(int(part.get("index", 0)), _Choice())
-            self._feed_choice(choice, part)
+            self._feed_choice(choice, part, version)
 
-    def _feed_choice(self, choice: _Choice, part: dict[str, Any]) -> None:
+    def _feed_choice(self, choice: _Choice, part: dict[str, Any], version: int | None) -> None:
         if isinstance(part.get("token_ids"), list):
-            choice.token_ids = (choice.token_ids or []) + (token_ids(part["token_ids"]) or [])
+            ids = token_ids(part["token_ids"]) or []
+            choice.token_ids = (choice.token_ids or []) + ids
+            choice.token_versions += [version] * len(ids)
         if isinstance(part.get("prompt_token_ids"), list):
             choice.prompt_token_ids = token_ids(part["prompt_token_ids"])
         if part.get("finish_reason"):
@@ -122,7 +134,20 @@ class StreamAssembler:
         response = {**self.head, "choices": choices, "usage": self.usage}
         if self.prompt_token_ids is not None:
             response["prompt_token_ids"] = self.prompt_token_ids
+        if self.versions:  # the oldest: what a staleness bound must look at
+            response["policy_version"] = min(self.versions)
         return response
+
+    def token_versions(self, index: int = 0) -> list[int] | None:
+        """The version of each sampled id of choice ``index`` when its chunks came from
+        different weights (``None``: one version, or some chunk did not say)."""
+        choice = self.choices.get(index)
+        if choice is None or len(set(choice.token_versions)) < 2:
+            return None
+        versions = choice.token_versions
+        if any(v is None for v in versions) or len(versions) != len(choice.token_ids or []):
+            return None
+        return [int(v) for v in versions if v is not None]
 
     def _choice(self, index: int, choice: _Choice) -> dict[str, Any]:
         text = "".join(choice.text)

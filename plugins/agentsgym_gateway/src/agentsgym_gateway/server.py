@@ -1,11 +1,13 @@
 """The gateway's listening server: agentsgym-serve's background server, with the
-gateway's settings (one implementation of a loopback uvicorn server in a thread)."""
+gateway's settings (one implementation of a loopback uvicorn server in a thread; it
+needs uvicorn alone, not agentsgym-serve's FastAPI, which is that distribution's extra
+``[server]``)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from agentsgym_serve import BackgroundServer as ServeBackgroundServer
+from agentsgym_serve.server import BackgroundServer as ServeBackgroundServer
 
 KEEP_ALIVE_SECONDS = 30
 """Longer than an OpenAI client's own keep-alive, so the program, not the gateway,

@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentsgym.runtime import policy_version_of
 from agentsgym_gateway.records import CallRecord
 
 COMPLETION_LOGPROBS = 1
@@ -91,10 +92,12 @@ def record_of(
     kind: str, request: dict[str, Any], response: dict[str, Any], position: int = 0
 ) -> CallRecord:
     """The call record of one choice (the ``position``-th) of a successful answer, with
-    ids where the backend gave them."""
+    ids where the backend gave them, and the version of the weights that answered where
+    the backend said (its top-level ``policy_version``)."""
     choice = (response.get("choices") or [{}])[position]
     record = CallRecord(index=-1, endpoint="chat" if kind == "chat" else "completions")
     record.tools = request.get("tools")
+    record.policy_version = policy_version_of(response)
     record.finish_reason = choice.get("finish_reason")
     record.completion_token_ids = token_ids(choice.get("token_ids"))
     if kind == "chat":

@@ -1,8 +1,9 @@
 """agentsgym-serve: envs over HTTP, the env server and the remote envs that play on one.
 
-* **Server**: :func:`create_app` (FastAPI) serves one env over AgentGym's protocol
-  and agentsgym's own ``/agentsgym/v1`` endpoints; ``agentsgym serve ENV_ID`` runs
-  it; :class:`BackgroundServer` runs it in a thread (tests, notebooks).
+* **Server**: :func:`create_app` (FastAPI: ``agentsgym-serve[server]``) serves one env
+  over AgentGym's protocol and agentsgym's own ``/agentsgym/v1`` endpoints;
+  ``agentsgym serve ENV_ID`` runs it; :class:`BackgroundServer` runs any ASGI app in a
+  thread (tests, notebooks, agentsgym-gateway's model gateway) with uvicorn alone.
 * **Clients**: :class:`RemoteEnv` plays an env on an ``agentsgym serve`` server,
   :class:`AgentGymEnv` one on a server of AgentGym's protocol, and :func:`connect`
   picks between them. The plugin registers ``http://``, ``https://`` and
@@ -12,7 +13,7 @@
   protocol (``/ws`` sessions, ...), and :class:`OpenEnvEnv` plays any OpenEnv server
   (``agentsgym.make("openenv+ws://host:port")``).
 * **Tests and demos**: :class:`~agentsgym_serve.model_server.OpenAICompatServer`, an
-  OpenAI-compatible model server on loopback.
+  OpenAI-compatible model server on loopback (Starlette: no FastAPI needed).
 
 See docs/serving.md. Nothing here is imported until used.
 """

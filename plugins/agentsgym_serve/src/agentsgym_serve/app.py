@@ -1,4 +1,5 @@
-"""The env server as an ASGI app: ``create_app(env_id, ...)``.
+"""The env server as an ASGI app: ``create_app(env_id, ...)`` (FastAPI, the extra
+``agentsgym-serve[server]``).
 
 One app serves one env id (any registered id, or an allowed ``module:Class`` path)
 over AgentGym's protocol, agentsgym's own ``/agentsgym/v1`` endpoints and (with
@@ -23,9 +24,18 @@ import secrets
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
-from fastapi import FastAPI, Request
-from fastapi.exceptions import RequestValidationError
 from starlette.responses import Response
+
+from agentsgym.errors import MissingPluginError
+
+try:
+    from fastapi import FastAPI, Request
+    from fastapi.exceptions import RequestValidationError
+except ImportError as exc:
+    raise MissingPluginError(
+        "the env server (agentsgym serve, create_app) needs FastAPI: pip install "
+        "'agentsgym-serve[server]' (from a clone: pip install './plugins/agentsgym_serve[server]')"
+    ) from exc
 
 from agentsgym_serve.agentgym_shapes import CREATE_SHAPES, check_action_format
 from agentsgym_serve.errors import BodyTooLarge, ServeError

@@ -8,7 +8,8 @@
         ...
 
 It serves ``GET /v1/models``, ``POST /v1/chat/completions`` and ``POST
-/v1/completions`` (FastAPI + uvicorn in a background thread, port chosen by the OS)
+/v1/completions`` (plain Starlette routes on uvicorn in a background thread, port chosen
+by the OS: it needs no FastAPI)
 and answers with a *policy*: :class:`ScriptedPolicy` (fixed or computed replies), or
 any object with the :class:`Policy` methods, such as agentsgym-trl's ``ModelPolicy``
 (a local causal LM, e.g. the tiny random model, rendering chat messages with its
@@ -16,7 +17,9 @@ tokenizer's template as vLLM does). A policy's replies need the fields of
 :class:`Reply`.
 
 Chat requests are rendered as vLLM renders them: with the request's ``tools``, and a
-tool call's JSON-text ``arguments`` parsed into an object.
+tool call's JSON-text ``arguments`` parsed into an object
+(:func:`agentsgym.runtime.parse_tool_arguments`, which the model gateway's agent
+backend renders with too).
 
 With ``vllm=True`` (default) it behaves like vLLM: ``return_token_ids: true`` adds
 ``prompt_token_ids`` (top level for chat, on the choice for completions) and
@@ -46,8 +49,8 @@ the request bodies and ``max_in_flight`` the largest number of requests served a
 once.
 """
 
-# No `from __future__ import annotations`: FastAPI reads the handlers' annotations
-# (``request: Request``) at runtime, and ``Request`` is imported inside _build_app.
+from __future__ import annotations
+
 import asyncio
 import collections
 import itertools
@@ -59,9 +62,16 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
 from agentsgym import Messages
+from agentsgym.runtime import parse_tool_arguments
 from agentsgym_serve.server import BackgroundServer
-from agentsgym_serve.vllm_rl import VLLMEngine, add_vllm_routes
+from agentsgym_serve.vllm_rl import VLLMEngine, vllm_routes
 
 VLLM_KEEP_ALIVE_SECONDS = 5
 """uvicorn's default keep-alive, which vLLM's OpenAI server keeps."""
@@ -139,29 +149,6 @@ class ScriptedPolicy:
         ids = chat.encode_model_text(text) + chat.eot_ids
         prompt_ids = prompt if isinstance(prompt, list) else chat.encode_model_text(prompt)
         return Reply(text, ids, [0.0] * len(ids), list(prompt_ids))
-
-
-def _as_rendered(messages: Messages) -> Messages:
-    """The messages as vLLM hands them to the chat template: a tool call's ``arguments``,
-    JSON text on the wire, parsed into an object (templates render it with ``tojson``)."""
-    rendered = []
-    for message in messages:
-        calls = message.get("tool_calls") if isinstance(message, dict) else None
-        if calls:
-            message = {**message, "tool_calls": [_parsed(call) for call in calls]}
-        rendered.append(message)
-    return rendered
-
-
-def _parsed(call: dict[str, Any]) -> dict[str, Any]:
-    function = call.get("function")
-    if not isinstance(function, dict) or not isinstance(function.get("arguments"), str):
-        return call
-    try:
-        arguments = json.loads(function["arguments"])
-    except json.JSONDecodeError:
-        return call
-    return {**call, "function": {**function, "arguments": arguments}}
 
 
 CHAT_FIELDS = {
@@ -275,7 +262,7 @@ class OpenAICompatServer:
             self.policy_version = new
         return new
 
-    def start(self) -> "OpenAICompatServer":
+    def start(self) -> OpenAICompatServer:
         # uvicorn's default keep-alive (5 s), as vLLM's server runs it: clients must
         # cope with the server closing idle connections.
         self._background = BackgroundServer(
@@ -293,20 +280,14 @@ class OpenAICompatServer:
             self._background.stop()
             self._background = None
 
-    def __enter__(self) -> "OpenAICompatServer":
+    def __enter__(self) -> OpenAICompatServer:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
     # ------------------------------------------------------------------ app
-    def _build_app(self) -> Any:
-        from fastapi import FastAPI, Request
-        from fastapi.responses import JSONResponse, StreamingResponse
-        from starlette.concurrency import run_in_threadpool
-
-        app = FastAPI(title="agentsgym OpenAI-compatible test server")
-
+    def _build_app(self) -> Starlette:
         def error(status: int, message: str, kind: str) -> JSONResponse:
             if self.vllm:
                 body: dict[str, Any] = {
@@ -327,20 +308,21 @@ class OpenAICompatServer:
                 return error(401, "Incorrect API key provided.", "invalid_request_error")
             return None
 
-        @app.get("/v1/models")
-        async def models(request: Request) -> Any:
+        async def models(request: Request) -> Response:
             denied = unauthorised(request)
             if denied is not None:
                 return denied
-            return {
-                "object": "list",
-                "data": [
-                    {"id": m, "object": "model", "created": 0, "owned_by": "agentsgym"}
-                    for m in self.models
-                ],
-            }
+            return JSONResponse(
+                {
+                    "object": "list",
+                    "data": [
+                        {"id": m, "object": "model", "created": 0, "owned_by": "agentsgym"}
+                        for m in self.models
+                    ],
+                }
+            )
 
-        async def serve(request: Request, kind: str) -> Any:
+        async def serve(request: Request, kind: str) -> Response:
             denied = unauthorised(request)
             if denied is not None:
                 return denied
@@ -370,7 +352,9 @@ class OpenAICompatServer:
                 if self.delay:
                     await asyncio.sleep(self.delay)
                 answer = self.policy.chat if kind == "chat" else self.policy.complete
-                argument = _as_rendered(body["messages"]) if kind == "chat" else body["prompt"]
+                argument = (
+                    parse_tool_arguments(body["messages"]) if kind == "chat" else body["prompt"]
+                )
                 if getattr(self.policy, "run_inline", False):
                     reply = answer(argument, body)
                 else:
@@ -381,11 +365,9 @@ class OpenAICompatServer:
             if body.get("stream"):
                 events = self._stream(kind, body, reply)
                 return StreamingResponse(events, media_type="text/event-stream")
-            # A JSONResponse of plain dicts skips FastAPI's jsonable_encoder walk.
             return JSONResponse(self._response(kind, body, reply))
 
-        @app.post("/v1/update_weights")
-        async def update_weights(request: Request) -> Any:
+        async def update_weights(request: Request) -> Response:
             denied = unauthorised(request)
             if denied is not None:
                 return denied
@@ -397,19 +379,23 @@ class OpenAICompatServer:
                 new = await run_in_threadpool(self.update_weights, checkpoint, version=version)
             except (ValueError, OSError) as exc:
                 return error(400, f"cannot load the weights: {exc}", "BadRequestError")
-            return {"policy_version": new}
+            return JSONResponse({"policy_version": new})
 
-        @app.post("/v1/chat/completions")
-        async def chat(request: Request) -> Any:
+        async def chat(request: Request) -> Response:
             return await serve(request, "chat")
 
-        @app.post("/v1/completions")
-        async def completions(request: Request) -> Any:
+        async def completions(request: Request) -> Response:
             return await serve(request, "completions")
 
+        routes = [
+            Route("/v1/models", models, methods=["GET"]),
+            Route("/v1/chat/completions", chat, methods=["POST"]),
+            Route("/v1/completions", completions, methods=["POST"]),
+            Route("/v1/update_weights", update_weights, methods=["POST"]),
+        ]
         if self.vllm:
-            add_vllm_routes(app, self)
-        return app
+            routes += vllm_routes(self)
+        return Starlette(routes=routes)
 
     def _response(self, kind: str, body: dict[str, Any], reply: Reply) -> dict[str, Any]:
         with_ids = self.vllm and bool(body.get("return_token_ids")) and reply.token_ids is not None

@@ -27,16 +27,18 @@ tests, :meth:`VLLMEngine.hold_after` stops every reply after a number of tokens 
 HTTP error or hang.
 """
 
-# No `from __future__ import annotations`: FastAPI reads the handlers' annotations
-# (``request: Request``) at runtime, and ``Request`` is imported inside add_vllm_routes.
+from __future__ import annotations
+
 import asyncio
 import threading
 import time
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from fastapi import FastAPI
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
 
 GENERATE_PATH = "/inference/v1/generate"
 POLL_SECONDS = 0.005
@@ -116,14 +118,10 @@ def spans(labels: list[str]) -> list[dict[str, Any]]:
     return result
 
 
-def add_vllm_routes(app: "FastAPI", server: Any) -> None:
-    """Serve vLLM's RL routes and its generate API on ``app`` (module docstring) for
-    ``server``, the loopback model server: its ``engine`` (a :class:`VLLMEngine`), its
-    ``policy``, ``update_weights`` and ``token_text``."""
-    from fastapi import Request
-    from fastapi.responses import JSONResponse
-    from starlette.concurrency import run_in_threadpool
-
+def vllm_routes(server: Any) -> list[Route]:
+    """vLLM's RL routes and its generate API (module docstring) for ``server``, the
+    loopback model server: its ``engine`` (a :class:`VLLMEngine`), its ``policy``,
+    ``update_weights`` and ``token_text``."""
     engine = server.engine
 
     async def failure(path: str) -> JSONResponse | None:
@@ -137,52 +135,45 @@ def add_vllm_routes(app: "FastAPI", server: Any) -> None:
             return None
         return JSONResponse({"error": f"injected failure {status}"}, status_code=status)
 
-    @app.get("/health")
-    async def health() -> Any:
+    async def health(request: Request) -> JSONResponse:
         return JSONResponse({})
 
-    @app.get("/get_world_size")
-    async def world_size() -> Any:
-        return {"world_size": 1}
+    async def world_size(request: Request) -> JSONResponse:
+        return JSONResponse({"world_size": 1})
 
-    @app.post("/pause")
-    async def pause(mode: str = "abort") -> Any:
+    async def pause(request: Request) -> JSONResponse:
         if (failed := await failure("/pause")) is not None:
             return failed
+        mode = request.query_params.get("mode", "abort")
         if mode not in ("keep", "abort"):
             return JSONResponse({"error": f"mode {mode!r}: keep or abort"}, status_code=400)
         engine.paused = True
         if mode == "abort":
             engine.generation += 1
-        return {"status": "paused"}
+        return JSONResponse({"status": "paused"})
 
-    @app.post("/resume")
-    async def resume() -> Any:
+    async def resume(request: Request) -> JSONResponse:
         if (failed := await failure("/resume")) is not None:
             return failed
         engine.paused = False
-        return {"status": "resumed"}
+        return JSONResponse({"status": "resumed"})
 
-    @app.get("/is_paused")
-    async def is_paused() -> Any:
-        return {"is_paused": engine.paused}
+    async def is_paused(request: Request) -> JSONResponse:
+        return JSONResponse({"is_paused": engine.paused})
 
-    @app.post("/update_weight_version")
-    async def update_weight_version(request: Request) -> Any:
+    async def update_weight_version(request: Request) -> JSONResponse:
         if (failed := await failure("/update_weight_version")) is not None:
             return failed
         body = await request.json()
         engine.weight_version = str(body["new_version"])
-        return {"success": True, "new_version": engine.weight_version}
+        return JSONResponse({"success": True, "new_version": engine.weight_version})
 
-    @app.get("/weight_info")
-    async def weight_info() -> Any:
+    async def weight_info(request: Request) -> JSONResponse:
         if (failed := await failure("/weight_info")) is not None:
             return failed
-        return {"weight_version": engine.weight_version}
+        return JSONResponse({"weight_version": engine.weight_version})
 
-    @app.post("/collective_rpc")
-    async def collective_rpc(request: Request) -> Any:
+    async def collective_rpc(request: Request) -> JSONResponse:
         if (failed := await failure("/collective_rpc")) is not None:
             return failed
         body = await request.json()
@@ -194,10 +185,9 @@ def add_vllm_routes(app: "FastAPI", server: Any) -> None:
         except (ValueError, OSError) as exc:
             return JSONResponse({"error": f"reload_weights failed: {exc}"}, status_code=500)
         engine.reloads.append(folder)
-        return {"results": [None]}
+        return JSONResponse({"results": [None]})
 
-    @app.post(GENERATE_PATH)
-    async def generate(request: Request) -> Any:
+    async def generate(request: Request) -> JSONResponse:
         if (failed := await failure(GENERATE_PATH)) is not None:
             return failed
         body = await request.json()
@@ -231,7 +221,7 @@ def add_vllm_routes(app: "FastAPI", server: Any) -> None:
                     for t, i, lp in zip(tokens, ids, reply.logprobs)
                 ]
             }
-        return {
+        answer = {
             "request_id": str(uuid.uuid4()),
             "model": body.get("model"),
             "created": int(time.time()),
@@ -244,3 +234,16 @@ def add_vllm_routes(app: "FastAPI", server: Any) -> None:
             },
             "choices": [choice],
         }
+        return JSONResponse(answer)
+
+    return [
+        Route("/health", health, methods=["GET"]),
+        Route("/get_world_size", world_size, methods=["GET"]),
+        Route("/pause", pause, methods=["POST"]),
+        Route("/resume", resume, methods=["POST"]),
+        Route("/is_paused", is_paused, methods=["GET"]),
+        Route("/update_weight_version", update_weight_version, methods=["POST"]),
+        Route("/weight_info", weight_info, methods=["GET"]),
+        Route("/collective_rpc", collective_rpc, methods=["POST"]),
+        Route(GENERATE_PATH, generate, methods=["POST"]),
+    ]

@@ -26,7 +26,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentsgym import Episode
+from agentsgym import Episode, EpisodeContext
 from agentsgym.errors import EpisodeError, RunSettingsError
 from agentsgym_gateway import CallableProgram, HarnessEnv, ModelGateway, ProgramOutcome, ProgramRun
 from agentsgym_verifiers.bridge import VerifiersBridge
@@ -146,14 +146,18 @@ class VerifiersEnv(HarnessEnv):
         return float(summary["reward"])
 
     async def aplay_program(
-        self, gateway: ModelGateway, task_data: dict[str, Any], model: str
+        self,
+        gateway: ModelGateway,
+        task_data: dict[str, Any],
+        model: str,
+        context: EpisodeContext | None = None,
     ) -> Episode:
         """A harness env's episode, with the rubric's named rewards and metrics in its
         metrics (``verifiers/NAME``)."""
         holder: dict[str, Any] = {}
         token = _summary.set(holder)
         try:
-            episode = await super().aplay_program(gateway, task_data, model)
+            episode = await super().aplay_program(gateway, task_data, model, context)
         finally:
             _summary.reset(token)
         episode.metrics.update(rubric_metrics(holder))
