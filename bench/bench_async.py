@@ -378,19 +378,20 @@ def plot(path: str, target: str) -> None:
 
 def _arm_bars(axes: Any, results: list[dict[str, Any]], colors: dict[str, Any]) -> None:
     """Per arm, the mean over seeds: seconds per step (its weight-sync part hatched),
-    annotated with generation tokens/s and the held-out reward after."""
+    annotated with generation tokens/s, the held-out reward after and the load."""
     for index, arm in enumerate(colors):
         runs = [r for r in results if f"{r['engine']} {r['mode']}" == arm]
         step = statistics.fmean(r["seconds_per_step"] for r in runs)
         sync = statistics.fmean(r["weight_sync_seconds_per_step"] for r in runs)
         tokens = statistics.fmean(r.get("generation_tokens_per_s", 0.0) for r in runs)
         after = statistics.fmean(r["held_out"]["sampled_reward"] for r in runs)
+        load = statistics.fmean(r["load_mean"] for r in runs)
         axes.bar(index, step, color=colors[arm])
         axes.bar(index, sync, color="white", edgecolor="black", hatch="//", alpha=0.6)
         axes.text(
             index,
             step,
-            f"{tokens:.0f} tok/s\nheld-out {after:.2f}",
+            f"{tokens:.0f} tok/s\nheld-out {after:.2f}\nload {load:.1f}",
             ha="center",
             va="bottom",
             fontsize=8,
