@@ -26,16 +26,20 @@ minutes on two shared cores; run them one after another.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import statistics
 import tempfile
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import torch
 
 import agentsgym
+from agentsgym.agents.openai_agent import OpenAIAgent
 from agentsgym.trainers import RolloutSource, StepMetrics
 from agentsgym_trl import TransformersAgent
 
@@ -50,22 +54,58 @@ SETTINGS: dict[str, dict[str, Any]] = {
 
 
 class Clock:
-    """Seconds spent in generation and in ``RolloutSource.play``, by patching both."""
+    """Seconds the engine spent generating, the tokens it generated, and seconds in
+    ``RolloutSource.play``, by patching the agents and the source.
+
+    Generating time is the time at least one generation was under way: the
+    transformers agent's batches (one at a time), or the requests of the ``openai``
+    agent in flight at once (a server such as vLLM batches them itself; a request frozen
+    by a weight push counts as under way). :meth:`reset` zeroes the counts.
+    """
 
     def __init__(self) -> None:
         self.generate = 0.0
+        self.generated_tokens = 0
         self.play = 0.0
         self.grading = 0.0
+        self._in_flight = 0
+        self._busy_since = 0.0
+        self._lock = threading.Lock()
         original = TransformersAgent._generate_batch
+        reply = OpenAIAgent.aget_action_reply
 
         def timed_generate(agent: Any, prompts: Any) -> Any:
-            started = time.perf_counter()
-            try:
-                return original(agent, prompts)
-            finally:
-                self.generate += time.perf_counter() - started
+            with self._generating():
+                generations = original(agent, prompts)
+                self.generated_tokens += sum(len(g.token_ids) for g in generations)
+                return generations
+
+        async def timed_reply(agent: Any, *args: Any, **kwargs: Any) -> Any:
+            with self._generating():
+                action = await reply(agent, *args, **kwargs)
+                self.generated_tokens += len(action.token_ids or [])
+                return action
 
         TransformersAgent._generate_batch = timed_generate  # type: ignore[method-assign]
+        OpenAIAgent.aget_action_reply = timed_reply  # type: ignore[method-assign]
+
+    def reset(self) -> None:
+        self.generate = self.play = self.grading = 0.0
+        self.generated_tokens = 0
+
+    @contextlib.contextmanager
+    def _generating(self) -> Iterator[None]:
+        with self._lock:
+            if not self._in_flight:
+                self._busy_since = time.perf_counter()
+            self._in_flight += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._in_flight -= 1
+                if not self._in_flight:
+                    self.generate += time.perf_counter() - self._busy_since
 
     def wrap(self, source: RolloutSource) -> None:
         play = source.play
@@ -128,7 +168,7 @@ def run(trainer_name: str, steps: int, seed: int) -> dict[str, Any]:
         max_concurrency=32,
     )
     clock.wrap(source)
-    clock.generate = 0.0
+    clock.reset()
     curve: list[StepMetrics] = []
     with tempfile.TemporaryDirectory(prefix="agentsgym-real-learning-") as out:
         trainer = agentsgym.runtime.make_trainer(

@@ -9,7 +9,8 @@ rows (token ids, agent mask) with each call's span. Nothing of agentsgym is impo
 the chat template is applied by transformers. For every call it checks that
 
 1. the prompt ids the backend reported are ``apply_chat_template(messages, tools,
-   add_generation_prompt=True)`` (tool-call arguments parsed to objects, as vLLM does);
+   add_generation_prompt=True)`` (tool-call arguments parsed to objects, as vLLM does,
+   and arguments that are no JSON object made ``{}``, as vLLM 0.32 does);
 2. in its row, the ids before its span are exactly that prompt, and the span holds
    exactly its completion ids, all with mask 1;
 
@@ -29,18 +30,28 @@ DEFAULT_RECORDS = "/tmp/agentsgym-gateway-records.jsonl"
 
 
 def _rendered(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The messages as vLLM (0.32) hands them to the template: tool-call arguments parsed
+    to an object, and arguments that are not a JSON object (or no JSON) made ``{}``."""
     out = []
     for message in messages:
         if message.get("tool_calls"):
             calls = []
             for call in message["tool_calls"]:
                 function = dict(call["function"])
-                if isinstance(function.get("arguments"), str):
-                    function["arguments"] = json.loads(function["arguments"])
+                function["arguments"] = _arguments(function.get("arguments"))
                 calls.append({**call, "function": function})
             message = {**message, "tool_calls": calls}
         out.append(message)
     return out
+
+
+def _arguments(arguments: Any) -> dict[str, Any]:
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except ValueError:
+            return {}
+    return arguments if isinstance(arguments, dict) else {}
 
 
 def _template_ids(tokenizer: Any, messages: list, tools: list | None) -> list[int]:

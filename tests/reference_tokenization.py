@@ -11,6 +11,7 @@ Its cost grows with the square of the episode, but each rule is stated directly:
   tokenization (what a chat server conditions on), else a new segment starts;
 * a server's reported prompt ids must equal the stream, else a new segment starts
   from the server's ids;
+* a new segment takes the place of a current one that holds no agent token;
 * sampled ids go in verbatim; a 0-token action is its end-of-turn token.
 
 The property tests drive it and the real EpisodeTokenizer with the same turns and
@@ -66,6 +67,11 @@ class ReferenceEpisodeTokenizer:
     def _new_segment(self, messages: Messages, view: str) -> None:
         segment = RefSegment(text=view)
         segment.extend(self.chat.encode_prompt(messages), agent=False)
+        self._open(segment)
+
+    def _open(self, segment: RefSegment) -> None:
+        if self.segments and 1 not in self.current.agent_mask:
+            self.segments.pop()
         self.segments.append(segment)
 
     def add_env_turn(self, messages: Messages, new_messages: Messages) -> None:
@@ -100,7 +106,7 @@ class ReferenceEpisodeTokenizer:
         if server_prompt is not None and list(server_prompt) != self.current.token_ids:
             segment = RefSegment(text=self.current.text)
             segment.extend(list(server_prompt), agent=False)
-            self.segments.append(segment)
+            self._open(segment)
         segment = self.current
         start = len(segment.token_ids)
         self.last_reply_was_text = action.token_ids is None

@@ -84,7 +84,9 @@ def test_every_turn_records_the_prompt_the_server_conditioned_on(
 
 
 def test_a_mismatch_is_recorded_on_the_step_and_the_new_segment_holds_the_server_ids() -> None:
-    """A scripted server whose prompt ids differ from the stream (another template)."""
+    """A scripted server whose prompt ids differ from the stream (another template). The
+    first turn's segment replaces the stream's own rendering, which held no agent token:
+    no row of the episode is without a token to train."""
     tokenizer = agentsgym.load_tokenizer(TINY)
 
     def policy(messages: Any, state: Any) -> tuple[AgentAction, Any]:
@@ -96,7 +98,8 @@ def test_a_mismatch_is_recorded_on_the_step_and_the_new_segment_holds_the_server
     env = agentsgym.make(GUESS, tokenizer=tokenizer, env_config={"max_steps_per_episode": 2})
     episode = env.run_trial([{"seed": 3}], FunctionAgent(policy)).all_episodes[0]
     assert episode.ok, episode.error
-    assert len(episode.segments) == 1 + episode.num_turns  # one new segment per turn
+    assert len(episode.segments) == episode.num_turns  # one segment per turn, none empty
+    assert all(segment.agent_mask.sum() > 0 for segment in episode.segments)
     for step in episode.steps:
         assert step.info["server_prompt_mismatch"] is True
         segment, start, end = step.token_span

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from agentsgym_tools import ToolDeclarationError, ToolEnv, as_tools, tool
+from agentsgym_tools.tool import FUNCTION_FIELDS
 
 
 def forecast(city: str, days: int = 1) -> str:
@@ -23,9 +24,34 @@ def test_a_function_becomes_a_tool_with_transformers_schema() -> None:
 
     made = tool(forecast)
     assert made.name == "forecast" and made.function is forecast
-    assert made.schema == get_json_schema(forecast)
+    derived = get_json_schema(forecast)
+    assert made.schema["function"] == {
+        k: v for k, v in derived["function"].items() if k in FUNCTION_FIELDS
+    }
     assert made.parameters["required"] == ["city"]
     assert made.parameters["properties"]["days"]["type"] == "integer"
+
+
+def test_a_schema_keeps_what_an_openai_compatible_server_keeps() -> None:
+    """vLLM keeps name, description, parameters and strict of a request's tool and
+    renders those: get_json_schema's return type, or any other key, would render into a
+    token-in prompt what a chat-mode server never shows the model."""
+    from transformers.utils import get_json_schema
+
+    assert "return" in get_json_schema(forecast)["function"]
+    assert set(tool(forecast).schema["function"]) == {"name", "description", "parameters"}
+    explicit = {
+        "name": "ping",
+        "parameters": {"type": "object", "properties": {}},
+        "strict": True,
+        "return": {"type": "string"},
+        "x-owner": "ops",
+    }
+    assert tool(schema=explicit).schema["function"] == {
+        "name": "ping",
+        "parameters": {"type": "object", "properties": {}},
+        "strict": True,
+    }
 
 
 def test_explicit_schemas_are_accepted_in_both_forms() -> None:

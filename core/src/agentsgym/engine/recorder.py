@@ -203,9 +203,9 @@ class EpisodeRecorder:
         tokens = view.tokens
         if tokens is None or not isinstance(tokens, EpisodeTokenizer):
             return None
-        segments_before = len(tokens.segments)
+        mismatches_before = tokens.server_mismatches
         span = tokens.add_agent_turn(written or action, token_in=token_in)
-        if action.prompt_token_ids is not None and len(tokens.segments) > segments_before:
+        if tokens.server_mismatches > mismatches_before:
             action.info = {**action.info, SERVER_PROMPT_MISMATCH_KEY: True}
         return span
 

@@ -8,6 +8,9 @@
 * An **agent turn** adds the sampled ids verbatim, or the reply text tokenized without
   special-token parsing. Server-reported prompt ids that differ from the stream start a
   new segment from them.
+* A new segment **replaces** the current one when that holds no agent token yet (a first
+  prompt the server rendered otherwise; a view re-rendered and then not the server's
+  either): it is context the model never sampled in, and as a row it would train nothing.
 * A **text-only reply** can merge with the generation prompt when a server tokenizes
   the next prompt whole (``"assistant\\n"`` + ``"\\n\\nHi"``); the next env turn checks
   that boundary and splits where it differs.
@@ -66,6 +69,10 @@ class SegmentBuilder:
                 break
         return tail.endswith(suffix)
 
+    @property
+    def has_agent_tokens(self) -> bool:
+        return any(self.agent_mask)
+
     def extend(
         self, ids: Sequence[int], agent: bool, logprobs: Sequence[float] | None = None
     ) -> None:
@@ -101,6 +108,7 @@ class EpisodeTokenizer:
         self.segments: list[SegmentBuilder] = []
         self.has_logprobs = True
         self.whole_renders = 0  # env turns that rendered the whole conversation
+        self.server_mismatches = 0  # agent turns whose server prompt ids were not the stream
         self._base: Messages | None = None
         self._pending_reply: str | None = None
         self._pending_ids: list[int] = []
@@ -192,8 +200,16 @@ class EpisodeTokenizer:
         segment.extend(ids, agent=False)
         if self.incremental and self._base is not None:
             segment.base_view = base_view(self.chat, self._base)
-        self.segments.append(segment)
+        self._open(segment)
         self._pending_reply = None
+
+    def _open(self, segment: SegmentBuilder) -> None:
+        """``segment`` becomes the current one: after the current one, or in its place
+        when the current one holds no agent token (nothing in it would be trained)."""
+        if self.segments and not self.current.has_agent_tokens:
+            self.segments[-1] = segment
+        else:
+            self.segments.append(segment)
 
     def _mismatch(self, messages: Messages, detail: str, *, view: str | None = None) -> None:
         if self.on_mismatch == "error":
@@ -288,10 +304,11 @@ class EpisodeTokenizer:
                 "on_template_mismatch='split' to keep one segment per view."
             )
         logger.info("the server's prompt ids differ from the stream (%s); new segment", detail)
+        self.server_mismatches += 1
         # The server's ids are what the model saw; the text is the same conversation.
         segment = SegmentBuilder(pieces=[self.current.text], base_view=self.current.base_view)
         segment.extend([int(i) for i in prompt_ids], agent=False)
-        self.segments.append(segment)
+        self._open(segment)
 
     def finish(self, messages: Messages) -> None:
         """Append the template text after the final reply (e.g. ChatML's newline)."""

@@ -4,6 +4,13 @@ Plain functions become tools the way transformers' ``get_json_schema`` reads the
 type hints give the parameter types, the Google-style docstring the descriptions. An
 explicit schema (OpenAI's ``{"type": "function", "function": {...}}`` form) is accepted
 too, with or without a function behind it (an MCP server's tools are such).
+
+A schema keeps OpenAI's function fields only (:data:`FUNCTION_FIELDS`): they are all an
+OpenAI-compatible server keeps of a request's tools and renders into the prompt (vLLM
+drops any other key, such as the ``return`` type ``get_json_schema`` adds). With more,
+the tools block of a token-in prompt, rendered here, would differ from the one a
+chat-mode server renders, and every chat episode's first turn would start a new
+segment (measured against vLLM 0.32 in bench/README.md, "Token fidelity against vLLM").
 """
 
 from __future__ import annotations
@@ -17,7 +24,10 @@ from typing import Any
 from agentsgym_tools.context import ToolContext
 from agentsgym_tools.errors import ToolDeclarationError
 
-__all__ = ["Tool", "as_tools", "tool"]
+__all__ = ["FUNCTION_FIELDS", "Tool", "as_tools", "tool"]
+
+FUNCTION_FIELDS = ("name", "description", "parameters", "strict")
+"""The fields of a tool's ``function`` that OpenAI's API (and vLLM's) keeps."""
 
 
 @dataclass(frozen=True)
@@ -155,7 +165,8 @@ def _derived_schema(function: Callable[..., Any], hidden: str | None) -> dict[st
 
 
 def _checked_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
-    """OpenAI's form; a bare ``{"name", "parameters"}`` is wrapped into it."""
+    """OpenAI's form, its :data:`FUNCTION_FIELDS` only; a bare ``{"name", "parameters"}``
+    is wrapped into it."""
     wrapped = dict(schema) if "function" in schema else {"type": "function", "function": schema}
     function = dict(wrapped.get("function") or {})
     name = function.get("name")
@@ -170,4 +181,5 @@ def _checked_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
             f"tool {name!r}: parameters must be a JSON schema of type 'object'"
         )
     function["parameters"] = dict(parameters)
-    return {"type": "function", "function": function}
+    kept = {field: function[field] for field in FUNCTION_FIELDS if field in function}
+    return {"type": "function", "function": kept}
