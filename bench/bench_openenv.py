@@ -1,6 +1,7 @@
 """OpenEnv's protocol: `agentsgym serve` against openenv-core's own server, side by side.
 
 Usage: python bench/bench_openenv.py [--sessions 1,64,256] [--turns 20] [--episodes E]
+                                    [--repeats 3] [--baseline TREE]
 
 The env logic is CountdownEnv (tests/envs_for_tests.py: the agent says T, T-1, ...
 1, one turn each). It is served twice, each server in its own process on loopback
@@ -16,8 +17,15 @@ WebSocket per session), from one process: K sessions at once, each playing episo
 of T turns (reset, then T steps whose action is read from the observation's
 ``text``). Reported per server and K: steps per second over the run, and the p50 and
 p99 latency of a step call as the client sees it, of the median of ``--repeats``
-runs (3). The two servers run one after the other, alternately, so that both see
-the same machine load.
+runs (3), and the CPU time per step of the server process (all its threads) and of
+the client process over the measured part, medians of the runs. The servers run one
+after the other, alternately, so that all see the same machine load. On a shared
+machine the CPU per step is the steadier figure: steps per second also count the
+client's and other processes' turns at the cores.
+
+``--baseline TREE`` serves agentsgym a second time, imported from another source tree
+(a checkout of the code before a change, ``git worktree add /tmp/before main``), as a
+third server in the same alternation: before and after, side by side.
 """
 
 from __future__ import annotations
@@ -39,10 +47,9 @@ ENV = "envs_for_tests:CountdownEnv"
 
 
 # ---------------------------------------------------------------------- servers
-def serve_openenv_core(port: int, sessions: int, turns: int) -> None:
-    """openenv-core's own server around the same env logic (run in a subprocess)."""
+def openenv_core_app(sessions: int, turns: int) -> Any:
+    """openenv-core's own app around the same env logic."""
     sys.path.insert(0, str(TESTS))
-    import uvicorn
     from openenv.core.env_server.http_server import create_app
     from openenv.core.env_server.interfaces import Environment
     from openenv.core.env_server.types import Action, Observation, State
@@ -92,18 +99,26 @@ def serve_openenv_core(port: int, sessions: int, turns: int) -> None:
         def state(self) -> State:
             return self._state
 
-    app = create_app(Countdown, CountAction, CountObservation, max_concurrent_envs=sessions + 8)
+    return create_app(Countdown, CountAction, CountObservation, max_concurrent_envs=sessions + 8)
+
+
+def serve_openenv_core(port: int, sessions: int, turns: int) -> None:
+    """openenv-core's own server (run in a subprocess), as openenv-core runs it."""
+    import uvicorn
+
+    app = openenv_core_app(sessions, turns)
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", access_log=False)
 
 
 THREADS = int(os.environ.get("BENCH_THREADS", "32"))
 
 
-def serve_agentsgym(port: int, sessions: int, turns: int) -> None:
-    """`agentsgym serve` of the same env (run in a subprocess)."""
+def agentsgym_app(sessions: int, turns: int) -> Any:
+    """`agentsgym serve`'s app of the same env."""
     sys.path.insert(0, str(TESTS))
+    import logging
+
     from agentsgym_serve import create_app
-    from agentsgym_serve.server import bind_socket, uvicorn_server
 
     app = create_app(
         ENV,
@@ -113,10 +128,16 @@ def serve_agentsgym(port: int, sessions: int, turns: int) -> None:
         openenv=True,
         threads=THREADS,
     )
-    import logging
-
     logging.getLogger("agentsgym_serve.access").setLevel(logging.WARNING)
     logging.getLogger("agentsgym_serve").setLevel(logging.WARNING)
+    return app
+
+
+def serve_agentsgym(port: int, sessions: int, turns: int) -> None:
+    """`agentsgym serve` of the same env (run in a subprocess), as the command runs it."""
+    from agentsgym_serve.server import bind_socket, uvicorn_server
+
+    app = agentsgym_app(sessions, turns)
     uvicorn_server(app, log_level="warning").run(sockets=[bind_socket("127.0.0.1", port)])
 
 
@@ -129,16 +150,31 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def start(kind: str, sessions: int, turns: int) -> tuple[subprocess.Popen[bytes], str]:
+def source_path(tree: Path) -> str:
+    """PYTHONPATH that imports agentsgym and its plugins from another source tree (a
+    checkout of the code before a change): its src folders come before the installed
+    ones."""
+    core = tree / "core" / "src"
+    if not core.is_dir():
+        raise SystemExit(f"--baseline {tree}: no {core}; give the root of a checkout")
+    folders = [core, *sorted((tree / "plugins").glob("*/src"))]
+    return os.pathsep.join(str(f) for f in folders)
+
+
+def start(
+    kind: str, sessions: int, turns: int, tree: Path | None = None
+) -> tuple[subprocess.Popen[bytes], str]:
+    """A server process; ``tree``: agentsgym imported from that source tree."""
     port = free_port()
     code = (
         f"import sys; sys.path.insert(0, {str(ROOT / 'bench')!r}); import bench_openenv as b; "
         f"b.SERVERS[{kind!r}]({port}, {sessions}, {turns})"
     )
+    env = {**os.environ}
+    if tree is not None:
+        env["PYTHONPATH"] = source_path(tree)
     # stderr off: openenv-core logs a traceback for every client that disconnects
-    proc = subprocess.Popen(
-        [sys.executable, "-c", code], env={**os.environ}, stderr=subprocess.DEVNULL
-    )
+    proc = subprocess.Popen([sys.executable, "-c", code], env=env, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     import httpx
 
@@ -151,6 +187,16 @@ def start(kind: str, sessions: int, turns: int) -> tuple[subprocess.Popen[bytes]
             time.sleep(0.2)
     proc.kill()
     raise RuntimeError(f"the {kind} server did not start")
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU time (user + system, all threads) of a process so far (Linux: /proc); NaN
+    elsewhere."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return float("nan")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 # ---------------------------------------------------------------------- client
@@ -176,20 +222,30 @@ async def drive(url: str, sessions: int, episodes: int, turns: int) -> tuple[flo
     return time.perf_counter() - began, latencies
 
 
-def measure(kind: str, sessions: int, turns: int, episodes: int) -> dict[str, float]:
-    proc, url = start(kind, sessions, turns)
+def measure(
+    kind: str, sessions: int, turns: int, episodes: int, tree: Path | None = None
+) -> dict[str, float]:
+    """One run: steps per second, step latencies, and the CPU time per step of the server
+    process and of this one (the client) over the measured part."""
+    proc, url = start(kind, sessions, turns, tree)
     try:
         asyncio.run(drive(url, min(sessions, 8), 1, turns))  # warm up
+        server_before, client_before = cpu_seconds(proc.pid), os.times()
         seconds, latencies = asyncio.run(drive(url, sessions, episodes, turns))
+        server_cpu, client_after = cpu_seconds(proc.pid) - server_before, os.times()
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+    client_cpu = sum(client_after[:2]) - sum(client_before[:2])
     latencies.sort()
+    steps = len(latencies)
     return {
-        "steps_per_s": len(latencies) / seconds,
+        "steps_per_s": steps / seconds,
         "p50_ms": 1000 * statistics.median(latencies),
-        "p99_ms": 1000 * latencies[min(len(latencies) - 1, int(0.99 * len(latencies)))],
-        "steps": len(latencies),
+        "p99_ms": 1000 * latencies[min(steps - 1, int(0.99 * steps))],
+        "steps": steps,
+        "server_us": 1e6 * server_cpu / steps,
+        "client_us": 1e6 * client_cpu / steps,
     }
 
 
@@ -202,28 +258,54 @@ def main() -> None:
     parser.add_argument(
         "--threads", type=int, default=32, help="agentsgym serve --threads (its default: 32)"
     )
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        help="also serve agentsgym from this source tree (a checkout of the code before a "
+        "change), a third server in the same alternation",
+    )
     args = parser.parse_args()
     os.environ["BENCH_THREADS"] = str(args.threads)
-    print(f"load average before: {os.getloadavg()[0]:.2f} (2 cores)")
-    print(f"{'server':<14}{'sessions':>9}{'steps/s':>10}{'p50 ms':>9}{'p99 ms':>9}{'steps':>8}")
+    arms: dict[str, tuple[str, Path | None]] = {"openenv-core": ("openenv-core", None)}
+    if args.baseline is not None:
+        source_path(args.baseline)  # a bad tree fails now, not after the first runs
+        arms["agentsgym (baseline)"] = ("agentsgym", args.baseline)
+    arms["agentsgym"] = ("agentsgym", None)
+    width = max(len(name) for name in arms) + 2
+    print(f"load average before: {os.getloadavg()[0]:.2f} ({os.cpu_count()} cores)")
+    print(
+        f"{'server':<{width}}{'sessions':>9}{'steps/s':>10}{'p50 ms':>9}{'p99 ms':>9}"
+        f"{'steps':>8}{'server CPU':>12}{'client CPU':>12}  (CPU: µs a step)"
+    )
     for sessions in [int(s) for s in args.sessions.split(",")]:
         episodes = args.episodes or max(2, 4000 // (sessions * args.turns))
-        runs: dict[str, list[dict[str, float]]] = {"openenv-core": [], "agentsgym": []}
-        for _ in range(args.repeats):  # alternately, so that both see the same load
-            for kind, rows in runs.items():
-                rows.append(measure(kind, sessions, args.turns, episodes))
+        runs: dict[str, list[dict[str, float]]] = {name: [] for name in arms}
+        for _ in range(args.repeats):  # alternately, so that all see the same load
+            for name, (kind, tree) in arms.items():
+                runs[name].append(measure(kind, sessions, args.turns, episodes, tree))
         figures = {}
-        for kind, rows in runs.items():
+        for name, rows in runs.items():
+            server_us = statistics.median(r["server_us"] for r in rows)
+            client_us = statistics.median(r["client_us"] for r in rows)
             rows.sort(key=lambda r: r["steps_per_s"])
-            figures[kind] = row = rows[len(rows) // 2]  # the median run
+            figures[name] = row = {**rows[len(rows) // 2], "server_us": server_us}
             spread = f"{rows[0]['steps_per_s']:.0f}-{rows[-1]['steps_per_s']:.0f}"
             print(
-                f"{kind:<14}{sessions:>9}{row['steps_per_s']:>10.0f}{row['p50_ms']:>9.2f}"
-                f"{row['p99_ms']:>9.2f}{row['steps']:>8.0f}   runs: {spread} steps/s",
+                f"{name:<{width}}{sessions:>9}{row['steps_per_s']:>10.0f}{row['p50_ms']:>9.2f}"
+                f"{row['p99_ms']:>9.2f}{row['steps']:>8.0f}{server_us:>12.0f}{client_us:>12.0f}"
+                f"   runs: {spread} steps/s",
                 flush=True,
             )
-        ratio = figures["agentsgym"]["steps_per_s"] / figures["openenv-core"]["steps_per_s"]
-        print(f"{'':<14}{sessions:>9}  agentsgym / openenv-core steps/s = {ratio:.2f}")
+        core = figures["openenv-core"]
+        for name in arms:
+            if name == "openenv-core":
+                continue
+            speed = figures[name]["steps_per_s"] / core["steps_per_s"]
+            cpu = core["server_us"] / figures[name]["server_us"]
+            print(
+                f"{'':<{width}}{sessions:>9}  {name} / openenv-core: steps/s {speed:.2f}, "
+                f"server CPU a step {cpu:.2f}x less"
+            )
     print(f"load average after: {os.getloadavg()[0]:.2f}")
 
 

@@ -127,6 +127,29 @@ def test_the_sync_client_and_the_message_and_reply_models() -> None:
             assert http.get("/agentsgym/v1/health").json()["sessions"] == 0
 
 
+@pytest.mark.parametrize("compression", [False, True])
+def test_a_clients_offer_of_compression_is_taken_only_when_the_server_allows_it(
+    compression: bool,
+) -> None:
+    from websockets.asyncio.client import connect
+
+    from agentsgym_serve import BackgroundServer, create_app
+
+    app = create_app(GUESS)
+    with BackgroundServer(app, ws_compression=compression) as server:
+
+        async def reset() -> tuple[str | None, dict[str, Any]]:
+            # websockets' client offers permessage-deflate, as openenv-core's does
+            async with connect(server.url.replace("http", "ws") + "/ws") as ws:
+                await ws.send(json.dumps({"type": "reset", "data": {"data_idx": 3}}))
+                reply = json.loads(await ws.recv())
+                return ws.response.headers.get("Sec-WebSocket-Extensions"), reply
+
+        accepted, reply = asyncio.run(reset())
+    assert (accepted or "").startswith("permessage-deflate") is compression
+    assert reply["type"] == "observation" and reply["data"]["observation"]["episode"] == 1
+
+
 def test_bad_messages_get_errors_that_say_what_to_do() -> None:
     with served(GUESS) as server:
 

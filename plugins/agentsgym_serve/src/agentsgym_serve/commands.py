@@ -102,6 +102,12 @@ def serve_command(
         help="an env with roles: the role a client plays unless it names one (AgentGym's "
         "clients cannot; default: the env's first trainable role the server can serve)",
     ),
+    ws_compression: bool = typer.Option(
+        False,
+        "--ws-compression",
+        help="accept WebSocket clients' permessage-deflate (/ws); off: messages travel "
+        "uncompressed, cheaper in CPU on both ends",
+    ),
     log_level: str = typer.Option("info", "--log-level", help="debug, info, warning or error"),
     access_log: bool = typer.Option(
         True, "--access-log/--no-access-log", help="one log line per request"
@@ -159,7 +165,7 @@ def serve_command(
             extra={"fields": {"event": "exposed", "host": host}},
         )
     run_server(
-        uvicorn_server(asgi, log_level=log_level.lower()),
+        uvicorn_server(asgi, log_level=log_level.lower(), ws_compression=ws_compression),
         [sock],
         on_started=lambda: _announce(env_id, url_of(sock), asgi),
     )

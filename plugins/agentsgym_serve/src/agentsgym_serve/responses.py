@@ -68,21 +68,23 @@ def _plain(value: Any) -> Any:
     return value
 
 
+_ENCODER = json.JSONEncoder(
+    ensure_ascii=True, allow_nan=False, default=_default, separators=(",", ":")
+)
+"""One encoder for every reply (``json.dumps`` with options builds one per call)."""
+
+
+def json_text(content: Any) -> str:
+    """Strict, ASCII-only JSON of ``content`` (see the module docstring), as text."""
+    try:
+        return _ENCODER.encode(content)
+    except (ValueError, TypeError):  # a NaN, an infinity or a key JSON cannot take
+        return _ENCODER.encode(_plain(content))
+
+
 def dump_json(content: Any) -> bytes:
     """Strict, ASCII-only JSON of ``content`` (see the module docstring)."""
-    try:
-        text = json.dumps(
-            content, ensure_ascii=True, allow_nan=False, default=_default, separators=(",", ":")
-        )
-    except (ValueError, TypeError):  # a NaN, an infinity or a key JSON cannot take
-        text = json.dumps(
-            _plain(content),
-            ensure_ascii=True,
-            allow_nan=False,
-            default=_default,
-            separators=(",", ":"),
-        )
-    return text.encode("ascii")
+    return json_text(content).encode("ascii")
 
 
 class SafeJSONResponse(Response):

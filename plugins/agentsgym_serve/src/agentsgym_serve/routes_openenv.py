@@ -51,7 +51,7 @@ from agentsgym_serve.openenv_models import (
     TextArenaObservation,
 )
 from agentsgym_serve.openenv_service import OpenEnvReset, OpenEnvService, OpenEnvStep
-from agentsgym_serve.responses import SafeJSONResponse, clip_echoes, dump_json
+from agentsgym_serve.responses import SafeJSONResponse, clip_echoes, json_text
 from agentsgym_serve.schemas import (
     AgentGymObservation,
     AgentGymReset,
@@ -325,7 +325,7 @@ async def _answer(
 
 
 async def _send(websocket: WebSocket, reply: dict[str, Any]) -> None:
-    await websocket.send_text(dump_json(reply).decode("ascii"))
+    await websocket.send_text(json_text(reply))
 
 
 @router.websocket("/ws")
@@ -359,6 +359,7 @@ async def ws(websocket: WebSocket) -> None:
         asyncio.ensure_future(_close_for(websocket, f"session closed: {reason}"))
 
     session.on_close = closed_by_server
+    mcp = _mcp(websocket)
     try:
         while True:
             message = await websocket.receive()
@@ -370,7 +371,7 @@ async def ws(websocket: WebSocket) -> None:
                     text = (message.get("bytes") or b"").decode("utf-8")
                 except UnicodeDecodeError:
                     text = ""
-            reply = await _answer(openenv, _mcp(websocket), session, text)
+            reply = await _answer(openenv, mcp, session, text)
             if reply is None:
                 ending = "closed by the client"
                 break

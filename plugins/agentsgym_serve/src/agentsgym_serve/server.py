@@ -61,9 +61,18 @@ def uvicorn_server(
     log_level: str = "warning",
     keep_alive_seconds: float = KEEP_ALIVE_SECONDS,
     backlog: int = BACKLOG,
+    ws_compression: bool = False,
 ) -> Any:
     """A uvicorn server for ``app`` that leaves logging to us (no access log: a URL can
-    carry a secret, such as the model gateway's path-prefix session keys)."""
+    carry a secret, such as the model gateway's path-prefix session keys).
+
+    ``ws_compression``: accept a WebSocket client's offer of permessage-deflate. Off by
+    default, as Node's ``ws`` server has it: a client that offers it (openenv-core's
+    does) then talks uncompressed, which the protocol allows. An env server's messages
+    are small and its clients near; inflating every request and deflating every reply
+    cost about 20 µs of the server's CPU in an OpenEnv step of 80 (and more in the
+    client; bench/README.md), besides a compressor's memory per connection. Turn it on
+    for far clients that get large observations."""
     import uvicorn
 
     config = uvicorn.Config(
@@ -75,6 +84,7 @@ def uvicorn_server(
         timeout_keep_alive=int(keep_alive_seconds),
         timeout_graceful_shutdown=10,
         backlog=backlog,
+        ws_per_message_deflate=ws_compression,
     )
     return uvicorn.Server(config)
 
@@ -152,6 +162,7 @@ class BackgroundServer:
         keep_alive_seconds: float = KEEP_ALIVE_SECONDS,
         backlog: int = BACKLOG,
         name: str = "agentsgym-serve",
+        ws_compression: bool = False,
     ) -> None:
         self.app = app
         self.host = host
@@ -160,6 +171,7 @@ class BackgroundServer:
         self.keep_alive_seconds = keep_alive_seconds
         self.backlog = backlog
         self.name = name
+        self.ws_compression = ws_compression
         self._server: Any = None
         self._thread: threading.Thread | None = None
         self._socket: socket.socket | None = None
@@ -177,7 +189,10 @@ class BackgroundServer:
         self.port = sock.getsockname()[1]
         self.url = url_of(sock)
         self._server = uvicorn_server(
-            self.app, keep_alive_seconds=self.keep_alive_seconds, backlog=self.backlog
+            self.app,
+            keep_alive_seconds=self.keep_alive_seconds,
+            backlog=self.backlog,
+            ws_compression=self.ws_compression,
         )
         self._thread = threading.Thread(
             target=self._serve, args=(self._server, sock), name=self.name, daemon=True

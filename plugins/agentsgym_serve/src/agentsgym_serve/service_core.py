@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
 from typing import Any
 
 from agentsgym import AgentAction
@@ -34,6 +33,44 @@ from agentsgym_serve.sessions import Session, SessionTable
 logger = logging.getLogger("agentsgym_serve")
 
 SHUTDOWN_BUDGET_SECONDS = 10.0
+
+
+class SessionCall:
+    """``async with`` it: one call on a session, holding the session's lock; counted as
+    active meanwhile (the reaper leaves it alone) and touched when it ends. A session
+    closed while the call waited for its lock raises :class:`SessionClosed`.
+
+    A class, not an ``asynccontextmanager``: every step of every protocol enters one,
+    and a generator's context costs about 1.5 µs more a call."""
+
+    __slots__ = ("session", "table")
+
+    def __init__(self, table: SessionTable, session: Session) -> None:
+        self.table = table
+        self.session = session
+
+    async def __aenter__(self) -> None:
+        session = self.session
+        session.active += 1
+        try:
+            await session.lock.acquire()
+        except BaseException:
+            self._done()
+            raise
+        if self.table.live.get(session.id) is not session:
+            session.lock.release()
+            self._done()
+            raise SessionClosed(
+                f"session {session.id} was closed while this call waited for it", id=session.id
+            )
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.session.lock.release()
+        self._done()
+
+    def _done(self) -> None:
+        self.session.active -= 1
+        self.table.touch(self.session)
 
 
 def log_event(event: str, **fields: Any) -> None:
@@ -64,21 +101,9 @@ class SessionService:
         self.steps_replayed = 0
 
     # ------------------------------------------------------------------ plumbing
-    @contextlib.asynccontextmanager
-    async def _use(self, session: Session) -> AsyncIterator[None]:
+    def _use(self, session: Session) -> SessionCall:
         """Hold the session's lock for one call (the reaper leaves it alone meanwhile)."""
-        session.active += 1
-        try:
-            async with session.lock:
-                if self.table.live.get(session.id) is not session:
-                    raise SessionClosed(
-                        f"session {session.id} was closed while this call waited for it",
-                        id=session.id,
-                    )
-                yield
-        finally:
-            session.active -= 1
-            self.table.touch(session)
+        return SessionCall(self.table, session)
 
     def _in_use(self, key: str) -> bool:
         return any(s.config_key == key for s in self.table.live.values())
