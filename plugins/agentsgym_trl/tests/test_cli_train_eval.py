@@ -19,11 +19,10 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("trl")
 
-from typer.testing import CliRunner
-
+import test_cli_train_tracking as tracking
 import tracker_files as files
 from agentsgym import make
-from agentsgym.cli import build_app
+from agentsgym.testing import run_cli
 from agentsgym_trl.train_eval import held_out_rows
 
 needs_trackio = pytest.mark.skipif(
@@ -45,14 +44,16 @@ def train(folder: Path, *args: str) -> dict[int, dict[str, Any]]:
     return {entry["step"]: entry for entry in map(json.loads, lines)}
 
 
-def tracked_evals(folder: Path) -> dict[int, dict[str, Any]]:
+def tracked_evals(folder: Path, project: str) -> dict[int, dict[str, Any]]:
     """The entries trackio holds with held-out scores, by training step."""
-    entries = [e for e in files.trackio_entries(folder, "evals") if e["_run"] == "tracked"]
+    entries = [e for e in files.trackio_entries(folder, project) if e["_run"] == "tracked"]
     return {int(e["train/global_step"]): e for e in entries if "eval/reward_mean" in e}
 
 
-def assert_tracked_as_logged(folder: Path, log: dict[int, dict[str, Any]]) -> None:
-    tracked = tracked_evals(folder)
+def assert_tracked_as_logged(
+    folder: Path, log: dict[int, dict[str, Any]], *, project: str = "evals"
+) -> None:
+    tracked = tracked_evals(folder, project)
     assert sorted(tracked) == sorted(
         step for step, entry in log.items() if "eval/num_tasks" in entry
     )
@@ -103,43 +104,21 @@ def test_scores_of_a_scripted_player_at_every_eval_step_and_the_last(tmp_path: P
     assert_tracked_as_logged(tmp_path, log)
 
 
-SMALL = [
-    "--model",
-    "tiny",
-    "--env-config",
-    "high=3",
-    "--env-config",
-    "max_steps_per_episode=2",
-    "--num-tasks",
-    "4",
-    "--num-rollouts",
-    "2",
-    "--tasks-per-step",
-    "2",
-    "--max-new-tokens",
-    "8",
-    "--max-steps",
-    "3",
-    "--eval-steps",
-    "2",
-    "--eval-tasks",
-    "3",
-]
-
-
 @needs_trackio
 @pytest.mark.parametrize("trainer", ["per-token-grpo", "trl-grpo"])
 def test_a_trainer_logs_held_out_scores_at_its_eval_steps(trainer: str, tmp_path: Path) -> None:
-    log = train(tmp_path, "--trainer", trainer, *SMALL, *TRACKED)
-    assert sorted(log) == [1, 2, 3]
-    assert not any(key.startswith("eval/") for key in log[1])
-    for step in (2, 3):
+    # the tracking tests' run (4 steps of a tiny model, project "guess", run "tracked")
+    steps = tracking.train(tmp_path, trainer, "trackio", "--eval-steps", "3", "--eval-tasks", "3")
+    log = {entry["step"]: entry for entry in steps}
+    assert sorted(log) == [1, 2, 3, 4]
+    assert not any(key.startswith("eval/") for step in (1, 2) for key in log[step])
+    for step in (3, 4):  # every 3 steps, and after the last
         entry = log[step]
         assert EVAL_KEYS <= set(entry) and entry["eval/num_tasks"] == 3
         assert 0 <= entry["eval/success_rate"] <= 1
         # GuessTheNumber's reward is 1 when the number is found, else 0
         assert entry["eval/reward_mean"] == pytest.approx(entry["eval/success_rate"])
-    assert_tracked_as_logged(tmp_path, log)
+    assert_tracked_as_logged(tmp_path, log, project="guess")
 
 
 def test_held_out_tasks_are_the_eval_splits_not_the_trained_ones() -> None:
@@ -173,20 +152,9 @@ def test_held_out_tasks_are_the_eval_splits_not_the_trained_ones() -> None:
 def test_bad_eval_options_are_one_clear_line_before_training(
     args: list[str], says: str, tmp_path: Path
 ) -> None:
-    result = CliRunner().invoke(
-        build_app(),
-        [
-            "train",
-            GUESS,
-            "--trainer",
-            "per-token-grpo",
-            "--model",
-            "tiny",
-            "--output-dir",
-            str(tmp_path / "out"),
-            *args,
-        ],
-    )
-    assert result.exit_code == 2, result.output
+    out = tmp_path / "out"
+    trainer = ["--trainer", "per-token-grpo", "--model", "tiny"]
+    result = run_cli("train", GUESS, *trainer, "--output-dir", str(out), *args)
+    assert result.code == 2, result.output
     assert says in " ".join(result.output.split())
     assert not (tmp_path / "out" / "train_log.jsonl").exists()

@@ -27,10 +27,9 @@ takes the ``K`` eval rows after the ``--num-tasks`` trained ones.
 
 from __future__ import annotations
 
-import inspect
 import logging
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import typer
@@ -38,6 +37,7 @@ import typer
 from agentsgym import TrajectoryBatch
 from agentsgym.errors import TrainerOptionError
 from agentsgym.runtime import RolloutSource, StepMetrics, is_correct
+from agentsgym_trl.train_keywords import train_takes
 
 if TYPE_CHECKING:
     from agentsgym import Agent
@@ -162,15 +162,7 @@ def evaluation_keywords(
     adapter whose ``train`` does not take it is refused (it cannot evaluate)."""
     if evaluation is None:
         return {}
-    parameters: Mapping[str, inspect.Parameter]
-    try:
-        parameters = inspect.signature(adapter.train).parameters
-    except (TypeError, ValueError):
-        parameters = {}
-    takes = "evaluation" in parameters or any(
-        p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()
-    )
-    if not takes:
+    if not train_takes(adapter, "evaluation"):
         raise TrainerOptionError(
             f"trainer {trainer} does not evaluate during training; drop --eval-steps and "
             "evaluate its saved model with `agentsgym eval`"
