@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     )
     from agentsgym.executors import AgentSpec
     from agentsgym.game_outcomes import win_draw_loss
+    from agentsgym.grading import is_correct
     from agentsgym.hookspecs import (
         RegisterEnvSource,
         RegisterExecutor,

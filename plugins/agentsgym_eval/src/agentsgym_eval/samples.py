@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, Field
 
 from agentsgym.errors import is_reward_unavailable
-from agentsgym.runtime import DEFAULT_MAX_CONCURRENCY, redact_text, win_draw_loss
+from agentsgym.runtime import DEFAULT_MAX_CONCURRENCY, is_correct, redact_text, win_draw_loss
 from agentsgym_eval import metrics
 
 if TYPE_CHECKING:
@@ -53,7 +53,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-CORRECT_KEY = "correct"
 ANSWER_KEY = "answer"
 GRADED_KEY = "graded"
 
@@ -193,13 +192,7 @@ class EvalReport(Scores):
 def sample_from_episode(episode: Episode) -> Sample:
     """Score one played episode (the scored episode of a trial)."""
     infos = [step.info for step in episode.steps]
-    reported = [info[CORRECT_KEY] for info in infos if CORRECT_KEY in info]
-    if episode.error is not None:
-        correct = False
-    elif reported:
-        correct = any(value is True for value in reported)
-    else:
-        correct = episode.final_reward > 0
+    correct = is_correct(episode)
     answers = [info.get(ANSWER_KEY) for info in infos]
     answer = next((a for a in reversed(answers) if a is not None), None)
     return Sample(

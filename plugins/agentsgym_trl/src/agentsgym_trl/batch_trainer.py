@@ -63,6 +63,7 @@ from agentsgym_trl.vllm_client import InferenceServerError
 
 if TYPE_CHECKING:
     from agentsgym import Agent
+    from agentsgym_trl.train_eval import HeldOutEval
 
 logger = logging.getLogger(__name__)
 
@@ -90,6 +91,7 @@ class BatchTrainer(ABC):
     _engine: GeneratingEngine | None = None
     _token_bound: int | None = None
     _trained: tuple[int, dict[str, Any] | None] | None = None
+    _evaluation: tuple[HeldOutEval, Agent] | None = None
 
     def policy(self) -> Agent | None:
         """The agent playing this trainer's own model, or ``None`` if it has none."""
@@ -134,6 +136,7 @@ class BatchTrainer(ABC):
         run_arguments: dict[str, Any] | None = None,
         max_staleness: int | None = None,
         engine: GeneratingEngine | None = None,
+        evaluation: HeldOutEval | None = None,
     ) -> TrainResult:
         """Run steps ``1..max_steps`` (from the step after ``resume_from``'s).
 
@@ -145,7 +148,9 @@ class BatchTrainer(ABC):
         whose groups the stream discarded, all of them, is not consumed (its step log
         says ``skipped``, and has no loss). ``engine``: an inference engine that
         generates (``agent`` plays with it) and takes the weights after every update
-        (module docstring).
+        (module docstring). ``evaluation``: held-out tasks the player plays after the
+        steps it says, their scores added to those steps' entries
+        (:mod:`agentsgym_trl.train_eval`).
         """
         if max_steps < 1:
             raise TrainerOptionError(f"max_steps must be at least 1, got {max_steps}")
@@ -176,6 +181,7 @@ class BatchTrainer(ABC):
         with self.weight_update(first - 1):
             pass  # the policy's version: the updates made before this run's first step
         self._engine = engine
+        self._evaluation = None if evaluation is None else (evaluation, player)
         bound = max_staleness if max_staleness is not None else 0
         self._token_bound = bound if engine is not None or max_staleness is not None else None
         self._trained = None
@@ -327,6 +333,9 @@ class BatchTrainer(ABC):
         if stream is not None:
             stream.advance(step)
         step_metrics.seconds = time.perf_counter() - started
+        if self._evaluation is not None:  # not timed: the step's pace is training's
+            evaluation, player = self._evaluation
+            evaluation.after_step(step_metrics, player)
         result.steps.append(step_metrics)
         if on_step is not None:
             on_step(step_metrics)

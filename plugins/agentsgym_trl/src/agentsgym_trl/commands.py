@@ -38,7 +38,7 @@ from agentsgym.cli import (
     tracker_class,
 )
 from agentsgym.errors import TrainerOptionError
-from agentsgym.runtime import StepMetrics, get_registry
+from agentsgym.runtime import RolloutSource, StepMetrics, get_registry
 from agentsgym_trl.batch_trainer import BatchTrainer
 from agentsgym_trl.chat_templates import apply_chat_template_choice
 from agentsgym_trl.played_rollouts import PLAYED_FILE, RecordingSource
@@ -50,6 +50,12 @@ from agentsgym_trl.train_checkpoints import (
     checkpoint_keywords,
     checkpoint_to_resume,
     lock_output_dir,
+)
+from agentsgym_trl.train_eval import (
+    DEFAULT_EVAL_TASKS,
+    HeldOutEval,
+    evaluation_keywords,
+    held_out_rows,
 )
 from agentsgym_trl.train_pace import pace_warning
 from agentsgym_trl.train_progress import quiet_progress_bars, train_with_progress
@@ -170,6 +176,22 @@ def train(
     run_name: str | None = run_name_option(),
     log_samples_every: int = log_samples_every_option(),
     log_samples: int = log_samples_option(),
+    eval_steps: int = typer.Option(
+        0,
+        "--eval-steps",
+        min=0,
+        help="every N steps, and after the last, play held-out tasks once each (sampled, "
+        "at --temperature) and log their scores under eval/ (eval/reward_mean, "
+        "eval/success_rate) in train_log.jsonl and the tracker; 0: never",
+    ),
+    eval_tasks: int | None = typer.Option(
+        None,
+        "--eval-tasks",
+        min=1,
+        help=f"held-out tasks per evaluation (default: {DEFAULT_EVAL_TASKS}, or as many as "
+        "there are): the eval split's first ones (with --split eval, those after the "
+        "--num-tasks trained ones)",
+    ),
     vllm_server_base_url: str | None = typer.Option(
         None,
         "--vllm-server-base-url",
@@ -214,11 +236,17 @@ def train(
     """Train on ENV_ID: play rollouts, compute the loss, step the optimizer.
 
     With --trainer dataset-sink, write the rollouts as a dataset instead. A checkpoint
-    is written every --save-steps steps; --resume continues from the newest one. Exits 1
+    is written every --save-steps steps; --resume continues from the newest one. With
+    --eval-steps N, held-out tasks are played every N steps (scores under eval/). Exits 1
     when every episode failed (or more than --max-failure-rate of them).
     """
     if split not in ("train", "eval"):
         raise typer.BadParameter("--split must be train or eval")
+    if eval_tasks is not None and not eval_steps:
+        raise typer.BadParameter(
+            f"--eval-tasks {eval_tasks} says how many tasks an evaluation plays, and there "
+            "is none: give --eval-steps N too (evaluate every N steps)"
+        )
     where = ExecutorChoice.parse(executor, num_workers, executor_option)
     remote = where.executor.remote
     if remote and chat_template != "model":
@@ -251,6 +279,11 @@ def train(
         console.print(f"chat template: {template}")
     env_values = parse_key_values(env_config, "--env-config")
     env, rows = task_rows(env_id, tok, env_values, split, num_tasks)
+    held_out = (
+        held_out_rows(env_id, env, split=split, num_trained=len(rows), eval_tasks=eval_tasks)
+        if eval_steps
+        else []
+    )
     agents = TrainAgents.parse(env_id, env, agent, agent_option)
     trained_roles = agents.trained_roles(env)
 
@@ -312,31 +345,57 @@ def train(
     if playing is None and remote and not vllm.enabled:
         own_policy = _own_policy(adapter, trainer, executor)
     played = output_dir / PLAYED_FILE
+    playing_options: dict[str, Any] = {
+        "tokenizer": (tokenizer or default_tokenizer(model)) if remote else tok,
+        "max_concurrency": max_concurrency,
+        "seed": seed,
+        "executor": where.name,
+        "executor_options": where.options,
+        "opponents": agents.opponents(remote=remote),
+        # the rows are those of the env the command line names: the user's own choice,
+        # a server URL included (as `rollout ENV_ID` plays it)
+        "allow_remote": True,
+    }
     source = RecordingSource(
         rows,
         record_to=played,
         append=resume_from is not None,
         trained_roles=trained_roles,
-        tokenizer=(tokenizer or default_tokenizer(model)) if remote else tok,
         num_rollouts=num_rollouts,
         tasks_per_step=min(tasks_per_step, len(rows)),
-        max_concurrency=max_concurrency,
-        seed=seed,
-        executor=where.name,
-        executor_options=where.options,
-        opponents=agents.opponents(remote=remote),
-        # the rows are those of the env the command line names: the user's own choice,
-        # a server URL included (as `rollout ENV_ID` plays it)
-        allow_remote=True,
+        **playing_options,
     )
+    evaluation = None
+    if held_out:
+        evaluation = HeldOutEval(
+            RolloutSource(
+                held_out,
+                num_rollouts=1,
+                tasks_per_step=len(held_out),
+                shuffle=False,
+                **playing_options,
+            ),
+            every=eval_steps,
+            last_step=max_steps,
+            trained_roles=trained_roles,
+        )
+    evaluating = evaluation_keywords(adapter, trainer, evaluation)
     with contextlib.ExitStack() as serving:
         if own_policy is not None:  # served to the workers, which cannot be handed it
             playing = serving.enter_context(served_policy(own_policy))
+        if evaluation is not None:
+            serving.callback(evaluation.source.close)
         tracking = TrainTracking.start(
             report_to,
             project=project,
             run_name=run_name,
-            config={**arguments, "output_dir": str(output_dir), "max_steps": max_steps},
+            config={
+                **arguments,
+                "output_dir": str(output_dir),
+                "max_steps": max_steps,
+                "eval_steps": eval_steps,
+                "eval_tasks": len(held_out),
+            },
             samples_every=log_samples_every,
             samples=log_samples,
         )
@@ -364,7 +423,7 @@ def train(
             max_steps=max_steps,
             episodes_per_step=source.tasks_per_step * num_rollouts * _episodes_per_trial(env),
             player=playing,
-            checkpointing={**checkpointing, **streaming, **reporting},
+            checkpointing={**checkpointing, **streaming, **reporting, **evaluating},
             after_first_step=lambda metrics: _warn_if_slow(
                 metrics, max_steps, max_new_tokens, env.config.max_steps_per_episode
             ),

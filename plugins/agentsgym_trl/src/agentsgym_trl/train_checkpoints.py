@@ -5,7 +5,6 @@ from, whether a run may start there, and which checkpoint keywords the trainer's
 
 from __future__ import annotations
 
-import inspect
 import shutil
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ from agentsgym_trl.checkpoints import (
     last_checkpoint,
     read_run_state,
 )
+from agentsgym_trl.train_keywords import train_takes
 
 TRAIN_LOG = "train_log.jsonl"
 """The step log a finished run leaves in ``--output-dir``."""
@@ -78,14 +78,7 @@ def checkpoint_keywords(
     adapter: Any, trainer: str, save_steps: int, save_total_limit: int, resume_from: Path | None
 ) -> dict[str, Any]:
     """The checkpoint keywords of ``adapter.train``, if it takes them."""
-    try:
-        parameters = inspect.signature(adapter.train).parameters
-    except (TypeError, ValueError):
-        parameters = {}
-    takes = "resume_from" in parameters or any(
-        p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()
-    )
-    if not takes:
+    if not train_takes(adapter, "resume_from"):
         if resume_from is not None:
             raise TrainerOptionError(f"trainer {trainer} cannot resume from a checkpoint")
         return {}

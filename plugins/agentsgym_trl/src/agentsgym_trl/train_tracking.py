@@ -6,7 +6,9 @@ run's arguments as its configuration. Each step logs every number of the step lo
 (whatever the trainer wrote: a metric added to the step log later is logged as well)
 under ``train/``, with ``train/global_step`` and ``train/tokens_per_second``; every
 ``--log-samples-every N`` steps, a table ``train/samples`` of the last
-``--log-samples K`` episodes played (their text and reward).
+``--log-samples K`` episodes played (their text and reward). The held-out scores of
+``--eval-steps`` (:mod:`.train_eval`) are logged under ``eval/`` at their step, as TRL's
+integrations name an evaluation's numbers.
 
 How a step reaches the run depends on the adapter:
 
@@ -27,9 +29,13 @@ from typing import Any
 
 from agentsgym.cli import SAMPLE_COLUMNS, Tracker, sample_rows, start_tracker, tracked_values
 from agentsgym.runtime import StepMetrics
+from agentsgym_trl.train_eval import EVAL_PREFIX
 
 STEP_PREFIX = "train/"
 """The prefix of the step log's names in the tracker (TRL's integrations use it too)."""
+LIBRARY_EVAL_PREFIX = "eval_"
+"""How an evaluation's numbers start in the logs TRL's integrations report: they log them
+under ``eval/`` (and every other number under ``train/``)."""
 SAMPLES_KEY = "samples"
 
 
@@ -99,7 +105,10 @@ class TrainTracking:
 
     def on_step(self, metrics: StepMetrics) -> None:
         """Log a step (for an adapter whose library does not report by itself)."""
-        values = {f"{STEP_PREFIX}{k}": v for k, v in self.step_values(metrics).items()}
+        values = {
+            name if name.startswith(EVAL_PREFIX) else f"{STEP_PREFIX}{name}": value
+            for name, value in self.step_values(metrics).items()
+        }
         values[f"{STEP_PREFIX}global_step"] = metrics.step
         self.tracker.log(values, step=metrics.step)
 
@@ -113,9 +122,13 @@ class TrainTracking:
 
     def add_to_library_log(self, logs: dict[str, Any], metrics: StepMetrics) -> None:
         """Add a step's values to the entry a library's own integration is about to log
-        (it prefixes them with ``train/``); the step log's names win over the library's,
-        so that they mean the same with every trainer."""
-        logs.update(self.step_values(metrics))
+        (it prefixes them with ``train/``, and held-out scores, named ``eval_...`` here,
+        with ``eval/``); the step log's names win over the library's, so that they mean
+        the same with every trainer."""
+        for name, value in self.step_values(metrics).items():
+            if name.startswith(EVAL_PREFIX):
+                name = LIBRARY_EVAL_PREFIX + name.removeprefix(EVAL_PREFIX)
+            logs[name] = value
 
     def finish(self) -> None:
         self.tracker.finish()

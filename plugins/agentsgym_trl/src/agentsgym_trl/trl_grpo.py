@@ -59,6 +59,7 @@ from agentsgym_trl.vllm_client import InferenceServerError
 
 if TYPE_CHECKING:
     from agentsgym import Agent
+    from agentsgym_trl.train_eval import HeldOutEval
     from agentsgym_trl.train_tracking import TrainTracking
     from agentsgym_trl.trl_stream import StreamedRollouts
 
@@ -433,6 +434,7 @@ class TRLGRPOAdapter:
         max_staleness: int | None = None,
         tracking: TrainTracking | None = None,
         engine: GeneratingEngine | None = None,
+        evaluation: HeldOutEval | None = None,
     ) -> TrainResult:
         """Train for ``max_steps`` steps; a checkpoint (TRL's, plus agentsgym's run
         state) every ``save_steps`` steps; ``resume_from`` a checkpoint folder.
@@ -440,7 +442,9 @@ class TRLGRPOAdapter:
         at most that many versions (:mod:`agentsgym_trl.trl_stream`). ``tracking``: a
         started tracker run that TRL reports to (:mod:`agentsgym_trl.train_tracking`).
         ``engine``: an inference engine whose ``agent`` plays and that takes every
-        update's weights."""
+        update's weights. ``evaluation``: held-out tasks played, by who plays the
+        rollouts, after the steps it says; their scores join those steps' entries before
+        TRL reports them (:mod:`agentsgym_trl.train_eval`)."""
         from agentsgym_trl.checkpoints import read_run_state
 
         if max_steps < 1:
@@ -461,6 +465,11 @@ class TRLGRPOAdapter:
             result.steps = read_run_state(resume_from).step_metrics()
         self.step_log.steps = result.steps
         self.step_log.on_step = on_step
+        self.step_log.evaluate = None
+        if evaluation is not None:
+            self.step_log.evaluate = lambda metrics: evaluation.after_step(
+                metrics, agent if agent is not None else self.policy(trainer)
+            )
         try:
             with warnings.catch_warnings():
                 warnings.filterwarnings(

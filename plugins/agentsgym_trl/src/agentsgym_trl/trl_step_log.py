@@ -46,6 +46,8 @@ class StepLog:
     def __init__(self) -> None:
         self.steps: list[StepMetrics] = []
         self.on_step: StepCallback | None = None
+        self.evaluate: StepCallback | None = None
+        """Adds held-out scores to a step's entry when they are due (``--eval-steps``)."""
         self._played: list[StepMetrics] = []
 
     def played(self, metrics: StepMetrics) -> None:
@@ -68,6 +70,8 @@ class StepLog:
             if isinstance(value, (int, float)) and math.isfinite(value):
                 metrics.extra[ours] = float(value)
         metrics.extra.update(scored)
+        if self.evaluate is not None:
+            self.evaluate(metrics)
         self.steps.append(metrics)
         if self.on_step is not None:
             self.on_step(metrics)
