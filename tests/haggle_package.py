@@ -14,6 +14,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 HAGGLE = "haggle/Haggle-v0"
 SELLER_AGENT, BUYER_AGENT = "haggle/seller", "haggle/buyer"
 
@@ -188,3 +190,13 @@ def haggle_installed(
     monkeypatch.syspath_prepend(str(site))
     yield HAGGLE
     sys.modules.pop("agentsgym_haggle", None)
+
+
+@pytest.fixture(name="haggle_without_buyer_agent")
+def haggle_without_buyer_agent_fixture(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[str]:
+    """The haggle package whose buyer declares no default agent (the env none either),
+    installed for one test (:func:`haggle_installed`); the env id. A test module imports
+    it to use the fixture ``haggle_without_buyer_agent``."""
+    yield from haggle_installed(tmp_path, monkeypatch, buyer_default=False)

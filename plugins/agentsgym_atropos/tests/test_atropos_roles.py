@@ -4,18 +4,8 @@ without one before it plays or pushes anything, naming the role and the flag."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
-import pytest
-
 from agentsgym.testing import run_cli
-from haggle_package import haggle_installed
-
-
-@pytest.fixture
-def haggle_without_buyer_agent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    yield from haggle_installed(tmp_path, monkeypatch, buyer_default=False)
+from haggle_package import haggle_without_buyer_agent_fixture  # noqa: F401 (a fixture)
 
 
 def test_a_role_without_an_agent_is_refused_up_front_and_its_flag_works(

@@ -14,7 +14,7 @@ pytest.importorskip("torch")
 pytest.importorskip("trl")
 
 from agentsgym.testing import run_cli
-from haggle_package import haggle_installed
+from haggle_package import haggle_installed, haggle_without_buyer_agent_fixture  # noqa: F401 (a fixture)
 
 GAME = ["train", "classical/TicTacToe-v0", "--model", "tiny", "--max-steps", "1"]
 SMALL = ["--num-tasks", "2", "--num-rollouts", "2", "--tasks-per-step", "2"]
@@ -90,11 +90,6 @@ def test_trl_grpo_refusal_advice_works_for_a_third_party_env(haggle: str, tmp_pa
     )
     assert every.code == 0, every.output
     assert groups_trained(every.output) == 4
-
-
-@pytest.fixture
-def haggle_without_buyer_agent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    yield from haggle_installed(tmp_path, monkeypatch, buyer_default=False)
 
 
 def test_a_dataset_sink_plays_each_role_with_the_agent_rollout_would(
