@@ -14,6 +14,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 HAGGLE = "haggle/Haggle-v0"
 SELLER_AGENT, BUYER_AGENT = "haggle/seller", "haggle/buyer"
 
@@ -163,20 +165,38 @@ def register_agents(register):
 '''
 
 
-def install_haggle(site: Path) -> Path:
+BUYER_DEFAULT = 'default_agent="haggle/buyer", '
+
+
+def install_haggle(site: Path, *, buyer_default: bool = True) -> Path:
     """Install the haggle package as the distribution ``agentsgym-haggle`` in ``site``
-    (a folder on ``sys.path``, e.g. the ``site`` fixture); return its module file."""
+    (a folder on ``sys.path``, e.g. the ``site`` fixture); return its module file.
+    ``buyer_default=False``: the buyer (the role not trained) declares no default agent,
+    so a run must be given one for it."""
     from agentsgym_scaffold import install_plugin
 
-    return install_plugin(site, "agentsgym-haggle", "agentsgym_haggle", HAGGLE_PLUGIN)
+    source = HAGGLE_PLUGIN if buyer_default else HAGGLE_PLUGIN.replace(BUYER_DEFAULT, "")
+    return install_plugin(site, "agentsgym-haggle", "agentsgym_haggle", source)
 
 
-def haggle_installed(tmp_path: Path, monkeypatch: Any) -> Iterator[str]:
+def haggle_installed(
+    tmp_path: Path, monkeypatch: Any, *, buyer_default: bool = True
+) -> Iterator[str]:
     """The body of a fixture for test folders without the core's ``site`` fixture: the
     package installed in a folder put on ``sys.path`` (and its module forgotten after);
     yields the env id."""
     site = tmp_path / "haggle-site"
-    install_haggle(site)
+    install_haggle(site, buyer_default=buyer_default)
     monkeypatch.syspath_prepend(str(site))
     yield HAGGLE
     sys.modules.pop("agentsgym_haggle", None)
+
+
+@pytest.fixture(name="haggle_without_buyer_agent")
+def haggle_without_buyer_agent_fixture(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[str]:
+    """The haggle package whose buyer declares no default agent (the env none either),
+    installed for one test (:func:`haggle_installed`); the env id. A test module imports
+    it to use the fixture ``haggle_without_buyer_agent``."""
+    yield from haggle_installed(tmp_path, monkeypatch, buyer_default=False)

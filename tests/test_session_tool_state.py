@@ -1,6 +1,7 @@
 """A toolbox whose ``respond`` takes ``state=`` is given the episode's current state (the
-one ``step_episode`` returned last, not only the first); one of the bare protocol,
-``respond(action)``, is called without it."""
+one ``step_episode`` returned last, not only the first), one that takes ``session_id=``
+its episode's session id; one of the bare protocol, ``respond(action)``, is called
+without them."""
 
 from __future__ import annotations
 
@@ -37,6 +38,13 @@ class BareToolbox(StateToolbox):
         return await super().respond(action, state="never given")
 
 
+class SessionToolbox(StateToolbox):
+    """Takes both: records the state and the session id it was given."""
+
+    async def respond(self, action: AgentAction, **episode: Any) -> Any:
+        return await super().respond(action, state=(episode["state"], episode["session_id"]))
+
+
 class ToolCountdownEnv(CountdownEnv):
     def __init__(self, toolbox: StateToolbox) -> None:
         super().__init__(env_config={})
@@ -70,3 +78,20 @@ def test_a_toolbox_of_the_bare_protocol_is_called_without_state() -> None:
     toolbox = BareToolbox()
     play(toolbox)
     assert toolbox.seen == ["never given", "never given"]
+
+
+def test_a_toolbox_that_takes_the_session_id_is_told_its_episodes() -> None:
+    """Two episodes of one task object at once: each call names its own episode (a
+    toolbox never tells episodes apart by their task)."""
+    env = ToolCountdownEnv(SessionToolbox())
+    task = {"start": 3}
+
+    async def drive() -> None:
+        runtime = HookRuntime(env, WorkerPool(2))
+        sessions = [EpisodeSession(env, f"s-{n}", task, runtime=runtime) for n in (1, 2)]
+        await asyncio.gather(*(session.start() for session in sessions))
+        for session in reversed(sessions):
+            await session.step(AgentAction("peek"))
+
+    asyncio.run(drive())
+    assert env.toolbox.seen == [({"next": 3}, "s-2"), ({"next": 3}, "s-1")]

@@ -162,3 +162,21 @@ def test_an_agent_is_told_the_role_it_plays(haggle: str) -> None:
     assert {role for role, _ in reader.seen} == {"seller", "buyer"}
     prompts = {"seller": "You sell a lamp", "buyer": "You buy a lamp"}
     assert all(opening == prompts[role] for role, opening in reader.seen)
+
+
+def test_a_role_without_any_agent_is_named_with_the_flag_to_give(
+    site: Path, tmp_path: Path
+) -> None:
+    """The buyer declares no default agent and the env registers none: rollout refuses
+    before writing anything, naming the role and the flag; given that flag, it plays."""
+    install_haggle(site, buyer_default=False)
+    out = tmp_path / "deals.jsonl"
+    refused = run_cli("rollout", HAGGLE, "--num-tasks", "1", "--out", str(out))
+    assert refused.code == 2 and not out.exists()
+    said = " ".join(refused.output.split())
+    assert "its role 'buyer' declares none: give --agent buyer=AGENT" in said
+    played = run_cli(
+        "rollout", HAGGLE, "--num-tasks", "1", "--agent", f"buyer={BUYER_AGENT}", "--out", str(out)
+    )
+    assert played.code == 0, played.output
+    assert {row["role"] for row in rows_of(out)} == {"seller", "buyer"}

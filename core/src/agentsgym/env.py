@@ -134,8 +134,11 @@ class MultistepEnv:
     def episode_tools(self, task_data: dict[str, Any]) -> Any:
         """``None``, or the toolbox of an episode of ``task_data``: ``schemas`` for the chat
         template's ``tools=``; ``async respond(action)`` answers a reply's tool calls, ``None``
-        if it made none. A tool-env plugin builds one from plain functions. It may be
-        ``async def`` (an env whose tools live elsewhere asks a server for them)."""
+        if it made none. A ``respond`` that takes ``state=`` and ``session_id=`` is given,
+        with every reply, the episode's current state and its session id: toolboxes of
+        episodes of one task (one ``task_data`` object) are told apart by those, never by
+        the task. A tool-env plugin builds one from plain functions. It may be ``async
+        def`` (an env whose tools live elsewhere asks a server for them)."""
         return None
 
     # --------------------------------------------------------------- resources

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import typer
@@ -123,20 +124,53 @@ def test_a_second_package_of_a_namespace_is_offered_a_free_name(tmp_path: Path) 
     assert "`agentsgym new-env acme2/Maze` writes agentsgym-acme2" in " ".join(third.stderr.split())
 
 
-def test_a_missing_plugin_is_installed_with_what_it_needs(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+WORKSPACE = Path(__file__).resolve().parents[3]
+"""The clone of agentsgym these tests run in: the folders an install line names."""
+
+
+def project_of(folder: Path) -> dict[str, Any]:
+    tomllib = pytest.importorskip("tomllib" if sys.version_info >= (3, 11) else "tomli")
+    return tomllib.loads((folder / "pyproject.toml").read_text())["project"]  # type: ignore[no-any-return]
+
+
+def agentsgym_needs(project: dict[str, Any]) -> set[str]:
+    """The agentsgym distributions a project depends on (none of them is on an index)."""
+    from packaging.requirements import Requirement
+
+    names = {Requirement(r).name for r in project.get("dependencies", [])}
+    return {name for name in names if name == "agentsgym" or name.startswith("agentsgym-")}
+
+
+@pytest.mark.parametrize("kind", ["--harness", "--tools"])
+def test_the_printed_install_lines_work_in_their_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str
 ) -> None:
-    """A harness package depends on agentsgym-gateway, which runs on agentsgym-serve:
-    neither is on a package index, so the note installs both from the clone, serve first."""
+    """With nothing installed, the steps printed install, one after the other, each
+    agentsgym distribution after those it depends on (read from each folder's
+    pyproject: the gateway's needs, whatever they are), the written package last; no
+    folder is named that the package does not need."""
     from agentsgym_scaffold import commands
 
     monkeypatch.setattr(commands, "find_spec", lambda module: None)  # nothing installed
-    target = str(tmp_path / "pkg")
-    text = " ".join(invoke("new-env", "acme/Maze", "--harness", "--dir", target).split())
-    assert (
-        "install it first: pip install -e ./core -e ./plugins/agentsgym_serve "
-        "-e ./plugins/agentsgym_gateway" in text
-    )
+    target = tmp_path / "pkg"
+    text = invoke("new-env", "acme/Maze", kind, "--dir", str(target))
+    steps = [line.split("#")[0].split() for line in text.splitlines() if "pip install" in line]
+    assert [step[:3] for step in steps] == [["pip", "install", "-e"]] * 2, text
+    clone, package = steps
+    assert package[3:] == [repr(f"{target}[test]")]
+    installed: set[str] = set()
+    for flag, folder in zip(clone[2::2], clone[3::2], strict=True):
+        assert flag == "-e" and (WORKSPACE / folder / "pyproject.toml").is_file(), folder
+        project = project_of(WORKSPACE / folder)
+        assert agentsgym_needs(project) - {project["name"]} <= installed, (folder, installed)
+        installed.add(project["name"])
+    needed = agentsgym_needs(project_of(target))
+    assert needed <= installed
+    closure = set(needed)
+    for name in sorted(needed):
+        folder = "core" if name == "agentsgym" else f"plugins/{name.replace('-', '_')}"
+        closure |= agentsgym_needs(project_of(WORKSPACE / folder))
+    assert installed == closure  # nothing the package does not need
 
 
 def test_new_env_is_listed_with_the_authors_commands_and_completes() -> None:

@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 
 from agentsgym import MultistepEnv, RewardTerm, Role, StepResult, hookimpl
 from agentsgym_classical import GuessState, GuessTheNumberConfig, GuessTheNumberEnv
+from agentsgym_tools import ToolContext, ToolEnv
 
 
 class TermsEnv(GuessTheNumberEnv):
@@ -123,3 +124,47 @@ class Duet(MultistepEnv):
     def step_episode(self, state: dict[str, Any], action: str) -> StepResult:
         state["turns"] += 1
         return StepResult(state, 0.0, state["turns"] == state["last"], {})
+
+
+def whoami(context: ToolContext) -> str:
+    """Say which episode this call belongs to."""
+    return f"{context.session_id}|{context.task_data['secret']}|{context.state['secret']}"
+
+
+def peek(context: ToolContext) -> str:
+    """Say which task this episode plays (a tool only some tasks have)."""
+    return str(context.task_data["secret"])
+
+
+class WhoEnv(ToolEnv):
+    """A tool env whose tools say whose episode they serve: ``whoami`` names the episode's
+    session, task and state; a task's ``tools`` narrow the tools (``peek`` only for some).
+    ``initialize_episode`` waits (up to a few seconds) until two episodes are starting at
+    once, so that their tools are made before either episode's state is known: the
+    moment two sessions of one task could swap contexts."""
+
+    tools = (whoami, peek)
+    starting: ClassVar[threading.Barrier] = threading.Barrier(2)
+
+    def get_tools(self, task_data: dict[str, Any]) -> list[Any]:
+        wanted = task_data.get("tools")
+        return [t for t in self._default_tools if wanted is None or t.name in wanted]
+
+    @hookimpl
+    def initialize_episode(self, session_id: str, task_data: dict[str, Any]) -> dict[str, Any]:
+        try:
+            self.starting.wait(timeout=5)
+        except threading.BrokenBarrierError:  # a lone episode: nothing to wait for
+            self.starting.reset()
+        return {"secret": task_data["secret"]}
+
+    @hookimpl
+    def format_prompt(self, state: dict[str, Any], step: int) -> str:
+        return "Who are you?"
+
+    @hookimpl
+    def step_episode(self, state: dict[str, Any], action: str) -> StepResult:
+        return StepResult(state, 1.0, True, {})
+
+    def get_train_dataset(self, size: int = 1) -> Any:
+        return [{"task_data": {"secret": "shared"}}]

@@ -14,7 +14,7 @@ pytest.importorskip("torch")
 pytest.importorskip("trl")
 
 from agentsgym.testing import run_cli
-from haggle_package import haggle_installed
+from haggle_package import haggle_installed, haggle_without_buyer_agent_fixture  # noqa: F401 (a fixture)
 
 GAME = ["train", "classical/TicTacToe-v0", "--model", "tiny", "--max-steps", "1"]
 SMALL = ["--num-tasks", "2", "--num-rollouts", "2", "--tasks-per-step", "2"]
@@ -90,3 +90,34 @@ def test_trl_grpo_refusal_advice_works_for_a_third_party_env(haggle: str, tmp_pa
     )
     assert every.code == 0, every.output
     assert groups_trained(every.output) == 4
+
+
+def test_a_dataset_sink_plays_each_role_with_the_agent_rollout_would(
+    haggle: str, tmp_path: Path
+) -> None:
+    """No --agent and no env default agent: the sink plays each role with its own default
+    agent, as rollout does, and writes the trained role's rows."""
+    out = tmp_path / "sink"
+    args = ["train", haggle, "--trainer", "dataset-sink", "--max-steps", "1", *SMALL]
+    result = run_cli(*args, "--output-dir", str(out))
+    assert result.code == 0, result.output
+    assert (out / "rollouts.parquet").is_file()
+    assert played_roles(out) == {"seller"}
+
+
+def test_a_dataset_sink_names_a_role_that_has_no_agent(
+    haggle_without_buyer_agent: str, tmp_path: Path
+) -> None:
+    """The buyer (not trained) has no default agent: refused before anything is played,
+    naming the role and the flag; with that flag, the sink writes its rows."""
+    args = ["train", haggle_without_buyer_agent, "--trainer", "dataset-sink", "--max-steps", "1"]
+    refused = run_cli(*args, *SMALL, "--output-dir", str(tmp_path / "a"))
+    assert refused.code != 0
+    said = " ".join(refused.output.split())
+    assert "its role 'buyer' declares none: give --agent buyer=AGENT" in said
+    assert not (tmp_path / "a" / "played.jsonl").exists()
+    given = ["--agent", "buyer=haggle/buyer"]
+    played = run_cli(*args, *SMALL, *given, "--output-dir", str(tmp_path / "b"))
+    assert played.code == 0, played.output
+    assert (tmp_path / "b" / "rollouts.parquet").is_file()
+    assert played_roles(tmp_path / "b") == {"seller"}

@@ -130,18 +130,33 @@ class AgentChoices:
         for env_id in env_ids:  # typed by the user, or rows whose envs were already allowed
             spec = registry.resolve(env_id, allow_class_paths=True, allow_remote=True)
             name = self.per_env.get(env_id) or self.default or spec.default_agent
+            roles: tuple[str, ...] = ()
             if name is None and envs is not None and env_id in envs:
                 name = envs[env_id].default_agent
                 roles = envs[env_id].role_names
                 if name is None and roles and all(role in role_agents for role in roles):
                     continue  # each role plays with its own agent
             if name is None:
-                raise AgentError(
-                    f"{env_id} registers no default agent; choose one with --agent AGENT, or "
-                    f"--agent {env_id}=AGENT for this env only (see `agentsgym list-agents`)"
-                )
+                raise AgentError(_no_agent(env_id, [r for r in roles if r not in role_agents]))
             chosen[env_id] = name
         return chosen
+
+
+def _no_agent(env_id: str, roles_without: Sequence[str]) -> str:
+    """What to give when ``env_id`` has no agent: in an env with roles, the roles that
+    have none of their own (no ``--agent ROLE=NAME``, no ``Role.default_agent``)."""
+    if not roles_without:
+        return (
+            f"{env_id} registers no default agent; choose one with --agent AGENT, or "
+            f"--agent {env_id}=AGENT for this env only (see `agentsgym list-agents`)"
+        )
+    named = ", ".join(repr(role) for role in roles_without)
+    flags = " ".join(f"--agent {role}=AGENT" for role in roles_without)
+    return (
+        f"{env_id} registers no default agent, and its role{'s' if len(roles_without) > 1 else ''} "
+        f"{named} declare{'' if len(roles_without) > 1 else 's'} none: give {flags}, or one "
+        "agent for every role with --agent AGENT (see `agentsgym list-agents`)"
+    )
 
 
 def is_role_name(key: str) -> bool:

@@ -193,7 +193,7 @@ class EpisodeSession:
             answered = None
             if self.toolbox is not None:  # on the loop: a sync env's turn never waits
                 self.phase = "the tools"
-                answered = await self.toolbox.answer(action, self.state)
+                answered = await self.toolbox.answer(action, self.state, self.session_id)
             turn = partial(self._step_turn, self._turns, action, answered)
             return await self.runtime.turn(turn, self.describe)
         except Exception as exc:

@@ -45,12 +45,15 @@ class EpisodeTools:
     def __init__(self, toolbox: Any) -> None:
         self.toolbox = toolbox
         self.schemas: tuple[dict[str, Any], ...] = tuple(toolbox.schemas)
-        self._sees_state = _takes_state(toolbox)
+        self._keywords = _episode_keywords(toolbox)
 
-    async def answer(self, action: AgentAction, state: Any) -> Answered | None:
-        if self._sees_state:
-            return await self.toolbox.respond(action, state=state)  # type: ignore[no-any-return]
-        return await self.toolbox.respond(action)  # type: ignore[no-any-return]
+    async def answer(self, action: AgentAction, state: Any, session_id: str) -> Answered | None:
+        """The toolbox's answer to ``action``, given the episode's current ``state`` and
+        its ``session_id`` where ``respond`` takes them: each call says whose episode it
+        is, so the toolbox never has to tell episodes apart by their task."""
+        episode = {"state": state, "session_id": session_id}
+        given = {name: value for name, value in episode.items() if name in self._keywords}
+        return await self.toolbox.respond(action, **given)  # type: ignore[no-any-return]
 
 
 def tool_turn_info(answered: Answered) -> dict[str, Any]:
@@ -67,15 +70,20 @@ def as_written(chat: Any, action: AgentAction, answered: Answered | None) -> Age
     return None if written is None else dataclasses.replace(action, text=written)
 
 
-def _takes_state(toolbox: Any) -> bool:
-    """Whether ``toolbox.respond`` accepts ``state=`` (the episode's current state, for
-    the tools' context); a hand-written toolbox of the bare protocol, ``respond(action)``,
-    is called without it."""
+EPISODE_KEYWORDS = ("state", "session_id")
+"""What an engine tells a toolbox's ``respond`` of the episode, where it takes them."""
+
+
+def _episode_keywords(toolbox: Any) -> frozenset[str]:
+    """The :data:`EPISODE_KEYWORDS` that ``toolbox.respond`` accepts (all of them for a
+    ``**kwargs``); a hand-written toolbox of the bare protocol, ``respond(action)``, is
+    called with none."""
     try:
         parameters = inspect.signature(toolbox.respond).parameters.values()
     except (TypeError, ValueError):  # no signature to read (a builtin): the bare protocol
-        return False
-    return any(
-        (p.name == "state" and p.kind is not p.POSITIONAL_ONLY) or p.kind is p.VAR_KEYWORD
-        for p in parameters
+        return frozenset()
+    if any(p.kind is p.VAR_KEYWORD for p in parameters):
+        return frozenset(EPISODE_KEYWORDS)
+    return frozenset(
+        p.name for p in parameters if p.name in EPISODE_KEYWORDS and p.kind is not p.POSITIONAL_ONLY
     )

@@ -12,7 +12,8 @@ from agentsgym import make
 from agentsgym.cli import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
-    build_agent,
+    AgentChoices,
+    RunAgents,
     complete_env_id,
     console,
     err_console,
@@ -43,9 +44,14 @@ def atropos_command(
         help="stop after this many groups (default: the trainer's num_steps)",
     ),
     split: str = typer.Option("train", "--split", help="train or eval"),
-    agent: str | None = typer.Option(None, "--agent", help="agent name (default: the env's)"),
+    agent: list[str] | None = typer.Option(
+        None,
+        "--agent",
+        help="agent name (default: the env's); in an env with roles ROLE=NAME gives one "
+        "role its agent (default: the role's own), repeatable",
+    ),
     agent_option: list[str] | None = typer.Option(
-        None, "--agent-option", help="key=value, repeatable"
+        None, "--agent-option", help="key=value (ROLE.key=value: one role's agent), repeatable"
     ),
     env_config: list[str] | None = typer.Option(None, "--env-config", help="key=value, repeatable"),
     tokenizer: str = tokenizer_cli_option(),
@@ -94,7 +100,15 @@ def atropos_command(
         tokenizer=tokenizer_option(tokenizer),
         env_config=parse_key_values(env_config, "--env-config"),
     )
-    player = build_agent(env_id, agent, agent_option)
+    # who plays, as `rollout` chooses: refused here, before anything is played or pushed
+    agents = RunAgents.choose(
+        AgentChoices.parse(agent),
+        [env_id],
+        parse_key_values(agent_option, "--agent-option"),
+        build=True,
+        envs={env_id: env},
+    )
+    player = agents.players(remote=False)[env_id]
     dataset = env.get_train_dataset() if split == "train" else env.get_eval_dataset()
     producer = AtroposProducer(
         env,

@@ -51,20 +51,25 @@ def new_env(
     )
     for path in written:
         console.print(f"  {escape(str(path.relative_to(root)))}", highlight=False)
+    needs = KINDS[kind_name(tools=tools, harness=harness)].needs
+    missing = tuple(d for d in needs if find_spec(d.replace("-", "_")) is None)
+    # the steps in the order they work: what the package depends on (from a clone of
+    # agentsgym, whose distributions are on no package index) before the package itself
+    first = f"  {clone_install(missing)}   # in a clone of agentsgym\n" if missing else ""
     console.print(
         "next:\n"
+        f"{first}"
         f"  pip install -e {escape(repr(str(root) + '[test]'))}\n"
         f"  agentsgym check-env {escape(names.env_id)}\n"
         f"  pytest {escape(str(root / 'tests'))}",
         highlight=False,
+        soft_wrap=True,
     )
-    needs = KINDS[kind_name(tools=tools, harness=harness)].needs
-    missing = tuple(d for d in needs if find_spec(d.replace("-", "_")) is None)
     if missing:
         console.print(
             f"note: {escape(names.distribution)} depends on {', '.join(missing)}, not "
-            "installed here; in a clone of agentsgym (its distributions are on no package "
-            f"index), install it first: {clone_install(missing)}",
+            "installed here: the first line installs it from a clone of agentsgym (its "
+            "distributions are on no package index)",
             highlight=False,
             soft_wrap=True,
         )

@@ -19,10 +19,11 @@ class ToolContext:
     """The episode a call belongs to.
 
     :ivar task_data: the episode's task (the dataset row's ``task_data``).
-    :ivar state: the state ``initialize_episode`` returned (the same object: a tool that
-        changes a mutable state changes what ``step_episode`` sees); ``None`` until the
-        episode started, and in TRL's ``environment_factory`` the state ``reset`` made.
-    :ivar session_id: the episode's session id (``None`` until the episode started).
+    :ivar state: the episode's current state, as the engine gives it with each reply's
+        calls (the same object: a tool that changes a mutable state changes what
+        ``step_episode`` sees); ``None`` before the episode's first call.
+    :ivar session_id: the episode's session id, given the same way (``None`` before its
+        first call).
     :ivar scratch: a dict of the episode's own, shared by its tools' calls.
     """
 

@@ -8,20 +8,20 @@ calls reaches ``step_episode`` as in any env. Tool turns count toward
 ``max_tool_result_chars`` bound each reply's calls.
 
 A tool that asks for the :class:`~agentsgym_tools.ToolContext` gets the episode's task,
-and its state once ``initialize_episode`` returned it (a wrapper of that hook binds it).
+its current state and its session id: the engine gives the toolbox the episode's state
+and session id with every reply (``Toolbox.respond``), so two episodes of one task, even
+of one ``task_data`` object, never share or swap them.
 """
 
 from __future__ import annotations
 
-import inspect
 import logging
-import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from pydantic import Field
 
-from agentsgym import EnvConfig, Message, MultistepEnv, hookimpl
+from agentsgym import EnvConfig, Message, MultistepEnv
 from agentsgym.runtime import ChatTokenizer
 from agentsgym_tools.context import ToolContext
 from agentsgym_tools.parsing import ToolCallParser
@@ -66,9 +66,6 @@ class ToolEnv(MultistepEnv):
         self.tool_parser = ToolCallParser(tokenizer, eot_text=eot)
         self._default_tools = as_tools(type(self).tools)  # declaration errors surface here
         self.one_call_per_reply = self.chat is not None and not renders_parallel_calls(self.chat)
-        # the contexts of episodes whose tools are made but whose state is not yet known,
-        # by the identity of their task_data (the engine passes that very dict to both)
-        self._unbound: weakref.WeakValueDictionary[int, ToolContext] = weakref.WeakValueDictionary()
         if self.chat is not None and self._default_tools and not renders_tools(self.chat):
             logger.warning(
                 "the chat template of %s does not render tools: a model playing %s is never "
@@ -94,32 +91,13 @@ class ToolEnv(MultistepEnv):
                 getattr(config, "max_tool_result_chars", DEFAULT_MAX_RESULT_CHARS)
             ),
         )
-        context = ToolContext(task_data=task_data)
-        self._unbound[id(task_data)] = context
         return Toolbox(
             tools,
             self.tool_parser,
             runner,
-            context=context,
+            context=ToolContext(task_data=task_data),
             one_call_per_reply=self.one_call_per_reply,
         )
-
-    @hookimpl(wrapper=True, specname="initialize_episode")
-    def _bind_tool_context(self, session_id: str, task_data: dict[str, Any]) -> Any:
-        """The episode's state reaches its tools' context (see the module docstring)."""
-        state = yield
-        context = self._unbound.pop(id(task_data), None)
-        if context is None or context.task_data is not task_data:
-            return state
-        if inspect.isawaitable(state):  # an async initialize_episode: bind once awaited
-            return _bound_when_awaited(state, context, session_id)
-        context.state, context.session_id = state, session_id
-        return state
-
-
-async def _bound_when_awaited(state: Any, context: ToolContext, session_id: str) -> Any:
-    context.state, context.session_id = await state, session_id
-    return context.state
 
 
 _PROBE_TOOL = {

@@ -48,9 +48,11 @@ class Toolbox:
     async def respond(self, action: AgentAction, **episode: Any) -> tuple[Message, Messages] | None:
         """(the reply as an assistant message with its calls, the tool messages answering
         them), or ``None`` when the reply calls no tool. An engine may pass the episode's
-        current ``state=``: the tools' context then follows it."""
+        current ``state=`` and its ``session_id=``: the tools' context then follows them."""
         if "state" in episode:
             self.context.state = episode["state"]
+        if "session_id" in episode:
+            self.context.session_id = episode["session_id"]
         parsed = self.parser.parse(action, self.schemas)
         if parsed.error is None and self.one_call_per_reply and len(parsed.calls) > 1:
             parsed.error = (

@@ -334,6 +334,7 @@ def train(
 
     playing = player(
         env_id,
+        env,
         agents,
         takes_model=takes_model,
         model=model,
@@ -351,7 +352,8 @@ def train(
         "seed": seed,
         "executor": where.name,
         "executor_options": where.options,
-        "opponents": agents.opponents(remote=remote),
+        # a sink's agents by role (rollout's choice) hold the role agents already
+        "opponents": {} if isinstance(playing, dict) else agents.opponents(remote=remote),
         # the rows are those of the env the command line names: the user's own choice,
         # a server URL included (as `rollout ENV_ID` plays it)
         "allow_remote": True,

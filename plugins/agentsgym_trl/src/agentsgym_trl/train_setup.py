@@ -14,6 +14,7 @@ from agentsgym.cli import (
     OPERATIONAL_AGENT_OPTIONS,
     RUN_LIMIT_ENV_KEYS,
     AgentChoices,
+    RunAgents,
     agent_name,
     build_component,
     check_options,
@@ -215,6 +216,7 @@ def run_arguments(
 
 def player(
     env_id: str,
+    env: Any,
     agents: TrainAgents,
     *,
     takes_model: bool,
@@ -225,8 +227,9 @@ def player(
 ) -> Any:
     """Who plays the trained roles: ``--agent``; else the trainer's own model
     (``None``); for a trainer without one (a sink), ``--model`` through a transformers
-    agent or the env's agent. ``remote``: an executor that plays elsewhere gets a
-    recipe (:class:`~agentsgym.runtime.AgentSpec`) that each worker builds."""
+    agent, else the agents ``rollout`` would choose (:func:`rollout_players`).
+    ``remote``: an executor that plays elsewhere gets a recipe
+    (:class:`~agentsgym.runtime.AgentSpec`) that each worker builds."""
     name = agents.agent
     if name is None and takes_model:
         return None
@@ -236,9 +239,33 @@ def player(
         from agentsgym_trl.transformers_agent import TransformersAgent
 
         return TransformersAgent(model, tokenizer=tokenizer, **sampling)
+    if name is None:
+        return rollout_players(env_id, env, agents, remote=remote)
     name = agent_name(env_id, name)
     spec = get_registry().agent(name)
     if remote:
         check_options(spec.load(), agents.options, what=f"agent {name!r}")
         return AgentSpec(name, dict(agents.options))
     return build_component(spec, agents.options)
+
+
+def rollout_players(env_id: str, env: Any, agents: TrainAgents, *, remote: bool) -> Any:
+    """A sink's agents without ``--agent NAME`` or ``--model``, chosen as ``rollout``
+    chooses them (:class:`~agentsgym.cli.RunAgents`): the env's default agent, else in
+    an env with roles each role's own (``--agent ROLE=NAME``, else its
+    ``Role.default_agent``); one agent, or a dict of them by role (which then holds the
+    role agents too). A role left without one is refused before anything is played,
+    naming the role and the flag to give."""
+    role_options = {
+        f"{role}.{key}": value
+        for role, options in agents.role_options.items()
+        for key, value in options.items()
+    }
+    chosen = RunAgents.choose(
+        AgentChoices(per_role=dict(agents.role_agents)),
+        [env_id],
+        {**agents.options, **role_options},
+        build=not remote,
+        envs={env_id: env},
+    )
+    return chosen.players(remote=remote)[env_id]
