@@ -1,7 +1,7 @@
 """OpenEnv's protocol: `agentsgym serve` against openenv-core's own server, side by side.
 
 Usage: python bench/bench_openenv.py [--sessions 1,64,256] [--turns 20] [--episodes E]
-                                    [--repeats 3] [--baseline TREE]
+                                    [--repeats 3] [--baseline TREE] [--inline-hooks]
 
 The env logic is CountdownEnv (tests/envs_for_tests.py: the agent says T, T-1, ...
 1, one turn each). It is served twice, each server in its own process on loopback
@@ -22,6 +22,13 @@ the client process over the measured part, medians of the runs. The servers run 
 after the other, alternately, so that all see the same machine load. On a shared
 machine the CPU per step is the steadier figure: steps per second also count the
 client's and other processes' turns at the cores.
+
+``--inline-hooks`` serves agentsgym once more with the env's hooks on the server's
+event loop (``InlineCountdownEnv``: the same env setting ``run_hooks_inline``, as an
+env with instant hooks does), a further server in the alternation: what the hand-off
+of each turn to a worker thread costs, which both servers above pay (openenv-core
+runs every ``step`` in a thread of the session's own). The headline ratio is the
+plain env's.
 
 ``--baseline TREE`` serves agentsgym a second time, imported from another source tree
 (a checkout of the code before a change, ``git worktree add /tmp/before main``), as a
@@ -44,6 +51,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 TESTS = ROOT / "tests"
 ENV = "envs_for_tests:CountdownEnv"
+INLINE_ENV = "envs_for_tests:InlineCountdownEnv"
 
 
 # ---------------------------------------------------------------------- servers
@@ -113,15 +121,15 @@ def serve_openenv_core(port: int, sessions: int, turns: int) -> None:
 THREADS = int(os.environ.get("BENCH_THREADS", "32"))
 
 
-def agentsgym_app(sessions: int, turns: int) -> Any:
-    """`agentsgym serve`'s app of the same env."""
+def agentsgym_app(sessions: int, turns: int, env: str = ENV) -> Any:
+    """`agentsgym serve`'s app of the same env (``env``: that env class instead)."""
     sys.path.insert(0, str(TESTS))
     import logging
 
     from agentsgym_serve import create_app
 
     app = create_app(
-        ENV,
+        env,
         {"start": turns, "max_steps_per_episode": turns + 5},
         allow_class_paths=True,
         max_sessions=sessions + 8,
@@ -141,7 +149,19 @@ def serve_agentsgym(port: int, sessions: int, turns: int) -> None:
     uvicorn_server(app, log_level="warning").run(sockets=[bind_socket("127.0.0.1", port)])
 
 
-SERVERS = {"agentsgym": serve_agentsgym, "openenv-core": serve_openenv_core}
+def serve_agentsgym_inline(port: int, sessions: int, turns: int) -> None:
+    """`agentsgym serve` of the same env, its hooks on the event loop (run_hooks_inline)."""
+    from agentsgym_serve.server import bind_socket, uvicorn_server
+
+    app = agentsgym_app(sessions, turns, INLINE_ENV)
+    uvicorn_server(app, log_level="warning").run(sockets=[bind_socket("127.0.0.1", port)])
+
+
+SERVERS = {
+    "agentsgym": serve_agentsgym,
+    "agentsgym-inline": serve_agentsgym_inline,
+    "openenv-core": serve_openenv_core,
+}
 
 
 def free_port() -> int:
@@ -264,6 +284,12 @@ def main() -> None:
         help="also serve agentsgym from this source tree (a checkout of the code before a "
         "change), a third server in the same alternation",
     )
+    parser.add_argument(
+        "--inline-hooks",
+        action="store_true",
+        help="also serve the env with its hooks on the event loop (run_hooks_inline), "
+        "a further server in the same alternation",
+    )
     args = parser.parse_args()
     os.environ["BENCH_THREADS"] = str(args.threads)
     arms: dict[str, tuple[str, Path | None]] = {"openenv-core": ("openenv-core", None)}
@@ -271,6 +297,8 @@ def main() -> None:
         source_path(args.baseline)  # a bad tree fails now, not after the first runs
         arms["agentsgym (baseline)"] = ("agentsgym", args.baseline)
     arms["agentsgym"] = ("agentsgym", None)
+    if args.inline_hooks:
+        arms["agentsgym, hooks inline"] = ("agentsgym-inline", None)
     width = max(len(name) for name in arms) + 2
     print(f"load average before: {os.getloadavg()[0]:.2f} ({os.cpu_count()} cores)")
     print(

@@ -53,6 +53,13 @@ class CountdownEnv(MultistepEnv):
         return StepResult({"next": nxt}, reward, nxt == 0, {"right": True})
 
 
+class InlineCountdownEnv(CountdownEnv):
+    """CountdownEnv whose hooks (microseconds each) run on the event loop, not in a
+    worker thread (bench/bench_openenv.py --inline-hooks)."""
+
+    run_hooks_inline = True
+
+
 class CountingAgent:
     """Counts down correctly, reading the number from the last user message."""
 

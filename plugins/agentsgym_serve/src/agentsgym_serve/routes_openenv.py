@@ -352,6 +352,17 @@ async def ws(websocket: WebSocket) -> None:
         await _send(websocket, _error(exc.detail, WSErrorCode.SESSION_ERROR, error=exc.code))
         await websocket.close(code=CLOSE_TRY_AGAIN_LATER)
         return
+    # The connection's loop is a task of its own: each of its awaits (two or three a
+    # step) then resumes a handful of frames, not the twenty of the ASGI stack above
+    # this handler (middlewares, routers, exception wrappers). Cancelling the handler
+    # cancels the task, and waits for its cleanup.
+    await asyncio.ensure_future(_serve_session(websocket, openenv, _mcp(websocket), session))
+
+
+async def _serve_session(
+    websocket: WebSocket, openenv: OpenEnvService, mcp: McpService, session: Session
+) -> None:
+    """Answer the connection's messages until it ends, then close its session."""
     ending = "the client disconnected"
 
     def closed_by_server(reason: str) -> None:
@@ -359,7 +370,6 @@ async def ws(websocket: WebSocket) -> None:
         asyncio.ensure_future(_close_for(websocket, f"session closed: {reason}"))
 
     session.on_close = closed_by_server
-    mcp = _mcp(websocket)
     try:
         while True:
             message = await websocket.receive()
