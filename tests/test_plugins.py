@@ -131,6 +131,45 @@ def test_every_test_runs_in_its_own_tmp_path(tmp_path: Path) -> None:
     assert Path.cwd() == tmp_path
 
 
+HYPOTHESIS_PACKAGE_TEST = """
+from hypothesis import given, settings, strategies as st
+
+
+@settings(max_examples=5, database=None)
+@given(st.text())
+def test_text(text):
+    assert isinstance(text, str)
+"""
+
+
+def test_hypothesis_writes_into_the_tests_tmp_path_not_the_folder_pytest_ran_in(
+    tmp_path: Path,
+) -> None:
+    """hypothesis fixes its folder to the working directory it is imported in (at
+    collection: where pytest ran) and fills caches there while tests run, even with
+    ``database=None``; under agentsgym_tmp_cwd they go into the test's own tmp_path."""
+    pytest.importorskip("hypothesis")
+    package = tmp_path / "package"
+    package.mkdir()
+    (package / "pyproject.toml").write_text(
+        '[tool.pytest.ini_options]\nusefixtures = ["agentsgym_tmp_cwd"]\n', encoding="utf-8"
+    )
+    (package / "test_text.py").write_text(HYPOTHESIS_PACKAGE_TEST, encoding="utf-8")
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--basetemp", "runs"],
+        cwd=package,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert (package / "runs" / "test_text0" / ".hypothesis").is_dir()
+    # hypothesis's own pytest plugin caches the tests' constants while collecting,
+    # before any fixture: that one folder is hypothesis's, in the folder pytest ran in
+    beside = package / ".hypothesis"
+    assert not beside.exists() or {p.name for p in beside.iterdir()} <= {".gitignore", "constants"}
+
+
 OBJECT_PLUGIN = '''
 from agentsgym import hookimpl
 

@@ -4,6 +4,7 @@ run of an environment that has agentsgym, most of which never use it."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from typing import Any
@@ -55,5 +56,11 @@ def agentsgym_tmp_cwd(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """Runs the test in its ``tmp_path`` as working directory: a command's default output
     (``rollout``'s ``rollouts.parquet``, ``train``'s ``agentsgym-train``) lands there,
     never beside a user's own files (name it for every test of a package in
-    ``[tool.pytest.ini_options]``: ``usefixtures = ["agentsgym_tmp_cwd"]``)."""
+    ``[tool.pytest.ini_options]``: ``usefixtures = ["agentsgym_tmp_cwd"]``). Hypothesis's
+    folder moves with it."""
     monkeypatch.chdir(tmp_path)
+    configuration = sys.modules.get("hypothesis.configuration")
+    if configuration is not None:
+        # hypothesis fixed its folder to the working directory it was imported in (the
+        # clone's root, at collection) and writes caches there even with database=None
+        monkeypatch.setattr(configuration, "__hypothesis_home_directory", tmp_path / ".hypothesis")
