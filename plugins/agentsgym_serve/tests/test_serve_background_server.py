@@ -156,3 +156,37 @@ def test_run_server_announces_the_server_once_it_accepts_connections() -> None:
         uvicorn.should_exit = True
         thread.join(60)
     assert not thread.is_alive()
+
+
+def test_freeze_heap_collects_the_garbage_then_freezes_what_is_alive() -> None:
+    """``agentsgym serve``'s freeze_heap, in a process of its own (it changes the
+    process's collector): a cycle that is already garbage is collected first, not
+    frozen; what is alive is frozen, so that full collections no longer walk it."""
+    import subprocess
+    import sys
+    import textwrap
+
+    code = textwrap.dedent(
+        """
+        import gc, weakref
+        from agentsgym_serve.server import freeze_heap
+
+        class Node:
+            pass
+
+        garbage, alive = Node(), Node()
+        garbage.me, alive.me = garbage, alive
+        gone = weakref.ref(garbage)
+        del garbage
+        frozen = freeze_heap()
+        assert gone() is None, "the garbage was frozen, not collected"
+        assert frozen == gc.get_freeze_count() > 1000, frozen
+        assert all(o is not alive for o in gc.get_objects(2)), "what is alive is frozen"
+        print(frozen)
+        """
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], check=False, capture_output=True, text=True, timeout=600
+    )
+    assert result.returncode == 0, result.stderr
+    assert int(result.stdout) > 1000

@@ -93,6 +93,10 @@ def test_serve_runs_a_server_that_plays_and_stops_on_sigterm(tmp_path: Path) -> 
     assert "Application shutdown complete." in [r["message"] for r in records]
     events = [r.get("event") for r in records]
     assert "serving" in events and events.count("session_created") == 2
+    # the heap the server started with is frozen once, before it serves (bench/README.md)
+    frozen = [r for r in records if r.get("event") == "heap_frozen"]
+    assert len(frozen) == 1 and frozen[0]["objects"] > 1000
+    assert events.index("heap_frozen") < events.index("serving")
     steps = [r for r in records if r.get("event") == "request" and r["path"].endswith("/step")]
     assert steps and all(r["status"] == 200 and r["method"] == "POST" for r in steps)
 

@@ -127,7 +127,13 @@ def serve_command(
         raise typer.BadParameter(f"--log-level must be one of {', '.join(LOG_LEVELS)}")
     from agentsgym_serve.app import create_app
     from agentsgym_serve.logs import configure_json_logging
-    from agentsgym_serve.server import bind_socket, run_server, url_of, uvicorn_server
+    from agentsgym_serve.server import (
+        bind_socket,
+        freeze_heap,
+        run_server,
+        url_of,
+        uvicorn_server,
+    )
 
     served = parse_key_values(env_config, "--env-config")
     asgi = create_app(
@@ -164,6 +170,7 @@ def serve_command(
             "env_config (see docs/serving.md, security)",
             extra={"fields": {"event": "exposed", "host": host}},
         )
+    freeze_heap()
     run_server(
         uvicorn_server(asgi, log_level=log_level.lower(), ws_compression=ws_compression),
         [sock],
