@@ -141,20 +141,26 @@ def agentsgym_app(sessions: int, turns: int, env: str = ENV) -> Any:
     return app
 
 
+def serve_as_the_command_does(app: Any, port: int) -> None:
+    """Serve ``app`` as `agentsgym serve` does once it has built it: the heap frozen
+    (where the served tree has ``freeze_heap``; a ``--baseline`` tree may predate it),
+    then uvicorn on this process's own loop."""
+    from agentsgym_serve import server
+
+    freeze_heap = getattr(server, "freeze_heap", None)
+    if freeze_heap is not None:
+        freeze_heap()
+    server.run_server(server.uvicorn_server(app), [server.bind_socket("127.0.0.1", port)])
+
+
 def serve_agentsgym(port: int, sessions: int, turns: int) -> None:
     """`agentsgym serve` of the same env (run in a subprocess), as the command runs it."""
-    from agentsgym_serve.server import bind_socket, uvicorn_server
-
-    app = agentsgym_app(sessions, turns)
-    uvicorn_server(app, log_level="warning").run(sockets=[bind_socket("127.0.0.1", port)])
+    serve_as_the_command_does(agentsgym_app(sessions, turns), port)
 
 
 def serve_agentsgym_inline(port: int, sessions: int, turns: int) -> None:
     """`agentsgym serve` of the same env, its hooks on the event loop (run_hooks_inline)."""
-    from agentsgym_serve.server import bind_socket, uvicorn_server
-
-    app = agentsgym_app(sessions, turns, INLINE_ENV)
-    uvicorn_server(app, log_level="warning").run(sockets=[bind_socket("127.0.0.1", port)])
+    serve_as_the_command_does(agentsgym_app(sessions, turns, INLINE_ENV), port)
 
 
 SERVERS = {
