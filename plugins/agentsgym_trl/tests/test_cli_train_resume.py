@@ -158,3 +158,17 @@ def test_a_resume_while_the_run_is_alive_is_refused(tmp_path: Path, monkeypatch:
     assert not (out / LOCK_FILE).exists()  # released when the live run ended
     monkeypatch.undo()
     assert train(out, *run, "--resume").code == 0  # and free for the next run
+
+
+def test_a_refused_run_leaves_no_folder_it_created(tmp_path: Path) -> None:
+    """A run refused before it wrote anything (here an env id that is not registered)
+    removes the --output-dir it created, and the folders it created to hold it; a
+    folder that was there before stays."""
+    out = tmp_path / "new" / "run"
+    refused = run_cli("train", "agentsgym/NoSuchEnv-v0", "--output-dir", str(out), *SMALL)
+    assert refused.code != 0 and "NoSuchEnv" in refused.output
+    assert not (tmp_path / "new").exists()
+    there = tmp_path / "there"
+    there.mkdir()
+    again = run_cli("train", "agentsgym/NoSuchEnv-v0", "--output-dir", str(there), *SMALL)
+    assert again.code != 0 and there.is_dir() and not any(there.iterdir())

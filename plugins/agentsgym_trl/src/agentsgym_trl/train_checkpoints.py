@@ -33,12 +33,31 @@ def lock_output_dir(command: typer.Context, output_dir: Path) -> OutputLock:
     """Lock ``output_dir`` until ``command`` ends, as ``rollout`` and ``eval`` lock
     ``--out``: a second ``train`` there (a ``--resume`` while the run is alive, which
     would read checkpoints the live run prunes) is refused, naming the process that
-    holds it. The kernel drops the lock however the process ends."""
+    holds it. The kernel drops the lock however the process ends.
+
+    A folder this command created and left empty (a run refused before it wrote
+    anything, such as a misspelt env id) is removed when the command ends, so the
+    corrected command does not find a stray folder."""
+    created = [f for f in (output_dir, *output_dir.parents) if not f.exists()]  # leaf first
     output_dir.mkdir(parents=True, exist_ok=True)
     lock = OutputLock(output_dir / LOCK_FILE, output=output_dir, option="--output-dir")
     lock.acquire()
+    if created:
+        # the context's callbacks run last-registered first: the lock is released
+        # (its file removed) before the folders are looked at
+        command.call_on_close(lambda: _remove_while_empty(created))
     command.call_on_close(lock.release)
     return lock
+
+
+def _remove_while_empty(folders: list[Path]) -> None:
+    """Remove ``folders`` (each inside the next) until one holds something: a run
+    wrote there, or another run took the lock since."""
+    for folder in folders:
+        try:
+            folder.rmdir()
+        except OSError:
+            return
 
 
 def checkpoint_to_resume(output_dir: Path, *, resume: bool, overwrite: bool) -> Path | None:
