@@ -19,7 +19,7 @@ from agentsgym.agents import call_agent
 from agentsgym.agents.openai_agent import OpenAIAgent
 from agentsgym.errors import AgentError
 from agentsgym_serve.model_server import OpenAICompatServer, ScriptedPolicy
-from agentsgym_trl import ModelPolicy
+from tiny_model_server import tiny_model_server
 
 TINY = "agentsgym/tiny-chatml"
 GUESS = "agentsgym/GuessTheNumber-v0"
@@ -33,10 +33,8 @@ pytestmark = pytest.mark.usefixtures("torch_single_thread")
 @pytest.fixture(scope="module")
 def vllm_like() -> Any:
     """A server that answers like vLLM, with the tiny random model."""
-    policy = ModelPolicy("tiny", TINY, seed=0)
-    with OpenAICompatServer(policy, models=[MODEL, "other-model"]) as server:
+    with tiny_model_server((MODEL, "other-model")) as server:
         yield server
-    policy.close()
 
 
 def agent_for(server: Any, **options: Any) -> OpenAIAgent:
@@ -97,14 +95,12 @@ def test_server_token_ids_and_logprobs_go_into_the_trajectory(vllm_like: Any) ->
 def test_a_reply_the_server_renders_differently_starts_a_segment_trained_once() -> None:
     """The case the test above meets by chance, played on purpose: a reply whose text
     re-tokenizes differently makes the server's next prompt differ from the stream."""
-    policy = ModelPolicy("tiny", TINY, seed=0)
-    with OpenAICompatServer(policy, models=[MODEL]) as server:
+    with tiny_model_server((MODEL,)) as server:
         agent = agent_for(server, timeout=300)
         env = agentsgym.make(GUESS, tokenizer=TINY, env_config={"max_steps_per_episode": 2})
         # seed 0, one rollout after the other: the second samples such a reply
         batch = env.run_trial([{"seed": 0}], agent, num_rollouts=2, max_concurrency=1)
         agent.close()
-    policy.close()
     assert not batch.failed
     rows = batch.groups[0].rows
     episodes = {id(e): e for e, _ in rows}

@@ -16,8 +16,7 @@ pytest.importorskip("torch")
 
 import agentsgym
 from agentsgym.errors import AgentError
-from agentsgym_serve.model_server import OpenAICompatServer
-from agentsgym_trl import ModelPolicy
+from tiny_model_server import tiny_model_server
 
 TINY = "agentsgym/tiny-chatml"
 GUESS = "agentsgym/GuessTheNumber-v0"
@@ -27,10 +26,8 @@ pytestmark = pytest.mark.usefixtures("torch_single_thread")
 
 @pytest.fixture(scope="module")
 def engine() -> Any:
-    policy = ModelPolicy("tiny", TINY, seed=0)
-    with OpenAICompatServer(policy, models=["tiny"]) as server:
+    with tiny_model_server() as server:
         yield server
-    policy.close()
 
 
 def control(server: Any, path: str, body: Any = None) -> Any:
@@ -95,9 +92,7 @@ def test_a_reply_frozen_across_a_weight_update_has_tokens_of_both_versions(engin
 
 
 def test_a_server_without_the_generate_api_is_named_with_what_to_do() -> None:
-    policy = ModelPolicy("tiny", TINY, seed=0)
-    with OpenAICompatServer(policy, models=["tiny"], vllm=False) as server:
+    with tiny_model_server(vllm=False) as server:
         agent = generate_agent(server)
         with pytest.raises(AgentError, match="--enable-scale-out"):
             agentsgym.agents.call_agent(agent, [{"role": "user", "content": "hi"}], None, [1, 2])
-    policy.close()

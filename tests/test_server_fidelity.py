@@ -22,10 +22,9 @@ pytest.importorskip("torch")
 
 import agentsgym
 from agentsgym import AgentAction, FunctionAgent
-from agentsgym_serve.model_server import OpenAICompatServer
-from agentsgym_trl import ModelPolicy
 from envs_for_tests import CountdownEnv
 from recording_agents import RecordingAgent
+from tiny_model_server import tiny_model_server
 
 TINY = "agentsgym/tiny-chatml"
 GUESS = "agentsgym/GuessTheNumber-v0"
@@ -35,10 +34,8 @@ pytestmark = pytest.mark.usefixtures("torch_single_thread")
 
 @pytest.fixture(scope="module")
 def server() -> Any:
-    policy = ModelPolicy("tiny", TINY, seed=0)
-    with OpenAICompatServer(policy, models=["tiny"]) as running:
+    with tiny_model_server() as running:
         yield running
-    policy.close()
 
 
 @pytest.mark.parametrize(("api", "source"), [("chat", "server"), ("completions", "sampled")])
